@@ -1,0 +1,87 @@
+// The one declarative description of a box and of one exec in it. Validated once, by
+// BoxOptions::Validate() (Box::Create calls it); every driver reads only its own fields.
+#ifndef CODEBOX_OPTIONS_H_
+#define CODEBOX_OPTIONS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "codebox/status.h"
+
+namespace codebox {
+
+enum class DriverKind {
+  kAuto,  // the strongest driver that runs at full speed on this host
+  kJail,  // namespaces + seccomp + cgroups; shared kernel
+  kVm,    // a microVM with its own kernel (QEMU microvm)
+};
+std::string_view DriverKindName(DriverKind kind);
+StatusOr<DriverKind> ParseDriverKind(std::string_view name);
+
+enum class Network {
+  kNone,  // only loopback inside the box; the only mode today
+};
+
+struct BoxOptions {
+  // Image name from images/ (built with `codebox image build NAME`).
+  std::string image = "python";
+  DriverKind driver = DriverKind::kAuto;
+  // vm driver: allow QEMU's software emulation (tcg) where the host lacks hardware
+  // virtualization. Slow (seconds to boot), but a real VM.
+  bool allow_emulation = false;
+  double cpus = 1.0;
+  uint64_t memory_mib = 512;
+  uint64_t disk_mib = 256;  // writable scratch layer (tmpfs) size
+  uint32_t max_processes = 128;
+  uint32_t max_open_files = 1024;
+  // Default wall-clock limit of each exec; ExecOptions::timeout overrides it.
+  std::chrono::milliseconds exec_timeout{30'000};
+  // Wall-clock limit of the whole box (0 = none): past it every exec fails and the box ends.
+  std::chrono::milliseconds box_timeout{0};
+  // Environment of every exec (PATH, HOME, LANG are set unless given). Nothing of the host's
+  // environment enters the box.
+  std::map<std::string, std::string> env;
+  std::string workdir = "/work";
+  Network network = Network::kNone;
+  // Bytes of stdout and of stderr kept per exec; the rest is dropped and flagged.
+  uint64_t output_limit_bytes = 16ull << 20;
+  // Where images and kernels live; empty = $CODEBOX_HOME, else /var/lib/codebox for root,
+  // else ~/.local/share/codebox.
+  std::string home;
+
+  Status Validate() const;
+};
+
+struct ExecOptions {
+  std::map<std::string, std::string> env;  // added to BoxOptions::env
+  std::string cwd;                         // empty = BoxOptions::workdir
+  std::optional<std::string> stdin_data;   // empty = stdin is /dev/null
+  std::optional<std::chrono::milliseconds> timeout;
+  // Streaming: called from an internal thread as chunks arrive (the result still holds the
+  // captured output). Must not call back into the same Box.
+  std::function<void(std::string_view)> on_stdout;
+  std::function<void(std::string_view)> on_stderr;
+};
+
+struct ExecResult {
+  int exit_code = -1;    // -1 when killed by a signal
+  int signal = 0;        // the signal that ended it, 0 if it exited
+  std::string stdout_data;
+  std::string stderr_data;
+  bool timed_out = false;
+  bool out_of_memory = false;
+  bool output_truncated = false;
+  std::chrono::milliseconds duration{0};
+  std::string driver;    // which isolation ran it: "jail", "vm/kvm", "vm/tcg"
+
+  bool ok() const { return exit_code == 0 && !timed_out && !out_of_memory; }
+};
+
+}  // namespace codebox
+
+#endif  // CODEBOX_OPTIONS_H_

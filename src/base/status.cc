@@ -1,0 +1,32 @@
+#include "codebox/status.h"
+
+namespace codebox {
+
+std::string_view StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid_argument";
+    case StatusCode::kNotFound: return "not_found";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kStartFailed: return "start_failed";
+    case StatusCode::kBoxCrashed: return "box_crashed";
+    case StatusCode::kDeadlineExceeded: return "deadline_exceeded";
+    case StatusCode::kProtocolError: return "protocol_error";
+    case StatusCode::kIoError: return "io_error";
+    case StatusCode::kPermissionDenied: return "permission_denied";
+    case StatusCode::kInternal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  return std::string(StatusCodeName(code_)) + ": " + message_;
+}
+
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  return Status(code_, std::string(context) + ": " + message_);
+}
+
+}  // namespace codebox

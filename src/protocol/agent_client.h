@@ -1,0 +1,78 @@
+// AgentClient: the host side of the protocol. Speaks to one codebox-agent over a connected
+// byte stream (socketpair or virtio-serial socket), whatever driver made it.
+//
+// Thread safety: every method may be called from many threads at once; requests are
+// multiplexed on one connection (one reader thread demultiplexes by stream id).
+// If the connection breaks (agent died, protocol error), every pending and later call fails
+// with kBoxCrashed or kProtocolError and a message that says which.
+#ifndef CODEBOX_PROTOCOL_AGENT_CLIENT_H_
+#define CODEBOX_PROTOCOL_AGENT_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "codebox/options.h"
+#include "codebox/status.h"
+
+namespace codebox::protocol {
+
+struct ExecRequest {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // the whole environment of the process
+  std::string cwd = "/";
+  std::optional<std::string> stdin_data;   // nullopt: /dev/null
+  std::chrono::milliseconds timeout{0};    // 0 = none
+  uint64_t output_limit = 16ull << 20;     // per stream
+  std::function<void(std::string_view)> on_stdout;  // called on the reader thread
+  std::function<void(std::string_view)> on_stderr;
+};
+
+struct DirEntry {
+  std::string name;
+  std::string type;  // "file", "dir", "symlink", "other"
+  uint64_t size = 0;
+  uint32_t mode = 0;
+};
+
+class AgentClient {
+ public:
+  // Takes a connected stream, exchanges hello frames; fails if the agent does not answer
+  // within handshake_timeout (kStartFailed) or answers with a wrong version.
+  static StatusOr<std::unique_ptr<AgentClient>> Connect(base::UniqueFd fd,
+                                                        std::chrono::milliseconds handshake_timeout);
+  ~AgentClient();  // closes the connection and joins the reader thread
+
+  // Runs a process. ExecResult::driver is left empty (the Box fills it).
+  StatusOr<ExecResult> Exec(const ExecRequest& request);
+  Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode = 0644);
+  // Streams a host file into the box without loading it whole.
+  Status WriteFileFromHost(const std::string& host_path, const std::string& box_path);
+  StatusOr<std::string> ReadFile(const std::string& box_path);
+  // Streams a box file to a host path (written to a temp name, renamed when complete).
+  Status ReadFileToHost(const std::string& box_path, const std::string& host_path);
+  StatusOr<std::vector<DirEntry>> ListDir(const std::string& box_path);
+  Status MakeDir(const std::string& box_path, uint32_t mode = 0755);
+  // Asks the agent to end every process and exit; waits for its answer up to `wait`.
+  Status Shutdown(std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
+
+  // OK while the connection is up; else why it ended.
+  Status connection_status() const;
+
+  class Impl;
+
+ private:
+  explicit AgentClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace codebox::protocol
+
+#endif  // CODEBOX_PROTOCOL_AGENT_CLIENT_H_
