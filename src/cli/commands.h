@@ -1,0 +1,20 @@
+// The `codebox` subcommands. Each returns the process exit status; args exclude the
+// subcommand name. Each lives in its own file: run_command.cc (run, exec), doctor_command.cc,
+// image_command.cc, ask_command.cc.
+#ifndef CODEBOX_CLI_COMMANDS_H_
+#define CODEBOX_CLI_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+namespace codebox::cli {
+
+int RunCommand(const std::vector<std::string>& args);     // codebox run
+int ExecCommand(const std::vector<std::string>& args);    // codebox exec
+int DoctorCommand(const std::vector<std::string>& args);  // codebox doctor
+int ImageCommand(const std::vector<std::string>& args);   // codebox image build|ls|rm
+int AskCommand(const std::vector<std::string>& args);     // codebox ask
+
+}  // namespace codebox::cli
+
+#endif  // CODEBOX_CLI_COMMANDS_H_

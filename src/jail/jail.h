@@ -1,0 +1,58 @@
+// The jail driver's boundary: the image and the agent behind Linux namespaces, a read-only
+// root, seccomp, cgroups and rlimits, run by a supervisor process separate from the caller.
+#ifndef CODEBOX_JAIL_JAIL_H_
+#define CODEBOX_JAIL_JAIL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "codebox/status.h"
+
+namespace codebox::jail {
+
+struct JailConfig {
+  std::string rootfs;      // image tree, mounted read-only as /
+  std::string agent_path;  // host path of the static codebox-agent; bind-mounted, run as PID 1
+  std::string workdir = "/work";  // created writable (on the scratch tmpfs)
+  std::string hostname = "codebox";
+  uint64_t memory_bytes = 512ull << 20;
+  uint64_t disk_bytes = 256ull << 20;  // size of the writable tmpfs layer
+  uint32_t max_processes = 128;
+  uint32_t max_open_files = 1024;
+  double cpus = 1.0;
+};
+
+// Whether this host can run jails, and if not, why (for `codebox doctor` and `auto`).
+Status ProbeJailSupport();
+
+class Jail {
+ public:
+  // Starts the supervisor and the agent inside; returns once the agent's fd is connected
+  // (the hello handshake is the caller's).
+  static StatusOr<std::unique_ptr<Jail>> Start(const JailConfig& config);
+  ~Jail();  // Destroy()
+
+  // The host end of the agent's byte stream; valid once.
+  base::UniqueFd TakeAgentFd();
+  // Kills everything in the box and removes every mount, cgroup and scratch file. Idempotent.
+  Status Destroy();
+  // Count of OOM kills in the box's memory cgroup so far (0 when no cgroup is in force).
+  uint64_t OomKillCount() const;
+  // Human-readable limits in force ("memory 512 MiB (cgroup v1)") and those not enforced
+  // with the reason.
+  const std::vector<std::string>& limits() const;
+  const std::vector<std::string>& limits_not_enforced() const;
+
+  class Impl;
+
+ private:
+  explicit Jail(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace codebox::jail
+
+#endif  // CODEBOX_JAIL_JAIL_H_

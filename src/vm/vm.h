@@ -1,0 +1,67 @@
+// The vm driver's boundary: each box a QEMU microvm with its own kernel. The agent is /init
+// of an initramfs codebox assembles; the image is a read-only erofs virtio-blk disk; the
+// protocol runs over a virtio-serial port bound to a unix socket on the host.
+#ifndef CODEBOX_VM_VM_H_
+#define CODEBOX_VM_VM_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "codebox/status.h"
+
+namespace codebox::vm {
+
+enum class Accelerator { kKvm, kTcg };
+
+struct AcceleratorProbe {
+  bool kvm_usable = false;   // hardware virtualization that boots a guest
+  std::string kvm_reason;    // why not, e.g. "/dev/kvm is PVM: no vmx/svm cpu flag"
+  bool tcg_usable = false;   // qemu-system-x86_64 present
+  std::string tcg_reason;
+};
+// Cheap after the first call (cached per process).
+AcceleratorProbe ProbeAccelerators();
+
+struct VmConfig {
+  std::string home;        // codebox store (kernel, initramfs, erofs disks live there)
+  std::string image_tree;  // image rootfs tree; turned into an erofs disk once, cached
+  std::string agent_path;  // host path of the static codebox-agent (goes into the initramfs)
+  bool allow_emulation = false;
+  uint64_t memory_mib = 512;
+  uint32_t cpus = 1;
+  uint64_t disk_mib = 256;  // size of the writable tmpfs overlay in the guest
+  std::chrono::milliseconds start_timeout{60'000};
+};
+
+class Machine {
+ public:
+  // Prepares kernel/initramfs/disk if needed (cached), starts QEMU, returns once the
+  // virtio-serial socket is connected. kUnavailable when no accelerator is allowed here,
+  // kStartFailed with the console's last lines when the guest does not come up.
+  static StatusOr<std::unique_ptr<Machine>> Start(const VmConfig& config);
+  ~Machine();  // Destroy()
+
+  base::UniqueFd TakeAgentFd();
+  // Stops QEMU (within 1 s) and removes its sockets and files. Idempotent.
+  Status Destroy();
+  // "vm/kvm" or "vm/tcg".
+  std::string driver_name() const;
+  // Last lines of the guest console, for errors (box_crashed, start_failed).
+  std::string ConsoleTail(size_t max_lines = 20) const;
+  bool Alive() const;
+  const std::vector<std::string>& limits() const;
+
+  class Impl;
+
+ private:
+  explicit Machine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace codebox::vm
+
+#endif  // CODEBOX_VM_VM_H_
