@@ -1,0 +1,22 @@
+// Guest-side init duties when codebox-agent is /init of a vm box's initramfs: load the
+// virtio/erofs/overlay modules, mount the image disk read-only with a tmpfs overlay, mount
+// /proc, /dev, /sys, switch root, and open the virtio-serial port that carries the protocol.
+#ifndef CODEBOX_AGENT_VM_GUEST_H_
+#define CODEBOX_AGENT_VM_GUEST_H_
+
+#include "base/unique_fd.h"
+#include "codebox/status.h"
+
+namespace codebox::agent {
+
+// Called by main() when the agent runs as PID 1 without --fd (that is, inside a vm box).
+// Returns the open protocol port.
+StatusOr<base::UniqueFd> SetUpVmGuest();
+
+// Called by main() as PID 1 of a vm box after the connection ends or shutdown: sync and
+// power the machine off. Does not return.
+[[noreturn]] void PowerOffVmGuest();
+
+}  // namespace codebox::agent
+
+#endif  // CODEBOX_AGENT_VM_GUEST_H_

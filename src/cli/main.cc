@@ -1,0 +1,47 @@
+// codebox: the command-line front end. Dispatches to one function per subcommand.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace {
+
+constexpr const char kUsage[] = R"(codebox: run untrusted code in a disposable isolated box
+
+usage: codebox COMMAND [options]
+
+commands:
+  run [options] CODE | - | --file F   run Python code in a fresh box, print its output
+  exec [options] -- CMD ARGS...       run a command in a fresh box
+  ask [options] TASK                  let a model write code, run it in a box, answer
+  doctor                              which drivers and limits this host supports, and why
+  image build|ls|rm [NAME]            build, list or remove images (default image: python)
+
+run `codebox COMMAND --help` for a command's options.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  using namespace codebox::cli;
+  if (command == "run") return RunCommand(args);
+  if (command == "exec") return ExecCommand(args);
+  if (command == "ask") return AskCommand(args);
+  if (command == "doctor") return DoctorCommand(args);
+  if (command == "image") return ImageCommand(args);
+  if (command == "--version" || command == "version") {
+    std::puts("codebox 0.1.0");
+    return 0;
+  }
+  std::fprintf(stderr, "codebox: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  return 2;
+}
