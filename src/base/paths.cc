@@ -27,7 +27,7 @@ std::string SelfExeDir() {
 }
 
 std::string FindHelperBinary(const std::string& name) {
-  std::string candidates[4];
+  std::string candidates[5];
   int count = 0;
   if (const char* v = std::getenv("CODEBOX_LIBEXEC"); v != nullptr && *v != '\0') {
     candidates[count++] = std::string(v) + "/" + name;
@@ -36,6 +36,10 @@ std::string FindHelperBinary(const std::string& name) {
   candidates[count++] = dir + "/" + name;
   candidates[count++] = dir + "/../bin/" + name;
   candidates[count++] = dir + "/../libexec/codebox/" + name;
+#ifdef CODEBOX_BUILD_BIN_DIR
+  // Callers whose executable is not ours (python3 loading the module) find the build tree.
+  candidates[count++] = std::string(CODEBOX_BUILD_BIN_DIR) + "/" + name;
+#endif
   for (int i = 0; i < count; ++i) {
     if (::access(candidates[i].c_str(), X_OK) == 0) return candidates[i];
   }
