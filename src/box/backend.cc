@@ -1,0 +1,109 @@
+#include "box/backend.h"
+
+#include <cmath>
+
+#include "base/paths.h"
+#include "jail/jail.h"
+#include "vm/vm.h"
+
+namespace codebox::box {
+namespace {
+
+class JailBackend final : public Backend {
+ public:
+  explicit JailBackend(std::unique_ptr<jail::Jail> jail) : jail_(std::move(jail)) {}
+  base::UniqueFd TakeAgentFd() override { return jail_->TakeAgentFd(); }
+  Status Destroy() override { return jail_->Destroy(); }
+  uint64_t OomKillCount() const override { return jail_->OomKillCount(); }
+  BoxInfo Info() const override {
+    return BoxInfo{"jail", jail_->limits(), jail_->limits_not_enforced()};
+  }
+
+ private:
+  std::unique_ptr<jail::Jail> jail_;
+};
+
+class VmBackend final : public Backend {
+ public:
+  explicit VmBackend(std::unique_ptr<vm::Machine> machine) : machine_(std::move(machine)) {}
+  base::UniqueFd TakeAgentFd() override { return machine_->TakeAgentFd(); }
+  Status Destroy() override { return machine_->Destroy(); }
+  std::string Diagnostics() const override {
+    std::string tail = machine_->ConsoleTail(20);
+    return tail.empty() ? "" : "last lines of the guest console:\n" + tail;
+  }
+  BoxInfo Info() const override { return BoxInfo{machine_->driver_name(), machine_->limits(), {}}; }
+
+ private:
+  std::unique_ptr<vm::Machine> machine_;
+};
+
+std::string AgentPath() { return base::FindHelperBinary("codebox-agent"); }
+
+}  // namespace
+
+StatusOr<DriverChoice> ChooseDriver(const BoxOptions& options) {
+  const bool want_vm = options.driver == DriverKind::kVm;
+  const bool want_jail = options.driver == DriverKind::kJail;
+  std::string vm_reason;
+  if (!want_jail) {
+    vm::AcceleratorProbe probe = vm::ProbeAccelerators();
+    if (probe.kvm_usable) return DriverChoice{DriverKind::kVm, false, "vm with kvm"};
+    vm_reason = "no hardware virtualization on this host (" + probe.kvm_reason + ")";
+    if (want_vm) {
+      if (options.allow_emulation && probe.tcg_usable) {
+        return DriverChoice{DriverKind::kVm, true, "vm under tcg emulation (" + vm_reason + ")"};
+      }
+      if (options.allow_emulation) {
+        return Unavailable("vm driver: " + vm_reason + ", and emulation is not possible either (" +
+                           probe.tcg_reason + "); use --driver jail");
+      }
+      return Unavailable("vm driver: " + vm_reason + "; use --driver jail or --allow-emulation");
+    }
+  }
+  Status jail_ok = jail::ProbeJailSupport();
+  if (jail_ok.ok()) {
+    return DriverChoice{DriverKind::kJail, false,
+                        want_jail ? "jail (asked for)" : "jail: vm not at full speed: " + vm_reason};
+  }
+  if (want_jail) return Unavailable("jail driver: " + jail_ok.message());
+  if (options.allow_emulation && vm::ProbeAccelerators().tcg_usable) {
+    return DriverChoice{DriverKind::kVm, true, "vm under tcg emulation (jail unavailable)"};
+  }
+  return Unavailable("no driver can run here: vm: " + vm_reason + "; jail: " + jail_ok.message());
+}
+
+StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
+                                                const DriverChoice& choice,
+                                                const std::string& image_rootfs) {
+  std::string agent = AgentPath();
+  if (agent.empty()) {
+    return NotFound("codebox-agent binary not found beside codebox or in $CODEBOX_LIBEXEC; "
+                    "build it with scripts/setup");
+  }
+  if (choice.kind == DriverKind::kJail) {
+    jail::JailConfig config;
+    config.rootfs = image_rootfs;
+    config.agent_path = agent;
+    config.workdir = options.workdir;
+    config.memory_bytes = options.memory_mib << 20;
+    config.disk_bytes = options.disk_mib << 20;
+    config.max_processes = options.max_processes;
+    config.max_open_files = options.max_open_files;
+    config.cpus = options.cpus;
+    ASSIGN_OR_RETURN(auto jail, jail::Jail::Start(config));
+    return std::unique_ptr<Backend>(new JailBackend(std::move(jail)));
+  }
+  vm::VmConfig config;
+  config.home = base::CodeboxHome(options.home);
+  config.image_tree = image_rootfs;
+  config.agent_path = agent;
+  config.allow_emulation = options.allow_emulation;
+  config.memory_mib = options.memory_mib;
+  config.cpus = static_cast<uint32_t>(std::max(1.0, std::ceil(options.cpus)));
+  config.disk_mib = options.disk_mib;
+  ASSIGN_OR_RETURN(auto machine, vm::Machine::Start(config));
+  return std::unique_ptr<Backend>(new VmBackend(std::move(machine)));
+}
+
+}  // namespace codebox::box

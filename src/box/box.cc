@@ -1,0 +1,216 @@
+#include "codebox/box.h"
+
+#include <csignal>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "base/log.h"
+#include "base/paths.h"
+#include "box/backend.h"
+#include "box/copy.h"
+#include "image/store.h"
+#include "protocol/agent_client.h"
+
+namespace codebox {
+
+namespace {
+
+constexpr std::chrono::milliseconds kHandshakeTimeout{60'000};  // a VM under tcg is slow
+
+std::string ResolveBoxPath(const std::string& workdir, const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  return workdir + "/" + path;
+}
+
+}  // namespace
+
+class Box::Impl {
+ public:
+  Impl(BoxOptions options, std::unique_ptr<box::Backend> backend,
+       std::unique_ptr<protocol::AgentClient> agent)
+      : options_(std::move(options)),
+        backend_(std::move(backend)),
+        agent_(std::move(agent)),
+        info_(backend_->Info()) {
+    if (options_.box_timeout.count() > 0) {
+      deadline_ = std::chrono::steady_clock::now() + options_.box_timeout;
+      watchdog_ = std::thread([this] { Watchdog(); });
+    }
+  }
+
+  ~Impl() { (void)Destroy(); }
+
+  StatusOr<ExecResult> Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
+    if (argv.empty()) return InvalidArgument("exec: argv is empty");
+    RETURN_IF_ERROR(CheckUsable());
+    protocol::ExecRequest request;
+    request.argv = argv;
+    request.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+                   {"HOME", "/root"},
+                   {"LANG", "C.UTF-8"},
+                   {"MPLBACKEND", "Agg"}};  // charts render to files; there is no display
+    for (const auto& [k, v] : options_.env) request.env[k] = v;
+    for (const auto& [k, v] : options.env) {
+      if (k.empty() || k.find('=') != std::string::npos) {
+        return InvalidArgument("exec: environment variable name '" + k + "' is not valid");
+      }
+      request.env[k] = v;
+    }
+    request.cwd = options.cwd.empty() ? options_.workdir : ResolveBoxPath(options_.workdir, options.cwd);
+    request.stdin_data = options.stdin_data;
+    request.timeout = options.timeout.value_or(options_.exec_timeout);
+    if (deadline_) {  // an exec may not outlive the box
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *deadline_ - std::chrono::steady_clock::now());
+      if (request.timeout.count() == 0 || left < request.timeout) request.timeout = left;
+    }
+    request.output_limit = options_.output_limit_bytes;
+    request.on_stdout = options.on_stdout;
+    request.on_stderr = options.on_stderr;
+
+    uint64_t oom_before = backend_->OomKillCount();
+    auto result = agent_->Exec(request);
+    if (!result.ok()) return Explain(result.status(), "exec " + argv[0]);
+    // The cgroup's count is the authoritative word on OOM kills in a jail.
+    if (result->signal == SIGKILL && !result->timed_out &&
+        backend_->OomKillCount() > oom_before) {
+      result->out_of_memory = true;
+    }
+    result->driver = info_.driver;
+    return result;
+  }
+
+  Status CopyIn(const std::string& host_path, const std::string& box_path) {
+    RETURN_IF_ERROR(CheckUsable());
+    return Explain(box::CopyHostToBox(*agent_, host_path, ResolveBoxPath(options_.workdir, box_path)),
+                   "");
+  }
+
+  Status CopyOut(const std::string& box_path, const std::string& host_path) {
+    RETURN_IF_ERROR(CheckUsable());
+    return Explain(box::CopyBoxToHost(*agent_, ResolveBoxPath(options_.workdir, box_path), host_path),
+                   "");
+  }
+
+  Status Destroy() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (destroyed_) return Status::Ok();
+      destroyed_ = true;
+    }
+    cv_.notify_all();
+    if (watchdog_.joinable() && watchdog_.get_id() != std::this_thread::get_id()) watchdog_.join();
+    (void)agent_->Shutdown(std::chrono::milliseconds(500));
+    Status st = backend_->Destroy();
+    agent_.reset();  // joins the reader thread; the connection is gone by now
+    return st;
+  }
+
+  const BoxInfo& info() const { return info_; }
+
+  // The workdir lives on the writable layer; it must exist before the first exec.
+  Status PrepareWorkdir() {
+    return Explain(agent_->MakeDir(options_.workdir, 0755), "make workdir " + options_.workdir);
+  }
+
+ private:
+  Status CheckUsable() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (expired_) {
+      return DeadlineExceeded("the box's lifetime of " +
+                              std::to_string(options_.box_timeout.count() / 1000.0) +
+                              " s is over; create a new box");
+    }
+    if (destroyed_) return InvalidArgument("the box has been destroyed; create a new box");
+    return Status::Ok();
+  }
+
+  // Adds what the driver knows when the box itself failed.
+  Status Explain(Status st, const std::string& what) {
+    if (st.ok()) return st;
+    if (!what.empty()) st = st.WithContext(what);
+    if (st.code() == StatusCode::kBoxCrashed) {
+      std::string diag = backend_->Diagnostics();
+      if (!diag.empty()) st = Status(st.code(), st.message() + "\n" + diag);
+    }
+    return st;
+  }
+
+  void Watchdog() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_until(lock, *deadline_, [this] { return destroyed_; })) return;
+    expired_ = true;
+    lock.unlock();
+    CODEBOX_LOG(kInfo, "box lifetime over; destroying it");
+    // Kill everything in the box now; Destroy() later finishes the teardown.
+    (void)backend_->Destroy();
+  }
+
+  const BoxOptions options_;
+  std::unique_ptr<box::Backend> backend_;
+  std::unique_ptr<protocol::AgentClient> agent_;
+  const BoxInfo info_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool destroyed_ = false;
+  bool expired_ = false;
+  std::thread watchdog_;
+};
+
+StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
+  RETURN_IF_ERROR(options.Validate().WithContext("create box"));
+  std::string home = base::CodeboxHome(options.home);
+  ASSIGN_OR_RETURN(image::ImageInfo image, image::FindImage(home, options.image));
+  ASSIGN_OR_RETURN(box::DriverChoice choice, box::ChooseDriver(options));
+  CODEBOX_LOG(kInfo, "create box: image " << image.id << ", driver " << choice.reason);
+  auto backend = box::StartBackend(options, choice, image.rootfs);
+  if (!backend.ok()) return backend.status().WithContext("create box");
+  auto agent = protocol::AgentClient::Connect((*backend)->TakeAgentFd(), kHandshakeTimeout);
+  if (!agent.ok()) {
+    Status st = agent.status().WithContext("create box: connect to agent");
+    std::string diag = (*backend)->Diagnostics();
+    (void)(*backend)->Destroy();
+    if (!diag.empty()) st = Status(st.code(), st.message() + "\n" + diag);
+    return st;
+  }
+  auto impl = std::make_unique<Impl>(options, std::move(*backend), std::move(*agent));
+  auto box = std::unique_ptr<Box>(new Box(std::move(impl)));
+  RETURN_IF_ERROR(box->impl_->PrepareWorkdir().WithContext("create box"));
+  return box;
+}
+
+Box::Box(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Box::~Box() = default;
+
+StatusOr<ExecResult> Box::Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
+  return impl_->Exec(argv, options);
+}
+
+StatusOr<ExecResult> Box::RunPython(std::string_view code, const ExecOptions& options) {
+  return impl_->Exec({"python3", "-c", std::string(code)}, options);
+}
+
+StatusOr<std::string> Box::Run(std::string_view code) {
+  ASSIGN_OR_RETURN(ExecResult result, RunPython(code));
+  if (result.timed_out) {
+    return DeadlineExceeded("the code timed out after " +
+                            std::to_string(result.duration.count()) + " ms; stdout so far: " +
+                            result.stdout_data.substr(0, 2000));
+  }
+  return std::move(result.stdout_data);
+}
+
+Status Box::CopyIn(const std::string& host_path, const std::string& box_path) {
+  return impl_->CopyIn(host_path, box_path);
+}
+
+Status Box::CopyOut(const std::string& box_path, const std::string& host_path) {
+  return impl_->CopyOut(box_path, host_path);
+}
+
+const BoxInfo& Box::info() const { return impl_->info(); }
+Status Box::Destroy() { return impl_->Destroy(); }
+
+}  // namespace codebox

@@ -1,0 +1,105 @@
+#include "cli/box_flags.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace codebox::cli {
+
+const char kBoxFlagsHelp[] = R"(box options:
+  --image NAME         image to run (default python; build with `codebox image build NAME`)
+  --driver D           auto (default), jail or vm
+  --allow-emulation    vm driver: allow QEMU tcg emulation where there is no kvm (slow)
+  --timeout T          wall-clock limit per exec: seconds, or 500ms, 2m (default 30)
+  --box-timeout T      wall-clock limit for the whole box (default none)
+  --memory SIZE        memory limit, MiB or with M/G suffix (default 512)
+  --cpus N             CPU share, may be fractional (default 1)
+  --disk SIZE          writable scratch space (default 256M)
+  --pids N             process limit (default 128)
+  --env K=V            environment variable in the box (repeatable; nothing of the host's
+                       environment enters the box)
+  --workdir DIR        working directory in the box (default /work)
+)";
+
+static StatusOr<double> ParseNumber(const std::string& text, const std::string& flag) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || !(v >= 0)) {
+    return InvalidArgument(flag + ": '" + text + "' is not a non-negative number");
+  }
+  return v;
+}
+
+StatusOr<uint64_t> ParseMebibytes(const std::string& text) {
+  std::string number = text;
+  double scale = 1;
+  if (!number.empty()) {
+    char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(number.back())));
+    if (unit == 'M' || unit == 'G' || unit == 'K') {
+      number.pop_back();
+      scale = unit == 'G' ? 1024 : unit == 'K' ? 1.0 / 1024 : 1;
+    }
+  }
+  ASSIGN_OR_RETURN(double v, ParseNumber(number, "size"));
+  return static_cast<uint64_t>(v * scale);
+}
+
+StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text) {
+  std::string number = text;
+  double scale = 1000;
+  if (number.size() > 2 && number.substr(number.size() - 2) == "ms") {
+    number.resize(number.size() - 2);
+    scale = 1;
+  } else if (!number.empty() && (number.back() == 's' || number.back() == 'm')) {
+    scale = number.back() == 'm' ? 60'000 : 1000;
+    number.pop_back();
+  }
+  ASSIGN_OR_RETURN(double v, ParseNumber(number, "duration"));
+  return std::chrono::milliseconds(static_cast<int64_t>(v * scale));
+}
+
+StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, BoxOptions* options) {
+  const std::string& flag = args[*i];
+  if (flag == "--allow-emulation") {
+    options->allow_emulation = true;
+    return true;
+  }
+  static const char* const kValued[] = {"--image", "--driver", "--timeout", "--box-timeout",
+                                        "--memory", "--cpus", "--disk", "--pids", "--env",
+                                        "--workdir"};
+  bool known = false;
+  for (const char* name : kValued) known = known || flag == name;
+  if (!known) return false;
+  if (*i + 1 >= args.size()) return InvalidArgument(flag + " needs a value");
+  const std::string& value = args[++*i];
+  if (flag == "--image") {
+    options->image = value;
+  } else if (flag == "--driver") {
+    ASSIGN_OR_RETURN(options->driver, ParseDriverKind(value));
+  } else if (flag == "--timeout") {
+    ASSIGN_OR_RETURN(options->exec_timeout, ParseDuration(value));
+  } else if (flag == "--box-timeout") {
+    ASSIGN_OR_RETURN(options->box_timeout, ParseDuration(value));
+  } else if (flag == "--memory") {
+    ASSIGN_OR_RETURN(options->memory_mib, ParseMebibytes(value));
+  } else if (flag == "--disk") {
+    ASSIGN_OR_RETURN(options->disk_mib, ParseMebibytes(value));
+  } else if (flag == "--cpus") {
+    ASSIGN_OR_RETURN(options->cpus, ParseNumber(value, flag));
+  } else if (flag == "--pids") {
+    ASSIGN_OR_RETURN(double pids, ParseNumber(value, flag));
+    options->max_processes = static_cast<uint32_t>(pids);
+  } else if (flag == "--env") {
+    size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0) return InvalidArgument("--env wants K=V, got '" + value + "'");
+    options->env[value.substr(0, eq)] = value.substr(eq + 1);
+  } else if (flag == "--workdir") {
+    options->workdir = value;
+  }
+  return true;
+}
+
+void PrintError(const std::string& command, const Status& status) {
+  std::fprintf(stderr, "codebox %s: %s\n", command.c_str(), status.message().c_str());
+}
+
+}  // namespace codebox::cli
