@@ -1,0 +1,60 @@
+# Shared by scripts/setup and scripts/test: logging and the package list.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="$ROOT/build/release"
+CODEBOX="$BUILD_DIR/bin/codebox"
+
+# Every Debian package the project needs to build, test and run.
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libgtest-dev libgmock-dev nlohmann-json3-dev libseccomp-dev libcurl4-openssl-dev
+  pybind11-dev python3-dev python3-pytest
+  clang libclang-rt-14-dev              # libFuzzer for the protocol fuzz target
+  debootstrap                           # image builder
+  erofs-utils qemu-system-x86 cpio kmod # vm driver
+  bubblewrap hyperfine                  # benchmark baselines
+)
+
+step() { printf '\n==> %s\n' "$*"; }
+note() { printf '    %s\n' "$*"; }
+
+need_root() {
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "codebox: $1 needs root (apt-get, debootstrap); run it with sudo" >&2
+    exit 1
+  fi
+}
+
+install_packages() {
+  step "Debian packages"
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    note "all ${#PACKAGES[@]} present"
+    return
+  fi
+  note "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build_preset() {  # build_preset NAME [targets...]
+  local preset=$1; shift
+  step "build ($preset)"
+  if [[ ! -f "$ROOT/build/$preset/build.ninja" ]]; then
+    cmake --preset "$preset" -S "$ROOT" >/dev/null
+  fi
+  local jobs
+  jobs=$(nproc)
+  if [[ $# -gt 0 ]]; then
+    cmake --build "$ROOT/build/$preset" -j "$jobs" --target "$@"
+  else
+    cmake --build "$ROOT/build/$preset" -j "$jobs"
+  fi | grep -vE '^\[[0-9]+/[0-9]+\] (Building|Linking)' || true
+  # grep hides ninja's progress lines; the build's own status decides.
+  [[ ${PIPESTATUS[0]} -eq 0 ]]
+}
