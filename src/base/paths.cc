@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 
@@ -27,6 +28,11 @@ std::string SelfExeDir() {
 }
 
 std::string FindHelperBinary(const std::string& name) {
+  // An exact override per binary: codebox-agent -> $CODEBOX_AGENT. The sanitizer build uses
+  // it to put the release (static) agent into boxes, where no sanitizer runtime exists.
+  std::string var;
+  for (char c : name) var += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (const char* v = std::getenv(var.c_str()); v != nullptr && *v != '\0') return v;
   std::string candidates[5];
   int count = 0;
   if (const char* v = std::getenv("CODEBOX_LIBEXEC"); v != nullptr && *v != '\0') {

@@ -13,7 +13,8 @@ std::string CodeboxHome(const std::string& override_home = "");
 // Directory holding the running executable (readlink /proc/self/exe).
 std::string SelfExeDir();
 
-// Path of a codebox helper binary (codebox-agent, ...): $CODEBOX_LIBEXEC/NAME if set, else
+// Path of a codebox helper binary (codebox-agent, ...): the variable named after it if set
+// ($CODEBOX_AGENT for codebox-agent), else $CODEBOX_LIBEXEC/NAME if set, else
 // beside the running executable, else ../bin/NAME or ../libexec/codebox/NAME from it.
 // Empty if not found.
 std::string FindHelperBinary(const std::string& name);
