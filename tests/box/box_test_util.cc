@@ -1,0 +1,85 @@
+#include "tests/box/box_test_util.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+namespace codebox::testing {
+
+BoxOptions TestBoxOptions() {
+  BoxOptions options;
+  options.driver = DriverKind::kJail;
+  options.exec_timeout = std::chrono::seconds(20);
+  return options;
+}
+
+std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, std::string* skip_reason) {
+  auto box = Box::Create(options);
+  if (box.ok()) return std::move(*box);
+  // Only "this host cannot" is a skip; anything else is a failure of ours.
+  if (box.status().code() == StatusCode::kNotFound ||
+      box.status().code() == StatusCode::kUnavailable) {
+    *skip_reason = "cannot create a box here: " + box.status().message();
+    return nullptr;
+  }
+  ADD_FAILURE() << "Box::Create: " << box.status().ToString();
+  *skip_reason = "box creation failed";
+  return nullptr;
+}
+
+static void ForEachEntry(const std::string& dir, const std::function<void(const std::string&)>& fn) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") fn(name);
+  }
+  ::closedir(d);
+}
+
+int CountHostProcesses(const std::string& needle) {
+  int count = 0;
+  std::string self = std::to_string(::getpid());
+  ForEachEntry("/proc", [&](const std::string& name) {
+    if (name.find_first_not_of("0123456789") != std::string::npos || name == self) return;
+    std::ifstream in("/proc/" + name + "/cmdline");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string cmd = ss.str();
+    for (char& c : cmd) if (c == '\0') c = ' ';
+    if (cmd.find(needle) != std::string::npos) ++count;
+  });
+  return count;
+}
+
+int CountDirEntries(const std::string& dir, const std::string& needle) {
+  int count = 0;
+  ForEachEntry(dir, [&](const std::string& name) {
+    if (name.find(needle) != std::string::npos) ++count;
+  });
+  return count;
+}
+
+int CountOpenFds() { return CountDirEntries("/proc/self/fd"); }
+
+int CountCodeboxCgroups() {
+  int count = 0;
+  std::function<void(const std::string&, int)> walk = [&](const std::string& dir, int depth) {
+    if (depth > 3) return;
+    ForEachEntry(dir, [&](const std::string& name) {
+      std::string path = dir + "/" + name;
+      DIR* d = ::opendir(path.c_str());
+      if (d == nullptr) return;
+      ::closedir(d);
+      if (name.rfind("codebox", 0) == 0) ++count;
+      walk(path, depth + 1);
+    });
+  };
+  walk("/sys/fs/cgroup", 0);
+  return count;
+}
+
+}  // namespace codebox::testing

@@ -1,0 +1,37 @@
+// Shared by the Box-level integration tests: a fixture that makes a jail box, or skips with
+// the reason when this host cannot (no image built, no driver).
+#ifndef CODEBOX_TESTS_BOX_BOX_TEST_UTIL_H_
+#define CODEBOX_TESTS_BOX_BOX_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "codebox/box.h"
+
+namespace codebox::testing {
+
+// Options every box test starts from: the jail driver, short timeouts.
+BoxOptions TestBoxOptions();
+
+// Creates a box or returns nullptr after GTEST_SKIP-worthy reason in *skip_reason.
+std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, std::string* skip_reason);
+
+// Host processes whose command line contains `needle` (excluding this process).
+int CountHostProcesses(const std::string& needle);
+// Entries in a directory (0 if it does not exist) whose name contains `needle`.
+int CountDirEntries(const std::string& dir, const std::string& needle = "");
+// Open fds of this process.
+int CountOpenFds();
+// Cgroup directories named codebox* under every mounted hierarchy.
+int CountCodeboxCgroups();
+
+}  // namespace codebox::testing
+
+#define CODEBOX_MAKE_BOX_OR_SKIP(var, options)                          \
+  std::string var##_skip;                                               \
+  auto var = ::codebox::testing::MakeBoxOrSkipReason(options, &var##_skip); \
+  if (!var) GTEST_SKIP() << var##_skip
+
+#endif  // CODEBOX_TESTS_BOX_BOX_TEST_UTIL_H_
