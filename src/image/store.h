@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codebox/status.h"
@@ -46,6 +47,32 @@ Status RemoveImage(const std::string& home, const std::string& name);
 // `progress` (e.g. "debootstrap: 40%", "installing numpy ...").
 StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
                                const std::function<void(const std::string&)>& progress);
+
+// The content-addressed id of `recipe`: the first 16 hex digits of SHA-256 over the builder
+// version and the recipe text. Same text, same builder -> same id.
+std::string ImageId(const Recipe& recipe);
+
+// Knobs for BuildImage; the defaults are what `codebox image build` uses.
+struct BuildOptions {
+  bool force = false;        // rebuild even when an image with this id is already built
+  std::string mirror;        // Debian archive URI; empty: $CODEBOX_MIRROR, else the apt config
+  std::string debootstrap;   // program; empty: $CODEBOX_DEBOOTSTRAP, else "debootstrap"
+  std::string chroot;        // program; empty: $CODEBOX_CHROOT, else "chroot"
+  bool require_root = true;  // tests running fake programs clear this
+};
+StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
+                               const std::function<void(const std::string&)>& progress,
+                               const BuildOptions& options);
+
+// Everything the manifest records beyond ImageInfo, for `codebox image ls -v` and tests.
+struct BuildRecord {
+  ImageInfo info;
+  std::string description;
+  std::string mirror;
+  double build_seconds = 0;
+  std::vector<std::pair<std::string, std::string>> packages;  // (package, version), sorted
+};
+StatusOr<BuildRecord> ReadManifest(const std::string& image_dir);
 
 }  // namespace codebox::image
 

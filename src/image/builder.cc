@@ -1,0 +1,180 @@
+// BuildImage: recipe -> debootstrap minbase -> apt-get install in a chroot -> strip -> store.
+// Every step works inside images/.tmp-<id>-<pid>/; the tree is renamed to images/<id> only
+// once complete, so a failed, interrupted or killed build never looks like a whole image.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <sstream>
+
+#include "base/io.h"
+#include "image/build_steps.h"
+#include "image/fs_util.h"
+#include "image/mirror.h"
+#include "image/recipe.h"
+#include "image/run_program.h"
+#include "image/store.h"
+#include "image/store_internal.h"
+
+namespace codebox::image {
+namespace {
+
+std::string ProgramOr(const std::string& chosen, const char* env_var, const char* fallback) {
+  if (!chosen.empty()) return chosen;
+  if (const char* v = std::getenv(env_var); v != nullptr && *v != '\0') return v;
+  return fallback;
+}
+
+std::string NowIso8601() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Removes build leftovers (.tmp-*-<pid>) whose process is gone: a crashed or killed build,
+// or an interrupted removal. A live build of the same id is an error rather than a race.
+Status CleanStaleTemps(const std::string& images_dir, const std::string& id,
+                       const std::function<void(const std::string&)>& say) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(images_dir.c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.starts_with(".tmp-")) names.push_back(name);
+    }
+    ::closedir(d);
+  }
+  for (const std::string& name : names) {
+    size_t dash = name.rfind('-');
+    long pid = std::strtol(name.c_str() + dash + 1, nullptr, 10);
+    bool alive = pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    if (alive && pid != ::getpid()) {
+      if (name.starts_with(".tmp-" + id + "-")) {
+        return Unavailable("another build of this image is running (pid " + std::to_string(pid) +
+                           ", " + images_dir + "/" + name + ")");
+      }
+      continue;
+    }
+    say("removing leftover " + name + " of an earlier build that did not finish");
+    RETURN_IF_ERROR(RemoveTree(images_dir + "/" + name).WithContext("clean stale build"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
+                               const std::function<void(const std::string&)>& progress) {
+  return BuildImage(home, recipe, progress, BuildOptions{});
+}
+
+StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
+                               const std::function<void(const std::string&)>& progress,
+                               const BuildOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  auto say = [&](const std::string& line) {
+    if (!progress) return;
+    auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    char prefix[24];
+    std::snprintf(prefix, sizeof prefix, "[%4llds] ", static_cast<long long>(secs));
+    progress(prefix + line);
+  };
+  if (!IsValidImageName(recipe.name)) return InvalidArgument("bad image name '" + recipe.name + "'");
+  const std::string id = ImageId(recipe);
+  const std::string images_dir = ImagesDir(home);
+  const std::string final_dir = images_dir + "/" + id;
+
+  if (!options.force && PathExists(final_dir + "/manifest.json")) {
+    auto record = ReadManifest(final_dir);
+    if (record.ok()) {
+      RETURN_IF_ERROR(SetNamePointer(home, recipe.name, id));
+      if (progress) progress("image " + recipe.name + " is up to date (" + id + ")");
+      return record->info;
+    }
+    say("existing image " + id + " is unreadable (" + record.status().message() +
+        "); rebuilding");
+  }
+  if (options.require_root && ::geteuid() != 0) {
+    return PermissionDenied("building an image needs root (debootstrap creates device nodes "
+                            "and files owned by other users); run: sudo codebox image build " +
+                            recipe.name);
+  }
+  RETURN_IF_ERROR(MakeDirs(images_dir).WithContext("create image store"));
+  RETURN_IF_ERROR(CleanStaleTemps(images_dir, id, say));
+
+  std::string mirror = options.mirror;
+  if (mirror.empty()) {
+    ASSIGN_OR_RETURN(mirror, FindMirror(recipe.suite));
+  }
+
+  const std::string tmp_dir = images_dir + "/.tmp-" + id + "-" + std::to_string(::getpid());
+  RETURN_IF_ERROR(RemoveTree(tmp_dir));
+  if (::mkdir(tmp_dir.c_str(), 0755) != 0) return base::ErrnoStatus("mkdir " + tmp_dir);
+  // From here on, any failure removes the temp dir; success moves it away first.
+  struct TempGuard {
+    std::string path;
+    ~TempGuard() {
+      if (!path.empty()) (void)RemoveTree(path);
+    }
+  } guard{tmp_dir};
+
+  StepContext ctx;
+  ctx.rootfs = tmp_dir + "/rootfs";
+  ctx.mirror = mirror;
+  ctx.debootstrap = ProgramOr(options.debootstrap, "CODEBOX_DEBOOTSTRAP", "debootstrap");
+  ctx.chroot = ProgramOr(options.chroot, "CODEBOX_CHROOT", "chroot");
+  ctx.say = say;
+
+  say("building image " + recipe.name + " (" + id + "): debootstrap " + recipe.suite +
+      " from " + mirror);
+  RETURN_IF_ERROR(RunDebootstrap(ctx, recipe).WithContext("build image " + recipe.name));
+  if (!recipe.packages.empty()) {
+    RETURN_IF_ERROR(InstallPackages(ctx, recipe).WithContext("build image " + recipe.name));
+  }
+  BuildRecord record;
+  ASSIGN_OR_RETURN(record.packages, QueryPackages(ctx));
+  say("stripping apt lists, caches, docs, man pages and locales");
+  RETURN_IF_ERROR(StripTree(ctx.rootfs).WithContext("build image " + recipe.name));
+  RETURN_IF_ERROR(FinishTree(ctx.rootfs).WithContext("build image " + recipe.name));
+
+  record.info.name = recipe.name;
+  record.info.id = id;
+  record.info.size_bytes = TreeSize(ctx.rootfs);
+  record.info.built_at = NowIso8601();
+  record.description = recipe.description;
+  record.mirror = mirror;
+  record.build_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RETURN_IF_ERROR(WriteManifest(tmp_dir + "/manifest.json", record, recipe.text));
+
+  // Into place. With --force over an existing build, swap the two atomically and delete the
+  // old one afterwards, so readers see either the old or the new image, never neither.
+  if (PathExists(final_dir)) {
+    if (::renameat2(AT_FDCWD, tmp_dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) != 0) {
+      return base::ErrnoStatus("swap " + tmp_dir + " with " + final_dir);
+    }
+  } else if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) {
+    return base::ErrnoStatus("rename " + tmp_dir + " to " + final_dir);
+  }
+  // The guard now removes the old build swapped into tmp_dir, or nothing.
+  RETURN_IF_ERROR(SetNamePointer(home, recipe.name, id));
+  record.info.dir = final_dir;
+  record.info.rootfs = final_dir + "/rootfs";
+  say("image " + recipe.name + " built: " + id + ", " + FormatSize(record.info.size_bytes) +
+      ", " + std::to_string(static_cast<int>(record.build_seconds)) + " s");
+  return record.info;
+}
+
+}  // namespace codebox::image
