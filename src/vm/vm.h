@@ -54,6 +54,8 @@ class Machine {
   std::string ConsoleTail(size_t max_lines = 20) const;
   bool Alive() const;
   const std::vector<std::string>& limits() const;
+  // QEMU's pid (for host RSS figures and tests that kill it from outside); -1 once reaped.
+  int qemu_pid() const;
 
   class Impl;
 

@@ -1,0 +1,87 @@
+#include "vm/qemu.h"
+
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+
+#include "base/io.h"
+#include "base/unique_fd.h"
+
+namespace codebox::vm {
+
+std::string GuestCommandLine(const QemuLaunch& launch) {
+  // console=ttyS0: the serial log the host keeps. quiet: every console byte is slow under
+  // emulation. panic=-1 + reboot=t with -no-reboot: a guest panic ends QEMU at once, so the
+  // host sees the box die instead of a hung VM. cryptomgr.notests skips self-tests that
+  // cost ~0.1 s under tcg and prove nothing about the host. 8250.nr_uarts=1: only ttyS0.
+  std::string cmdline =
+      "console=ttyS0 quiet panic=-1 reboot=t cryptomgr.notests 8250.nr_uarts=1 "
+      "random.trust_cpu=on codebox.disk=" + std::to_string(launch.disk_mib) + "M";
+  if (launch.accel == Accelerator::kTcg && launch.tsc_khz > 0) {
+    cmdline += " tsc_early_khz=" + std::to_string(launch.tsc_khz);
+  }
+  return cmdline;
+}
+
+std::vector<std::string> QemuArgv(const QemuLaunch& launch) {
+  bool kvm = launch.accel == Accelerator::kKvm;
+  std::vector<std::string> argv = {
+      launch.qemu,
+      // acpi stays on: the cloud kernel finds virtio-mmio devices through ACPI only
+      // (CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES is off), and powers off through it.
+      "-M", std::string("microvm,pit=off,pic=off,rtc=on,accel=") + (kvm ? "kvm" : "tcg"),
+      "-cpu", kvm ? "host" : "max",
+      "-m", std::to_string(launch.memory_mib) + "M",
+      "-smp", std::to_string(launch.cpus),
+      "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+      "-nic", "none",  // no network device at all; the box has only lo
+      // QEMU's own seccomp filter: no exec, no privilege changes, no obsolete syscalls.
+      "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+      "-kernel", launch.kernel,
+      "-initrd", launch.initramfs,
+      "-append", GuestCommandLine(launch),
+      "-chardev", "file,id=console,path=" + launch.console_log,
+      "-serial", "chardev:console",
+      // One shared image file for many boxes: read-only, so no locking and no writes back.
+      "-drive", "id=image,file=" + launch.disk + ",format=raw,if=none,readonly=on",
+      "-device", "virtio-blk-device,drive=image",
+      "-device", "virtio-serial-device,max_ports=1",
+      "-chardev", "socket,id=agent,fd=" + std::to_string(kQemuAgentFd) + ",server=off",
+      "-device", std::string("virtserialport,chardev=agent,name=") + kAgentPortName,
+      "-chardev", "socket,id=qmp,fd=" + std::to_string(kQemuQmpFd) + ",server=off",
+      "-mon", "chardev=qmp,mode=control",
+  };
+  return argv;
+}
+
+Status QmpQuit(int qmp_fd) {
+  // QMP answers the greeting-less pipeline in order; the replies are never read because
+  // QEMU's exit is the answer we wait for.
+  return base::WriteAll(qmp_fd, "{\"execute\":\"qmp_capabilities\"}\n{\"execute\":\"quit\"}\n")
+      .WithContext("qmp quit");
+}
+
+bool WaitChild(pid_t pid, std::chrono::milliseconds timeout, int* wstatus) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  base::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  for (;;) {
+    pid_t got = ::waitpid(pid, wstatus, WNOHANG);
+    if (got == pid) return true;
+    if (got < 0 && errno != EINTR) return true;  // not our child any more (reaped elsewhere)
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    if (pidfd.valid()) {
+      struct pollfd p = {pidfd.get(), POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(left.count()));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(5, left.count())));
+    }
+  }
+}
+
+}  // namespace codebox::vm

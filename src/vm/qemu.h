@@ -1,0 +1,49 @@
+// The QEMU microvm command line and its control channel (QMP). Kept apart from machine.cc so
+// the command line can be read and tested as one function.
+#ifndef CODEBOX_VM_QEMU_H_
+#define CODEBOX_VM_QEMU_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codebox/status.h"
+#include "vm/vm.h"
+
+namespace codebox::vm {
+
+// Child fd numbers QEMU finds its two sockets on (socketpair ends we hand it).
+inline constexpr int kQemuAgentFd = 3;
+inline constexpr int kQemuQmpFd = 4;
+// Name of the virtio-serial port; the guest looks it up in /sys/class/virtio-ports/*/name.
+inline constexpr const char* kAgentPortName = "codebox.0";
+
+struct QemuLaunch {
+  std::string qemu;         // binary
+  Accelerator accel = Accelerator::kTcg;
+  std::string kernel;       // vmlinuz
+  std::string initramfs;    // cpio
+  std::string disk;         // erofs image, attached read-only
+  std::string console_log;  // guest serial console goes here
+  uint64_t memory_mib = 512;
+  uint32_t cpus = 1;
+  uint64_t disk_mib = 256;
+  uint64_t tsc_khz = 0;     // tcg only
+};
+
+// The guest kernel command line (short: every byte is parsed under emulation too).
+std::string GuestCommandLine(const QemuLaunch& launch);
+std::vector<std::string> QemuArgv(const QemuLaunch& launch);
+
+// Asks QEMU to quit over QMP (fd: our end of the QMP socket); does not wait.
+Status QmpQuit(int qmp_fd);
+
+// Waits up to `timeout` for the child to exit; true (and *wstatus set) if it did.
+bool WaitChild(pid_t pid, std::chrono::milliseconds timeout, int* wstatus);
+
+}  // namespace codebox::vm
+
+#endif  // CODEBOX_VM_QEMU_H_

@@ -1,0 +1,135 @@
+// Unit tests of the vm driver's pieces that need no VM: cpio, modules, QEMU argv, process
+// spawning, accelerator choice.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "base/io.h"
+#include "base/paths.h"
+#include "vm/accel.h"
+#include "vm/cpio.h"
+#include "vm/fs.h"
+#include "vm/kernel.h"
+#include "vm/modules.h"
+#include "vm/process.h"
+#include "vm/qemu.h"
+
+namespace codebox::vm {
+namespace {
+
+std::string TempDir() {
+  auto dir = MakeTempDir("/tmp", "vm_unit_");
+  EXPECT_TRUE(dir.ok());
+  return *dir;
+}
+
+TEST(Cpio, SystemCpioListsAndExtractsWhatWeWrote) {
+  if (FindProgram("cpio").empty()) GTEST_SKIP() << "cpio missing (apt-get install cpio)";
+  CpioWriter w;
+  w.AddDirectory("dir");
+  w.AddFile("dir/a.txt", "hello", 0640);
+  w.AddFile("odd", std::string("x\0y", 3), 0755);
+  w.AddCharDevice("console", 5, 1);
+  std::string dir = TempDir();
+  ASSERT_TRUE(base::WriteFile(dir + "/a.cpio", w.Finish()).ok());
+  auto listed = RunCommand({"sh", "-c", "cpio -it --quiet < a.cpio"}, dir);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed->out, "dir\ndir/a.txt\nodd\nconsole\n");
+  ASSERT_TRUE(RunCommand({"sh", "-c", "mkdir x && cd x && cpio -id --quiet < ../a.cpio"}, dir).ok());
+  EXPECT_EQ(*base::ReadFile(dir + "/x/dir/a.txt"), "hello");
+  EXPECT_EQ(*base::ReadFile(dir + "/x/odd"), std::string("x\0y", 3));
+  EXPECT_TRUE(RemoveTree(dir).ok());
+}
+
+TEST(Modules, ResolvesDependenciesFirstFromTheCachedKernel) {
+  auto kernel = FindCachedKernel(base::CodeboxHome(""));
+  if (!kernel.ok()) GTEST_SKIP() << "no cached guest kernel (run a vm box once, or vm_test)";
+  auto mods = ResolveModules(kernel->modules_dir, GuestModules());
+  ASSERT_TRUE(mods.ok()) << mods.status().ToString();
+  std::vector<std::string> names;
+  for (const auto& m : *mods) names.push_back(m.name);
+  auto pos = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) - names.begin();
+  };
+  ASSERT_LT(pos("virtio_blk"), static_cast<long>(names.size()));
+  EXPECT_LT(pos("virtio_ring"), pos("virtio"));  // virtio depends on virtio_ring
+  EXPECT_LT(pos("virtio"), pos("virtio_mmio"));
+  EXPECT_LT(pos("libcrc32c"), pos("erofs"));
+  for (const auto& m : *mods) EXPECT_EQ(m.data.substr(1, 3), "ELF") << m.name;
+}
+
+TEST(Modules, ModinfoOfNonElfIsAnError) {
+  EXPECT_FALSE(ModinfoField("not an elf", "depends").ok());
+  EXPECT_FALSE(ModinfoField(std::string(64, '\0'), "depends").ok());
+}
+
+TEST(Qemu, ArgvHasNoNetworkASandboxAndAReadOnlyDisk) {
+  QemuLaunch l;
+  l.qemu = "/usr/bin/qemu-system-x86_64";
+  l.kernel = "/k";
+  l.initramfs = "/i";
+  l.disk = "/d.erofs";
+  l.console_log = "/c.log";
+  l.tsc_khz = 2500000;
+  std::string joined;
+  for (const auto& a : QemuArgv(l)) joined += a + " ";
+  EXPECT_NE(joined.find("-nodefaults"), std::string::npos);
+  EXPECT_NE(joined.find("-nic none"), std::string::npos);
+  EXPECT_NE(joined.find("-sandbox on"), std::string::npos);
+  EXPECT_NE(joined.find("readonly=on"), std::string::npos);
+  EXPECT_NE(joined.find("accel=tcg"), std::string::npos);
+  EXPECT_NE(joined.find("tsc_early_khz=2500000"), std::string::npos);
+  EXPECT_NE(joined.find("codebox.disk=256M"), std::string::npos);
+  EXPECT_EQ(joined.find("netdev"), std::string::npos);
+  l.accel = Accelerator::kKvm;
+  EXPECT_EQ(GuestCommandLine(l).find("tsc_early_khz"), std::string::npos);
+}
+
+TEST(Process, ChildGetsScrubbedEnvironmentAndOnlyNamedFds) {
+  ::setenv("CODEBOX_SECRET_FOR_TEST", "sk-123", 1);
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  int leak = ::dup2(null_fd, 57);  // not CLOEXEC on purpose: must still not leak
+  ::close(null_fd);
+  auto out = RunCommand({"sh", "-c", "env; ls /proc/self/fd"});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->out.find("CODEBOX_SECRET_FOR_TEST"), std::string::npos);
+  EXPECT_EQ(out->out.find("\n" + std::to_string(leak) + "\n"), std::string::npos) << out->out;
+  ::close(leak);
+}
+
+TEST(Process, FailuresNameTheProgramAndItsError) {
+  auto missing = RunCommand({"definitely-not-a-program-xyz"});
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  auto failing = RunCommand({"sh", "-c", "echo boom >&2; exit 3"});
+  ASSERT_FALSE(failing.ok());
+  EXPECT_NE(failing.status().message().find("status 3: boom"), std::string::npos)
+      << failing.status().message();
+}
+
+TEST(Accel, WithoutEmulationTheErrorSaysWhatToDo) {
+  AcceleratorProbe probe = ProbeAccelerators();
+  auto accel = ChooseAccelerator(/*allow_emulation=*/false);
+  if (probe.kvm_usable) {
+    EXPECT_TRUE(accel.ok());
+    return;
+  }
+  ASSERT_FALSE(accel.ok());
+  EXPECT_EQ(accel.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(accel.status().message().find("--allow-emulation"), std::string::npos);
+  EXPECT_NE(accel.status().message().find("/dev/kvm"), std::string::npos);
+  EXPECT_FALSE(probe.kvm_reason.empty());
+}
+
+TEST(Fs, TailLinesKeepsTheEnd) {
+  EXPECT_EQ(TailLines("a\nb\nc\n", 2), "b\nc");
+  EXPECT_EQ(TailLines("a\nb", 5), "a\nb");
+  EXPECT_EQ(TailLines("", 3), "");
+}
+
+}  // namespace
+}  // namespace codebox::vm
