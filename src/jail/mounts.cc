@@ -1,0 +1,225 @@
+#include "jail/mounts.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "base/io.h"
+
+namespace codebox::jail::mounts {
+namespace {
+
+using base::ErrnoStatus;
+
+Status Mount(const std::string& what, const char* source, const std::string& target,
+             const char* fstype, unsigned long flags, const std::string& data = "") {
+  if (::mount(source, target.c_str(), fstype, flags, data.empty() ? nullptr : data.c_str()) !=
+      0) {
+    return ErrnoStatus("mount " + what);
+  }
+  return Status::Ok();
+}
+
+// mount_setattr (Linux 5.12+) changes flags of a bind mount without the MS_REMOUNT dance,
+// which in a user namespace fails with EPERM unless every locked flag is repeated.
+Status SetAttr(const std::string& what, const std::string& path, uint64_t attr, bool recursive) {
+  mount_attr ma{};
+  ma.attr_set = attr;
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), recursive ? AT_RECURSIVE : 0, &ma,
+                sizeof ma) != 0) {
+    return ErrnoStatus("make " + what + " read-only");
+  }
+  return Status::Ok();
+}
+
+constexpr uint64_t kReadOnly = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
+Status MakeDir(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return ErrnoStatus("mkdir " + path);
+  // mkdir applies the umask; the sticky/world bits of /tmp must be exact.
+  if (::chmod(path.c_str(), mode) != 0) return ErrnoStatus("chmod " + path);
+  return Status::Ok();
+}
+
+Status MakeFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("create " + path);
+  ::close(fd);
+  return Status::Ok();
+}
+
+Status BindFile(const std::string& what, const std::string& source, const std::string& target,
+                uint64_t attr) {
+  RETURN_IF_ERROR(MakeFile(target));
+  RETURN_IF_ERROR(Mount(what, source.c_str(), target, nullptr, MS_BIND));
+  if (attr != 0) RETURN_IF_ERROR(SetAttr(what, target, attr, false));
+  return Status::Ok();
+}
+
+// Names of the writable directories: box path -> directory on the scratch tmpfs, and mode.
+struct Writable {
+  std::string box_path;
+  std::string data_name;
+  mode_t mode;
+};
+
+std::vector<Writable> WritableDirs(const std::string& workdir) {
+  std::vector<Writable> out = {{"/tmp", "tmp", 01777}, {"/var/tmp", "var_tmp", 01777},
+                               {"/root", "root", 0700}};
+  if (workdir != "/tmp" && workdir != "/root" && workdir != "/var/tmp") {
+    out.push_back({workdir, "workdir", 0755});
+  }
+  return out;
+}
+
+// Top-level names the skeleton provides itself instead of binding them from the image.
+bool ProvidedBySkeleton(const std::string& name, const std::string& workdir) {
+  static const std::set<std::string> kOwn = {"proc", "dev", "sys", "tmp", "root", ".codebox"};
+  return kOwn.count(name) > 0 || "/" + name == workdir;
+}
+
+Status BindImage(const std::string& rootfs, const std::string& newroot,
+                 const std::string& workdir) {
+  DIR* dir = ::opendir(rootfs.c_str());
+  if (dir == nullptr) return ErrnoStatus("open image " + rootfs);
+  Status st;
+  while (dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (name == "." || name == ".." || ProvidedBySkeleton(name, workdir)) continue;
+    std::string src = rootfs + "/" + name, dst = newroot + "/" + name;
+    struct stat sb{};
+    if (::lstat(src.c_str(), &sb) != 0) {
+      st = ErrnoStatus("stat image " + src);
+      break;
+    }
+    if (S_ISLNK(sb.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t n = ::readlink(src.c_str(), target, sizeof target - 1);
+      if (n < 0 || ::symlink(std::string(target, static_cast<size_t>(n)).c_str(), dst.c_str())) {
+        st = ErrnoStatus("copy image symlink /" + name);
+        break;
+      }
+    } else if (S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode)) {
+      st = S_ISDIR(sb.st_mode) ? MakeDir(dst, 0755) : MakeFile(dst);
+      // MS_REC: an image tree may itself be assembled from mounts; all of them go read-only.
+      if (st.ok()) st = Mount("image /" + name, src.c_str(), dst, nullptr, MS_BIND | MS_REC);
+      if (st.ok()) st = SetAttr("image /" + name, dst, kReadOnly, true);
+      if (!st.ok()) break;
+    }
+  }
+  ::closedir(dir);
+  return st;
+}
+
+Status BuildDev(const std::string& dev, const std::string& data) {
+  RETURN_IF_ERROR(MakeDir(dev, 0755));
+  RETURN_IF_ERROR(Mount("/dev tmpfs", "codebox-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
+                        "size=64k,nr_inodes=64,mode=0755"));
+  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    // Device nodes cannot be created in a user namespace; binding the host's is the way, and
+    // only these harmless ones are offered.
+    RETURN_IF_ERROR(BindFile(std::string("/dev/") + node, std::string("/dev/") + node,
+                             dev + "/" + node, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC));
+  }
+  RETURN_IF_ERROR(MakeDir(dev + "/pts", 0755));
+  RETURN_IF_ERROR(Mount("/dev/pts", "devpts", dev + "/pts", "devpts",
+                        MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"));
+  RETURN_IF_ERROR(MakeDir(dev + "/shm", 01777));
+  RETURN_IF_ERROR(Mount("/dev/shm", (data + "/shm").c_str(), dev + "/shm", nullptr, MS_BIND));
+  RETURN_IF_ERROR(SetAttr("/dev/shm", dev + "/shm", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false));
+  const std::pair<const char*, const char*> links[] = {{"pts/ptmx", "ptmx"},
+                                                       {"/proc/self/fd", "fd"},
+                                                       {"/proc/self/fd/0", "stdin"},
+                                                       {"/proc/self/fd/1", "stdout"},
+                                                       {"/proc/self/fd/2", "stderr"}};
+  for (const auto& [target, name] : links) {
+    if (::symlink(target, (dev + "/" + name).c_str()) != 0) {
+      return ErrnoStatus(std::string("symlink /dev/") + name);
+    }
+  }
+  return SetAttr("/dev", dev, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
+}
+
+}  // namespace
+
+Status ValidateWorkdir(const std::string& workdir) {
+  if (workdir.empty() || workdir[0] != '/' || workdir == "/") {
+    return InvalidArgument("workdir must be an absolute path other than /: '" + workdir + "'");
+  }
+  if (workdir.find("//") != std::string::npos || workdir.back() == '/' ||
+      workdir.find("/./") != std::string::npos || workdir.find("/../") != std::string::npos ||
+      workdir.ends_with("/..") || workdir.ends_with("/.") ||
+      workdir.find('\n') != std::string::npos) {
+    return InvalidArgument("workdir must be a normalised path: '" + workdir + "'");
+  }
+  for (const char* reserved : {"/proc", "/dev", "/sys", "/.codebox", "/usr", "/etc", "/bin",
+                               "/lib", "/lib64", "/sbin"}) {
+    std::string r = reserved;
+    if (workdir == r || workdir.starts_with(r + "/")) {
+      return InvalidArgument("workdir may not be in " + r + ": '" + workdir + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+Status BuildRootAndPivot(const SupervisorConfig& c) {
+  const std::string& s = c.staging_dir;
+  const std::string newroot = s + "/root", data = s + "/data";
+  // Nothing we mount may propagate back to the host's namespace.
+  RETURN_IF_ERROR(Mount("make / private", nullptr, "/", nullptr, MS_REC | MS_PRIVATE));
+  // One tmpfs holds every writable byte, so its size is the box's disk limit.
+  RETURN_IF_ERROR(Mount("scratch tmpfs", "codebox", s, "tmpfs", MS_NOSUID | MS_NODEV,
+                        "size=" + std::to_string(c.jail.disk_bytes) + ",mode=0755"));
+  RETURN_IF_ERROR(MakeDir(newroot, 0755));
+  RETURN_IF_ERROR(MakeDir(data, 0755));
+  // A bind of itself makes the skeleton its own mount: pivot_root needs one, and it can be
+  // made read-only without touching the writable directories on the same tmpfs.
+  RETURN_IF_ERROR(Mount("root skeleton", newroot.c_str(), newroot, nullptr, MS_BIND));
+  RETURN_IF_ERROR(BindImage(c.jail.rootfs, newroot, c.jail.workdir));
+
+  for (const auto& w : WritableDirs(c.jail.workdir)) {
+    RETURN_IF_ERROR(MakeDir(data + "/" + w.data_name, w.mode));
+    std::string target = newroot + w.box_path;
+    // Top-level mount points are made on the skeleton; deeper ones must exist in the image.
+    if (w.box_path.rfind('/') == 0) RETURN_IF_ERROR(MakeDir(target, 0755));
+    struct stat sb{};
+    if (::stat(target.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+      if (w.box_path == "/var/tmp") continue;  // optional
+      return NotFound("workdir " + w.box_path + ": its parent is not a directory in the image");
+    }
+    RETURN_IF_ERROR(Mount(w.box_path, (data + "/" + w.data_name).c_str(), target, nullptr,
+                          MS_BIND));
+    RETURN_IF_ERROR(SetAttr(w.box_path, target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false));
+  }
+  RETURN_IF_ERROR(MakeDir(data + "/shm", 01777));
+
+  RETURN_IF_ERROR(MakeDir(newroot + "/proc", 0555));
+  RETURN_IF_ERROR(Mount("/proc", "proc", newroot + "/proc", "proc",
+                        MS_NOSUID | MS_NODEV | MS_NOEXEC));
+  RETURN_IF_ERROR(MakeDir(newroot + "/sys", 0555));  // left empty: nothing in a box needs it
+  RETURN_IF_ERROR(BuildDev(newroot + "/dev", data));
+
+  RETURN_IF_ERROR(MakeDir(newroot + "/.codebox", 0755));
+  RETURN_IF_ERROR(BindFile("agent binary", c.jail.agent_path, newroot + kAgentBoxPath,
+                           kReadOnly));
+  RETURN_IF_ERROR(SetAttr("root skeleton", newroot, kReadOnly, false));
+
+  // pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then drops
+  // it, with no directory for the old root left behind in the box.
+  if (::chdir(newroot.c_str()) != 0) return ErrnoStatus("chdir new root");
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) return ErrnoStatus("pivot_root");
+  if (::umount2(".", MNT_DETACH) != 0) return ErrnoStatus("detach old root");
+  if (::chdir("/") != 0) return ErrnoStatus("chdir /");
+  return Status::Ok();
+}
+
+}  // namespace codebox::jail::mounts
