@@ -101,7 +101,7 @@ void OutputSummarizer::OnLine(const std::string& line) {
     count_ = 0;
     last_emit_ = now;
     say_(tool_ + ": " + phase + (item.empty() ? "" : " " + item + " ..."));
-  } else if (now - last_emit_ >= kProgressEverySeconds) {
+  } else if (!item.empty() && now - last_emit_ >= kProgressEverySeconds) {
     last_emit_ = now;
     say_(tool_ + ": " + phase + " (" + std::to_string(count_ + 1) + " so far, " + item + ")");
   }
