@@ -10,8 +10,8 @@ Plan MakePlan(const JailConfig& config, bool memory_cgroup, bool pids_cgroup) {
   plan.descriptions.push_back("open files " + std::to_string(config.max_open_files) +
                               " per process (RLIMIT_NOFILE)");
   plan.limits.push_back({RLIMIT_CORE, 0, "RLIMIT_CORE"});
-  // No single file can outgrow the scratch disk anyway; this just fails it earlier (EFBIG).
-  plan.limits.push_back({RLIMIT_FSIZE, config.disk_bytes, "RLIMIT_FSIZE"});
+  // No RLIMIT_FSIZE: a file filling the scratch disk must fail with ENOSPC (what "disk full"
+  // means to programs), not be killed by SIGXFSZ at the same size.
   // NPROC is set even under a pids cgroup: a second, independent fence against fork bombs.
   plan.limits.push_back({RLIMIT_NPROC, config.max_processes, "RLIMIT_NPROC"});
   if (!pids_cgroup) {

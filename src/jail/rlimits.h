@@ -1,4 +1,4 @@
-// Per-process resource limits of the box: always open files, core size and file size; and,
+// Per-process resource limits of the box: always open files and core size; and,
 // where the cgroup for it is not in force, the rlimit fallback for memory (RLIMIT_AS) and
 // process count (RLIMIT_NPROC, per uid — box root's uid is the box's alone when the host
 // user is root, see namespaces.h).

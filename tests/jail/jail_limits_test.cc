@@ -1,0 +1,301 @@
+// Limits, teardown and the unprivileged path.
+#include <dirent.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "jail_fixture.h"
+
+namespace codebox::jail::testing {
+namespace {
+
+std::vector<int> Pids() {
+  std::vector<int> out;
+  DIR* d = ::opendir("/proc");
+  while (dirent* e = d ? ::readdir(d) : nullptr) {
+    int pid = std::atoi(e->d_name);
+    if (pid > 0) out.push_back(pid);
+  }
+  if (d) ::closedir(d);
+  return out;
+}
+
+int ParentOf(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  size_t p = s.rfind(')');
+  if (p == std::string::npos) return 0;
+  std::istringstream is(s.substr(p + 2));
+  char state;
+  int ppid = 0;
+  is >> state >> ppid;
+  return ppid;
+}
+
+std::string Cmdline(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  for (char& c : s) if (c == '\0') c = ' ';
+  return s;
+}
+
+// Our descendants (supervisors, agents, everything in our boxes), by pid.
+std::map<int, std::string> Descendants() {
+  std::map<int, int> parent;
+  for (int pid : Pids()) parent[pid] = ParentOf(pid);
+  std::map<int, std::string> out;
+  int self = ::getpid();
+  for (const auto& [pid, ppid] : parent) {
+    int p = ppid;
+    for (int depth = 0; p > 1 && depth < 64; ++depth) {
+      if (p == self) {
+        out[pid] = Cmdline(pid);
+        break;
+      }
+      p = parent.count(p) ? parent[p] : 0;
+    }
+  }
+  return out;
+}
+
+int CountEntries(const std::string& dir, const std::string& prefix) {
+  int n = 0;
+  DIR* d = ::opendir(dir.c_str());
+  while (dirent* e = d ? ::readdir(d) : nullptr) {
+    if (std::string(e->d_name).rfind(prefix, 0) == 0) ++n;
+  }
+  if (d) ::closedir(d);
+  return n;
+}
+
+// What a jail could leave behind, counted for this test process only (other engineers run
+// boxes on this machine at the same time).
+struct Census {
+  size_t processes = 0;
+  int fds = 0, mounts = 0, cgroups = 0, staging = 0;
+  bool operator==(const Census&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const Census& c) {
+  return os << "{processes " << c.processes << ", fds " << c.fds << ", mounts " << c.mounts
+            << ", cgroups " << c.cgroups << ", staging " << c.staging << "}";
+}
+
+Census Count() {
+  Census c;
+  c.processes = Descendants().size();
+  c.fds = CountEntries("/proc/self/fd", "");
+  std::ifstream mi("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(mi, line)) ++c.mounts;
+  std::string prefix = "codebox-" + std::to_string(::getpid()) + "-";
+  std::ifstream cg("/proc/self/cgroup");
+  while (std::getline(cg, line)) {
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    std::string ctrl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    for (const char* want : {"memory", "pids", "cpu"}) {
+      if (ctrl.find(want) == std::string::npos) continue;
+      std::string dir = std::string("/sys/fs/cgroup/") + ctrl + (path == "/" ? "" : path);
+      c.cgroups += CountEntries(dir, prefix);
+    }
+  }
+  c.staging = CountEntries(::geteuid() == 0 ? "/run/codebox-jail"
+                                            : "/tmp/codebox-jail-" + std::to_string(::geteuid()),
+                           std::to_string(::getpid()) + "-");
+  return c;
+}
+
+bool WaitUntil(const std::function<bool()>& cond, std::chrono::milliseconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
+
+bool CgroupV1Here() { return ::access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) == 0; }
+
+TEST_F(JailTest, ReportsLimits) {
+  StartBox(Config());
+  std::string all;
+  for (const auto& l : jail_->limits()) all += l + "\n";
+  EXPECT_NE(all.find("disk 256 MiB (tmpfs size"), std::string::npos) << all;
+  EXPECT_NE(all.find("open files 1024"), std::string::npos) << all;
+  if (::geteuid() == 0 && CgroupV1Here()) {
+    EXPECT_NE(all.find("memory 512 MiB (cgroup v1, no swap)"), std::string::npos) << all;
+    EXPECT_NE(all.find("processes 128 (cgroup v1 pids)"), std::string::npos) << all;
+    EXPECT_NE(all.find("cpu 1.00 (cgroup v1"), std::string::npos) << all;
+    EXPECT_TRUE(jail_->limits_not_enforced().empty()) << jail_->limits_not_enforced()[0];
+  }
+}
+
+TEST_F(JailTest, MemoryLimitCountsOomKill) {
+  JailConfig c = Config();
+  c.memory_bytes = 64ull << 20;
+  StartBox(c);
+  bool cgroup = false;
+  for (const auto& l : jail_->limits()) cgroup |= l.rfind("memory 64 MiB (cgroup", 0) == 0;
+  if (!cgroup) GTEST_SKIP() << "no memory cgroup here";
+  EXPECT_EQ(jail_->OomKillCount(), 0u);
+  auto r = Python("a = []\nfor _ in range(64): a.append(bytearray(8 << 20))\nprint('survived')");
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.signal, SIGKILL) << r.exit_code << " " << r.err;
+  EXPECT_GE(jail_->OomKillCount(), 1u);
+  // The box survives its process's OOM.
+  EXPECT_EQ(Sh("echo still here").out, "still here\n");
+}
+
+TEST_F(JailTest, PidsLimitStopsForkBomb) {
+  JailConfig c = Config();
+  c.max_processes = 16;
+  StartBox(c);
+  auto r = Python(
+      "import os, time\n"
+      "pids = []\n"
+      "try:\n"
+      "    for i in range(200):\n"
+      "        pid = os.fork()\n"
+      "        if pid == 0:\n"
+      "            time.sleep(60); os._exit(0)\n"
+      "        pids.append(pid)\n"
+      "    print('unbounded')\n"
+      "except OSError as e:\n"
+      "    print('stopped', len(pids) < 16, e.errno)\n"
+      "for p in pids: os.kill(p, 9)\n"
+      "for p in pids: os.waitpid(p, 0)\n");
+  EXPECT_EQ(r.out, "stopped True 11\n") << r.err;  // EAGAIN
+}
+
+TEST_F(JailTest, DiskFullIsEnospc) {
+  JailConfig c = Config();
+  c.disk_bytes = 16ull << 20;
+  StartBox(c);
+  auto r = Sh("dd if=/dev/zero of=/work/big bs=1M count=64");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  // /tmp shares the same budget.
+  EXPECT_NE(Sh("dd if=/dev/zero of=/tmp/more bs=1M count=4").exit_code, 0);
+}
+
+TEST_F(JailTest, DestroyKillsDaemons) {
+  StartBox(Config());
+  auto r = Sh("setsid sh -c 'exec sleep 987654' </dev/null >/dev/null 2>&1 & echo started");
+  EXPECT_EQ(r.out, "started\n");
+  auto daemons = [] {
+    int n = 0;
+    for (const auto& [pid, cmd] : Descendants()) n += cmd.find("sleep 987654") != std::string::npos;
+    return n;
+  };
+  EXPECT_TRUE(WaitUntil([&] { return daemons() == 1; }, std::chrono::seconds(3)));
+  Status st = jail_->Destroy();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(daemons(), 0);
+  EXPECT_TRUE(jail_->Destroy().ok());  // idempotent
+}
+
+TEST_F(JailTest, CleanupAfterSupervisorIsKilled) {
+  Census before = Count();
+  StartBox(Config());
+  int supervisor = 0;
+  for (const auto& [pid, cmd] : Descendants()) {
+    if (ParentOf(pid) == ::getpid() && cmd.rfind("codebox-jail", 0) == 0) supervisor = pid;
+  }
+  ASSERT_GT(supervisor, 0);
+  ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+  // The agent has PR_SET_PDEATHSIG: the box goes down with its supervisor.
+  EXPECT_TRUE(WaitUntil([] {
+    for (const auto& [pid, cmd] : Descendants()) {
+      if (cmd.find("codebox-agent") != std::string::npos) return false;
+    }
+    return true;
+  }, std::chrono::seconds(5)));
+  Status st = jail_->Destroy();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  client_.reset();
+  EXPECT_EQ(Count(), before);
+}
+
+TEST_F(JailTest, TwoHundredJailsLeaveNothingBehind) {
+  Census before = Count();
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 200; ++i) {
+    auto jail = Jail::Start(Config());
+    ASSERT_TRUE(jail.ok()) << i << ": " << jail.status().ToString();
+    if (i % 40 == 0) {
+      MiniClient client((*jail)->TakeAgentFd());
+      ASSERT_TRUE(client.Hello().ok());
+      auto r = client.Sh("sleep 1000 & echo $!");
+      ASSERT_TRUE(r.ok() && r->exit_code == 0);
+    }
+    Status st = (*jail)->Destroy();
+    ASSERT_TRUE(st.ok()) << i << ": " << st.ToString();
+  }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start).count();
+  std::printf("200 jails started and destroyed in %lld ms (%.1f ms each)\n",
+              static_cast<long long>(ms), ms / 200.0);
+  EXPECT_EQ(Count(), before);
+}
+
+// The basic case as an unprivileged user (uid 65534): a forked child drops to nobody and
+// starts a jail itself; no cgroups there, so the rlimit fallbacks must be reported.
+TEST_F(JailTest, WorksUnprivileged) {
+  if (::geteuid() != 0) GTEST_SKIP() << "already unprivileged: the other tests cover it";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto report = [&](const std::string& s, int code) {
+      (void)!::write(fds[1], s.data(), s.size());
+      ::_exit(code);
+    };
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      report("cannot become nobody", 1);
+    }
+    Status probe = ProbeJailSupport();
+    if (!probe.ok()) report("SKIP " + probe.message(), 2);
+    auto jail = Jail::Start(Config());
+    if (!jail.ok()) report("start: " + jail.status().ToString(), 1);
+    std::string info;
+    for (const auto& l : (*jail)->limits()) info += "limit: " + l + "\n";
+    for (const auto& l : (*jail)->limits_not_enforced()) info += "not enforced: " + l + "\n";
+    MiniClient client((*jail)->TakeAgentFd());
+    if (!client.Hello().ok()) report(info + "hello failed", 1);
+    auto r = client.Sh("id -u; cat /proc/sys/kernel/hostname; echo ok > /work/f && cat /work/f; "
+                       "touch /usr/x 2>/dev/null || echo ro");
+    if (!r.ok()) report(info + "exec: " + r.status().ToString(), 1);
+    Status st = (*jail)->Destroy();
+    report(info + "out: " + r->out + "destroy: " + st.ToString() + "\n", 0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+    GTEST_SKIP() << "host forbids unprivileged user namespaces: " << text;
+  }
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_NE(text.find("out: 0\ncodebox\nok\nro\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("destroy: ok"), std::string::npos) << text;
+  EXPECT_NE(text.find("not enforced: "), std::string::npos) << text;  // no cgroups for nobody
+  std::printf("%s", text.c_str());
+}
+
+}  // namespace
+}  // namespace codebox::jail::testing
