@@ -78,8 +78,9 @@ int Build(const std::vector<std::string>& args) {
           std::fflush(stdout);
         },
         options);
-    if (g_interrupted) {
-      std::fprintf(stderr, "codebox image build: interrupted; the partial build of %s was removed\n",
+    if (g_interrupted && !built.ok()) {
+      std::fprintf(stderr,
+                   "codebox image build: interrupted; the partial build of %s was removed\n",
                    name.c_str());
       rc = 1;
       break;

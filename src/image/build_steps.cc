@@ -22,17 +22,17 @@ namespace {
 constexpr double kProgressEverySeconds = 5;
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // The tools get a small known environment, not ours; proxies are kept so that a host that
 // needs one to reach its archive still works.
 std::vector<std::string> ToolEnv() {
   std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", "HOME=/root",
-                                  "DEBIAN_FRONTEND=noninteractive", "DEBCONF_NONINTERACTIVE_SEEN=true"};
-  for (const char* name : {"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY",
-                           "NO_PROXY"}) {
+                                  "DEBIAN_FRONTEND=noninteractive",
+                                  "DEBCONF_NONINTERACTIVE_SEEN=true"};
+  for (const char* name :
+       {"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}) {
     if (const char* v = std::getenv(name); v != nullptr) env.push_back(std::string(name) + "=" + v);
   }
   return env;
@@ -55,7 +55,8 @@ Status WriteTreeFile(const std::string& rootfs, const std::string& rel, const st
                      mode_t mode = 0644) {
   std::string path = rootfs + "/" + rel;
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return base::ErrnoStatus("unlink " + path);
-  base::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  base::UniqueFd fd(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.valid()) return base::ErrnoStatus("create " + path);
   RETURN_IF_ERROR(base::WriteAll(fd.get(), data).WithContext("write " + path));
   if (::fchmod(fd.get(), mode) != 0) return base::ErrnoStatus("chmod " + path);
@@ -173,8 +174,8 @@ Status InstallPackages(const StepContext& ctx, const Recipe& recipe) {
   RETURN_IF_ERROR(WriteTreeFile(ctx.rootfs, "usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n", 0755));
   auto resolv = base::ReadFile("/etc/resolv.conf");
   RETURN_IF_ERROR(WriteTreeFile(ctx.rootfs, "etc/resolv.conf", resolv.ok() ? *resolv : ""));
-  std::vector<std::string> argv = {ctx.chroot, ctx.rootfs, "apt-get", "install", "-y", "-q",
-                                   "--no-install-recommends"};
+  std::vector<std::string> argv = {
+      ctx.chroot, ctx.rootfs, "apt-get", "install", "-y", "-q", "--no-install-recommends"};
   argv.insert(argv.end(), recipe.packages.begin(), recipe.packages.end());
   OutputSummarizer summarizer("apt-get", ClassifyAptLine, ctx.say);
   Status st = RunTool(argv, summarizer, "install packages");
@@ -224,15 +225,15 @@ Status StripTree(const std::string& rootfs) {
       RETURN_IF_ERROR(RemoveTree(doc + "/" + pkg));
     }
   }
-  for (const char* dir : {"usr/share/man", "usr/share/info", "usr/share/lintian",
-                          "usr/share/linda", "var/log", "tmp", "var/tmp"}) {
+  for (const char* dir : {"usr/share/man", "usr/share/info", "usr/share/lintian", "usr/share/linda",
+                          "var/log", "tmp", "var/tmp"}) {
     RETURN_IF_ERROR(RemoveChildrenExcept(rootfs + "/" + dir, {}));
   }
   // Message catalogs: the box speaks C/C.UTF-8 only.
   RETURN_IF_ERROR(RemoveChildrenExcept(rootfs + "/usr/share/locale", {"locale.alias"}));
-  for (const char* file : {"var/cache/debconf/config.dat-old", "var/cache/debconf/templates.dat-old",
-                           "var/lib/dpkg/status-old", "var/lib/dpkg/diversions-old",
-                           "etc/machine-id"}) {
+  for (const char* file :
+       {"var/cache/debconf/config.dat-old", "var/cache/debconf/templates.dat-old",
+        "var/lib/dpkg/status-old", "var/lib/dpkg/diversions-old", "etc/machine-id"}) {
     ::unlink((rootfs + "/" + file).c_str());
   }
   return Status::Ok();
@@ -241,7 +242,8 @@ Status StripTree(const std::string& rootfs) {
 Status FinishTree(const std::string& rootfs) {
   for (const char* dir : {"work", ".codebox"}) {
     std::string path = rootfs + "/" + dir;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return base::ErrnoStatus("mkdir " + path);
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+      return base::ErrnoStatus("mkdir " + path);
   }
   RETURN_IF_ERROR(WriteTreeFile(rootfs, "etc/hostname", "codebox\n"));
   RETURN_IF_ERROR(WriteTreeFile(rootfs, "etc/hosts",

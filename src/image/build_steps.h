@@ -40,7 +40,8 @@ class OutputSummarizer {
  public:
   // classify(line, &phase, &item) returns false for lines to ignore.
   using Classifier = std::function<bool(const std::string&, std::string*, std::string*)>;
-  OutputSummarizer(std::string tool, Classifier classify, std::function<void(const std::string&)> say)
+  OutputSummarizer(std::string tool, Classifier classify,
+                   std::function<void(const std::string&)> say)
       : tool_(std::move(tool)), classify_(std::move(classify)), say_(std::move(say)) {}
   void OnLine(const std::string& line);
 

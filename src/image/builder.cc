@@ -84,14 +84,15 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
   auto start = std::chrono::steady_clock::now();
   auto say = [&](const std::string& line) {
     if (!progress) return;
-    auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+    auto secs =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+            .count();
     char prefix[24];
     std::snprintf(prefix, sizeof prefix, "[%4llds] ", static_cast<long long>(secs));
     progress(prefix + line);
   };
-  if (!IsValidImageName(recipe.name)) return InvalidArgument("bad image name '" + recipe.name + "'");
+  if (!IsValidImageName(recipe.name))
+    return InvalidArgument("bad image name '" + recipe.name + "'");
   const std::string id = ImageId(recipe);
   const std::string images_dir = ImagesDir(home);
   const std::string final_dir = images_dir + "/" + id;
@@ -103,13 +104,13 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
       if (progress) progress("image " + recipe.name + " is up to date (" + id + ")");
       return record->info;
     }
-    say("existing image " + id + " is unreadable (" + record.status().message() +
-        "); rebuilding");
+    say("existing image " + id + " is unreadable (" + record.status().message() + "); rebuilding");
   }
   if (options.require_root && ::geteuid() != 0) {
-    return PermissionDenied("building an image needs root (debootstrap creates device nodes "
-                            "and files owned by other users); run: sudo codebox image build " +
-                            recipe.name);
+    return PermissionDenied(
+        "building an image needs root (debootstrap creates device nodes "
+        "and files owned by other users); run: sudo codebox image build " +
+        recipe.name);
   }
   RETURN_IF_ERROR(MakeDirs(images_dir).WithContext("create image store"));
   RETURN_IF_ERROR(CleanStaleTemps(images_dir, id, say));
@@ -137,8 +138,8 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
   ctx.chroot = ProgramOr(options.chroot, "CODEBOX_CHROOT", "chroot");
   ctx.say = say;
 
-  say("building image " + recipe.name + " (" + id + "): debootstrap " + recipe.suite +
-      " from " + mirror);
+  say("building image " + recipe.name + " (" + id + "): debootstrap " + recipe.suite + " from " +
+      mirror);
   RETURN_IF_ERROR(RunDebootstrap(ctx, recipe).WithContext("build image " + recipe.name));
   if (!recipe.packages.empty()) {
     RETURN_IF_ERROR(InstallPackages(ctx, recipe).WithContext("build image " + recipe.name));
@@ -172,8 +173,8 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
   RETURN_IF_ERROR(SetNamePointer(home, recipe.name, id));
   record.info.dir = final_dir;
   record.info.rootfs = final_dir + "/rootfs";
-  say("image " + recipe.name + " built: " + id + ", " + FormatSize(record.info.size_bytes) +
-      ", " + std::to_string(static_cast<int>(record.build_seconds)) + " s");
+  say("image " + recipe.name + " built: " + id + ", " + FormatSize(record.info.size_bytes) + ", " +
+      std::to_string(static_cast<int>(record.build_seconds)) + " s");
   return record.info;
 }
 

@@ -42,7 +42,8 @@ void AddDeb822Stanza(const std::vector<std::pair<std::string, std::string>>& fie
     if (key == "uris") uris = SplitWords(value);
     if (key == "suites") suites = SplitWords(value);
     if (key == "components") components = SplitWords(value);
-    if (key == "enabled") enabled = Lower(SplitWords(value).empty() ? "" : SplitWords(value)[0]) != "no";
+    if (key == "enabled")
+      enabled = Lower(SplitWords(value).empty() ? "" : SplitWords(value)[0]) != "no";
   }
   if (!enabled || !Contains(types, "deb")) return;
   for (const std::string& uri : uris) out.push_back({uri, suites, components});
@@ -116,7 +117,8 @@ StatusOr<std::string> PickMirror(const std::vector<AptSource>& sources, const st
 }
 
 StatusOr<std::string> FindMirror(const std::string& suite, const std::string& apt_dir) {
-  if (const char* v = std::getenv("CODEBOX_MIRROR"); v != nullptr && *v != '\0') return std::string(v);
+  if (const char* v = std::getenv("CODEBOX_MIRROR"); v != nullptr && *v != '\0')
+    return std::string(v);
   std::vector<AptSource> sources;
   if (auto text = base::ReadFile(apt_dir + "/sources.list"); text.ok()) {
     sources = ParseOneLineSources(*text);

@@ -13,9 +13,9 @@
 namespace codebox::image {
 
 struct ProgramResult {
-  int exit_code = -1;       // exit status, or -1 when killed by a signal
-  int signal = 0;           // the signal that killed it, else 0
-  std::string output;       // stdout (and stderr unless split), when capture_stdout is set
+  int exit_code = -1;            // exit status, or -1 when killed by a signal
+  int signal = 0;                // the signal that killed it, else 0
+  std::string output;            // stdout (and stderr unless split), when capture_stdout is set
   std::deque<std::string> tail;  // the last lines of output (stdout+stderr), for errors
   bool ok() const { return exit_code == 0; }
   // "exited with status 2" / "killed by signal 9", then the tail lines indented.
@@ -23,8 +23,8 @@ struct ProgramResult {
 };
 
 struct ProgramOptions {
-  std::vector<std::string> env;         // the child's whole environment ("K=V")
-  bool capture_stdout = false;          // keep stdout in ProgramResult::output (stderr apart)
+  std::vector<std::string> env;  // the child's whole environment ("K=V")
+  bool capture_stdout = false;   // keep stdout in ProgramResult::output (stderr apart)
   std::function<void(const std::string&)> on_line;  // each output line, as it arrives
   size_t tail_lines = 15;
 };

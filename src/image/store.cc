@@ -1,4 +1,6 @@
 // The image store: lookups, listing, removal and the manifest format.
+#include "image/store.h"
+
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,7 +12,6 @@
 #include "base/io.h"
 #include "image/fs_util.h"
 #include "image/recipe.h"
-#include "image/store.h"
 #include "image/store_internal.h"
 
 namespace codebox::image {

@@ -64,7 +64,8 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
                                const std::function<void(const std::string&)>& progress,
                                const BuildOptions& options);
 
-// Everything the manifest records beyond ImageInfo, for `codebox image ls -v` and tests.
+// Everything the manifest records beyond ImageInfo (what was installed, from where, how long
+// the build took).
 struct BuildRecord {
   ImageInfo info;
   std::string description;

@@ -1,5 +1,7 @@
 // Store and builder tests on a temp store, with fake debootstrap and chroot programs so that
 // no network, root or real Debian tree is needed.
+#include "image/store.h"
+
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,7 +13,6 @@
 #include "image/build_steps.h"
 #include "image/fs_util.h"
 #include "image/recipe.h"
-#include "image/store.h"
 
 namespace codebox::image {
 namespace {
@@ -98,8 +99,8 @@ class StoreTest : public ::testing::Test {
   }
   StatusOr<ImageInfo> Build(const std::string& name, const BuildOptions& options) {
     lines_.clear();
-    return BuildImage(home_, Load(name), [&](const std::string& l) { lines_.push_back(l); },
-                      options);
+    return BuildImage(
+        home_, Load(name), [&](const std::string& l) { lines_.push_back(l); }, options);
   }
   // Entries of images/ other than ids and by-name: what a failed build might leave behind.
   std::vector<std::string> Leftovers() {
