@@ -1,0 +1,38 @@
+// The real runner: one codebox::Box for the whole conversation.
+#include <utility>
+
+#include "codebox/box.h"
+#include "llm/runner.h"
+
+namespace codebox::llm {
+namespace {
+
+class BoxRunner final : public CodeRunner {
+ public:
+  explicit BoxRunner(std::unique_ptr<Box> box) : box_(std::move(box)) {}
+
+  StatusOr<ExecResult> RunPython(std::string_view code) override { return box_->RunPython(code); }
+  StatusOr<ExecResult> Exec(const std::vector<std::string>& argv) override {
+    return box_->Exec(argv);
+  }
+  Status CopyIn(const std::string& host_path, const std::string& box_path) override {
+    return box_->CopyIn(host_path, box_path);
+  }
+  Status CopyOut(const std::string& box_path, const std::string& host_path) override {
+    return box_->CopyOut(box_path, host_path);
+  }
+  std::string driver() const override { return box_->info().driver; }
+
+ private:
+  std::unique_ptr<Box> box_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CodeRunner>> OpenBoxRunner(const BoxOptions& options) {
+  // The box gets options.env and nothing else: the caller's environment (API keys) stays out.
+  ASSIGN_OR_RETURN(std::unique_ptr<Box> box, Box::Create(options));
+  return std::unique_ptr<CodeRunner>(std::make_unique<BoxRunner>(std::move(box)));
+}
+
+}  // namespace codebox::llm

@@ -1,0 +1,120 @@
+// The interpreter loop: a task in natural language -> the model writes Python -> one box
+// runs it -> the result goes back to the model (which may repair and run again) -> answer.
+//
+//   codebox::llm::InterpreterOptions o;
+//   o.on_text = [](std::string_view t) { std::fwrite(t.data(), 1, t.size(), stdout); };
+//   codebox::llm::Interpreter interpreter(o);
+//   auto transcript = interpreter.Ask("What is the 20th Fibonacci number?");
+//
+// One box per Ask, created before the first model turn and destroyed when Ask returns, so
+// files persist between the steps of one conversation and nothing persists after it. The API
+// key and the host environment never enter the box: it gets BoxOptions::env only.
+//
+// Thread safety: one Ask at a time per Interpreter; separate Interpreters are independent.
+// Callbacks run on the thread that called Ask.
+#ifndef CODEBOX_LLM_INTERPRETER_H_
+#define CODEBOX_LLM_INTERPRETER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codebox/options.h"
+#include "codebox/status.h"
+#include "llm/chat.h"
+#include "llm/runner.h"
+
+namespace codebox::llm {
+
+enum class Mode {
+  kTools,    // the model calls a run_python tool, as often as it needs (up to max_steps)
+  kOneShot,  // the model replies with a ```python block; it runs, with one repair turn
+  kAuto,     // tools; oneshot when the server rejects tools or the model answers with a block
+};
+std::string_view ModeName(Mode mode);
+StatusOr<Mode> ParseMode(std::string_view name);
+
+struct InterpreterOptions {
+  // Empty: OPENAI_BASE_URL / OPENAI_API_KEY / CODEBOX_MODEL, then the OpenAI API, no key,
+  // gpt-4o-mini.
+  std::string base_url;
+  std::string api_key;
+  std::string model;
+  Mode mode = Mode::kAuto;
+  int max_steps = 8;                 // model turns in tools mode
+  size_t tool_output_cap = 8 << 10;  // bytes of stdout and of stderr sent back per run
+  bool stream = true;
+  std::chrono::milliseconds request_timeout{120'000};
+  int max_retries = 4;
+  std::chrono::milliseconds initial_backoff{1'000};
+  std::string system_prompt;  // empty: the built-in one for the mode
+
+  BoxOptions box;
+  std::vector<std::string> input_files;  // host paths, copied to /data/<basename>
+  std::string output_dir;  // when set, what the code left in the box workdir is copied here
+
+  // Progress, all optional. on_text gets the model's text as it streams (in oneshot mode,
+  // where the reply is code, it gets what the program printed instead).
+  std::function<void(std::string_view)> on_text;
+  std::function<void(int step, const std::string& code)> on_code;
+  std::function<void(int step, const ExecResult& result)> on_result;
+  std::function<void(std::string_view)> on_notice;  // retries, fallbacks, copied files
+
+  // Tests: where code runs. Empty: a codebox::Box made from `box`.
+  RunnerFactory runner_factory;
+};
+
+// One model turn, and the code it ran if any.
+struct Step {
+  int index = 0;            // 1-based
+  std::string kind;         // "tool", "oneshot", "repair", "answer"
+  std::string code;         // empty when the turn ran nothing
+  std::optional<ExecResult> result;
+  std::string error;        // why code could not run (bad tool arguments, box failure)
+  std::chrono::milliseconds model_latency{0};
+  std::chrono::milliseconds box_latency{0};
+};
+
+struct Transcript {
+  std::string task;
+  std::string model;
+  std::string base_url;
+  std::string mode;    // the mode that produced the answer: "tools" or "oneshot"
+  std::string driver;  // the isolation that ran the code
+  std::vector<Message> messages;
+  std::vector<Step> steps;
+  std::string answer;
+  // "answer": the model answered; "step_limit": max_steps passed without an answer;
+  // "code_failed" (oneshot): the program still failed after the repair turn.
+  std::string stop_reason;
+  std::vector<std::string> files_out;  // host paths written under output_dir
+  std::chrono::milliseconds total_latency{0};
+
+  bool ok() const { return stop_reason == "answer"; }
+  // The whole transcript as JSON (never holds the API key).
+  std::string ToJson() const;
+};
+
+class Interpreter {
+ public:
+  explicit Interpreter(InterpreterOptions options);
+
+  // Errors are for what stopped the conversation (the model server, the box); a program
+  // that fails is a result the model sees. After an error, partial() holds what happened.
+  StatusOr<Transcript> Ask(const std::string& task);
+  const Transcript& partial() const { return partial_; }
+
+  const InterpreterOptions& options() const { return options_; }
+
+ private:
+  InterpreterOptions options_;
+  Transcript partial_;
+};
+
+}  // namespace codebox::llm
+
+#endif  // CODEBOX_LLM_INTERPRETER_H_

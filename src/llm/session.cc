@@ -1,0 +1,171 @@
+#include "llm/session.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "llm/tools.h"
+
+namespace codebox::llm {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds Since(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+}
+
+ClientOptions MakeClientOptions(const InterpreterOptions& o) {
+  ClientOptions c;
+  c.base_url = o.base_url;
+  c.api_key = o.api_key;
+  c.model = o.model;
+  c = ClientOptionsFromEnvironment(std::move(c));
+  c.stream = o.stream;
+  c.request_timeout = o.request_timeout;
+  c.max_retries = o.max_retries;
+  c.initial_backoff = o.initial_backoff;
+  c.on_notice = o.on_notice;
+  return c;
+}
+
+// The name a file gets in the box: its last path component ("dir/" counts as "dir").
+std::string BoxName(const std::string& host_path) {
+  fs::path p = fs::path(host_path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+// A name the box listed: it comes from untrusted code, so it must be one plain component.
+bool SafeName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+}
+
+}  // namespace
+
+Session::Session(const InterpreterOptions& options, Transcript& transcript)
+    : options_(options), transcript_(transcript), client_(MakeClientOptions(options)) {
+  transcript_.model = client_.options().model;
+  transcript_.base_url = client_.options().base_url;
+}
+
+void Session::Notice(std::string_view text) const {
+  if (options_.on_notice) options_.on_notice(text);
+}
+
+Status Session::Open() {
+  for (const std::string& f : options_.input_files) {
+    std::error_code ec;
+    if (!fs::exists(f, ec)) return NotFound("input file " + f + " does not exist");
+  }
+  RunnerFactory factory = options_.runner_factory ? options_.runner_factory : OpenBoxRunner;
+  auto runner = factory(options_.box);
+  if (!runner.ok()) return runner.status().WithContext("create box");
+  runner_ = std::move(*runner);
+  transcript_.driver = runner_->driver();
+  if (options_.input_files.empty()) return Status::Ok();
+  ASSIGN_OR_RETURN(ExecResult mk, runner_->Exec({"mkdir", "-p", "/data"}));
+  if (!mk.ok()) return IoError("create /data in the box: " + mk.stderr_data);
+  for (const std::string& f : options_.input_files) {
+    std::string box_path = "/data/" + BoxName(f);
+    RETURN_IF_ERROR(runner_->CopyIn(f, box_path).WithContext("copy " + f + " into the box"));
+    box_inputs_.push_back(box_path);
+  }
+  return Status::Ok();
+}
+
+Status Session::CopyOutputs() {
+  if (options_.output_dir.empty() || !runner_) return Status::Ok();
+  const std::string& workdir = options_.box.workdir;
+  ASSIGN_OR_RETURN(ExecResult ls, runner_->Exec({"find", workdir, "-mindepth", "1", "-maxdepth",
+                                                  "1", "-printf", "%f\\0"}));
+  if (!ls.ok()) return IoError("list " + workdir + " in the box: " + ls.stderr_data);
+  std::error_code ec;
+  fs::create_directories(options_.output_dir, ec);
+  if (ec) return IoError("create " + options_.output_dir + ": " + ec.message());
+  size_t start = 0;
+  while (start < ls.stdout_data.size()) {
+    size_t end = ls.stdout_data.find('\0', start);
+    if (end == std::string::npos) end = ls.stdout_data.size();
+    std::string name = ls.stdout_data.substr(start, end - start);
+    start = end + 1;
+    if (!SafeName(name)) continue;
+    std::string host_path = (fs::path(options_.output_dir) / name).string();
+    RETURN_IF_ERROR(runner_->CopyOut(workdir + "/" + name, host_path)
+                        .WithContext("copy " + name + " out of the box"));
+    transcript_.files_out.push_back(host_path);
+    Notice("wrote " + host_path);
+  }
+  return Status::Ok();
+}
+
+Step& Session::NewStep(std::string kind) {
+  Step step;
+  step.index = static_cast<int>(transcript_.steps.size()) + 1;
+  step.kind = std::move(kind);
+  transcript_.steps.push_back(std::move(step));
+  return transcript_.steps.back();
+}
+
+StatusOr<ChatReply> Session::Turn(Step& step, bool with_tools, bool stream_text) {
+  std::vector<ToolSpec> tools;
+  if (with_tools) tools.push_back(RunPythonToolSpec());
+  auto result = client_.Complete(transcript_.messages, tools,
+                                 stream_text ? options_.on_text : nullptr);
+  if (!result.ok()) return result.status();
+  step.model_latency = result->latency;
+  ChatReply reply = std::move(result->reply);
+  // Tool results must name their call; some servers leave the id out.
+  for (ToolCall& call : reply.message.tool_calls) {
+    if (call.id.empty()) call.id = "call_" + std::to_string(next_call_id_++);
+  }
+  transcript_.messages.push_back(reply.message);
+  return reply;
+}
+
+StatusOr<ExecResult> Session::RunCode(Step& step, const std::string& code) {
+  step.code = code;
+  if (options_.on_code) options_.on_code(step.index, code);
+  auto start = Clock::now();
+  auto result = runner_->RunPython(code);
+  step.box_latency = Since(start);
+  if (!result.ok()) {
+    step.error = result.status().ToString();
+    return result.status().WithContext("run code in the box");
+  }
+  step.result = *result;
+  if (options_.on_result) options_.on_result(step.index, *result);
+  return result;
+}
+
+std::string Session::FilesNote() const {
+  std::string note;
+  if (!box_inputs_.empty()) {
+    note += " The user's input files are in the sandbox at:";
+    for (const std::string& p : box_inputs_) note += " " + p;
+    note += ".";
+  }
+  if (!options_.output_dir.empty()) {
+    note += " Save files the user should get (charts, tables) in " + options_.box.workdir + ".";
+  }
+  return note;
+}
+
+std::string ToolsSystemPrompt(const Session& s) {
+  if (!s.options().system_prompt.empty()) return s.options().system_prompt;
+  return "You solve the user's task by writing Python 3 and running it with the run_python "
+         "tool, in an isolated sandbox without network access. Compute rather than guess. Each "
+         "run is a fresh process: variables do not survive between runs, files in " +
+         s.options().box.workdir + " do." + s.FilesNote() +
+         " If a run fails, read the error, fix the code and run it again. When you have the "
+         "result, reply with a short final answer in plain text, without calling the tool.";
+}
+
+std::string OneShotSystemPrompt(const Session& s) {
+  if (!s.options().system_prompt.empty()) return s.options().system_prompt;
+  return "You solve the user's task by writing one complete Python 3 program. Reply with "
+         "exactly one ```python fenced code block. The program runs in an isolated sandbox "
+         "without network access and must print the answer to stdout." + s.FilesNote();
+}
+
+}  // namespace codebox::llm

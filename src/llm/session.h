@@ -1,0 +1,64 @@
+// One conversation in progress: the client, the runner (one box), and the transcript they
+// fill. Internal to the interpreter; the tools loop (interpreter.cc) and the oneshot pattern
+// (oneshot.cc) are written in terms of its verbs.
+#ifndef CODEBOX_LLM_SESSION_H_
+#define CODEBOX_LLM_SESSION_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "llm/client.h"
+#include "llm/interpreter.h"
+
+namespace codebox::llm {
+
+class Session {
+ public:
+  Session(const InterpreterOptions& options, Transcript& transcript);
+
+  // Creates the box and copies the input files in.
+  Status Open();
+  // Copies what the code left in the box workdir to options.output_dir (if set).
+  Status CopyOutputs();
+
+  Step& NewStep(std::string kind);
+  // One model turn over transcript.messages; the reply is appended to them. Its text goes
+  // to on_text as it streams when stream_text is set.
+  StatusOr<ChatReply> Turn(Step& step, bool with_tools, bool stream_text);
+  // Runs code in the box and records it in step. Errors only when the box cannot answer.
+  StatusOr<ExecResult> RunCode(Step& step, const std::string& code);
+
+  void Notice(std::string_view text) const;
+  // Text about the input and output files, for system prompts.
+  std::string FilesNote() const;
+
+  const InterpreterOptions& options() const { return options_; }
+  Transcript& transcript() { return transcript_; }
+  const ChatClient& client() const { return client_; }
+
+ private:
+  const InterpreterOptions& options_;
+  Transcript& transcript_;
+  ChatClient client_;
+  std::unique_ptr<CodeRunner> runner_;
+  std::vector<std::string> box_inputs_;  // /data/... paths
+  int next_call_id_ = 1;
+};
+
+// The two ways of running a conversation; each leaves transcript.answer and stop_reason set.
+// RunToolsLoop returns true when auto mode should switch to oneshot from scratch (the server
+// rejected tools).
+StatusOr<bool> RunToolsLoop(Session& session);
+// first_reply: the model's reply to the task when it came from the tools loop (auto mode:
+// a fenced block instead of a tool call), already in the transcript; null to ask for one.
+Status RunOneShot(Session& session, const ChatReply* first_reply,
+                  std::chrono::milliseconds first_latency = {});
+
+std::string ToolsSystemPrompt(const Session& session);
+std::string OneShotSystemPrompt(const Session& session);
+
+}  // namespace codebox::llm
+
+#endif  // CODEBOX_LLM_SESSION_H_
