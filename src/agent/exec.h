@@ -1,0 +1,44 @@
+// Starting one exec: parsing its request and forking the process with its pipes.
+#ifndef CODEBOX_AGENT_EXEC_H_
+#define CODEBOX_AGENT_EXEC_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "codebox/status.h"
+#include "protocol/message.h"
+
+namespace codebox::agent {
+
+struct ExecSpec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "NAME=value", the whole environment
+  std::string cwd = "/";
+  bool stdin_stream = false;     // else /dev/null
+  int64_t timeout_ms = 0;        // 0 = none
+  uint64_t output_limit = 16ull << 20;
+};
+
+// Validates an `exec` request (docs/protocol.md); errors name the field.
+StatusOr<ExecSpec> ParseExecSpec(const protocol::Json& request);
+
+struct SpawnedExec {
+  pid_t pid = -1;          // also its process group and session id (setsid)
+  base::UniqueFd stdin_fd;  // write end, non-blocking; invalid when stdin is /dev/null
+  base::UniqueFd stdout_fd; // read ends, non-blocking
+  base::UniqueFd stderr_fd;
+};
+
+// Forks the process in a new session. A program that cannot be executed is not an error here:
+// the child writes "codebox-agent: exec NAME: reason" to its stderr and exits 127, as the
+// protocol says. Errors are for the agent's own failures (pipe, fork).
+StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec);
+
+}  // namespace codebox::agent
+
+#endif  // CODEBOX_AGENT_EXEC_H_

@@ -1,0 +1,138 @@
+#include "agent/files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+
+#include "base/io.h"
+
+namespace codebox::agent {
+
+namespace {
+
+// Like base::ErrnoStatus, but ENOENT/ENOTDIR become kNotFound and EINVAL-like errors
+// kInvalidArgument, so the host can tell "no such file" from a failing disk.
+Status PathError(std::string_view what, const std::string& path, int err = errno) {
+  Status st = base::ErrnoStatus(std::string(what) + " " + path, err);
+  if (err == ENOENT || err == ENOTDIR) return NotFound(st.message());
+  if (err == EISDIR || err == EINVAL || err == ENAMETOOLONG || err == EEXIST) {
+    return InvalidArgument(st.message());
+  }
+  if (err == EACCES || err == EPERM || err == EROFS) return PermissionDenied(st.message());
+  return st;
+}
+
+std::string Parent(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+std::string_view ErrorCodeName(const Status& status) { return StatusCodeName(status.code()); }
+
+Status MakeDir(const std::string& path, uint32_t mode, bool parents) {
+  if (path.empty()) return InvalidArgument("mkdir: empty path");
+  if (parents) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) return Status::Ok();
+      return InvalidArgument("mkdir " + path + ": exists and is not a directory");
+    }
+    std::string parent = Parent(path);
+    if (parent != path && parent != "/" && parent != ".") {
+      RETURN_IF_ERROR(MakeDir(parent, 0755, true));
+    }
+  }
+  if (::mkdir(path.c_str(), mode) != 0 && !(parents && errno == EEXIST)) {
+    return PathError("mkdir", path);
+  }
+  return Status::Ok();
+}
+
+StatusOr<FileWriter> FileWriter::Open(const std::string& path, uint32_t mode, bool parents) {
+  if (path.empty() || path.back() == '/') return InvalidArgument("write_file: bad path \"" + path + "\"");
+  if (parents) RETURN_IF_ERROR(MakeDir(Parent(path), 0755, true).WithContext("write_file"));
+  static std::atomic<uint64_t> counter{0};
+  FileWriter w;
+  w.path_ = path;
+  w.temp_path_ = Parent(path) + "/.codebox-tmp-" + std::to_string(::getpid()) + "-" +
+                 std::to_string(counter++);
+  w.fd_.reset(::open(w.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!w.fd_.valid()) return PathError("write_file: create", w.temp_path_);
+  // The mode is applied explicitly: the umask must not change what the host asked for.
+  if (::fchmod(w.fd_.get(), mode & 07777) != 0) return PathError("write_file: chmod", path);
+  return w;
+}
+
+FileWriter::~FileWriter() {
+  if (fd_.valid()) {
+    fd_.reset();
+    ::unlink(temp_path_.c_str());
+  }
+}
+
+Status FileWriter::Write(std::string_view chunk) {
+  if (!fd_.valid()) return Internal("write_file: writer already finished");
+  Status st = base::WriteAll(fd_.get(), chunk);
+  if (!st.ok()) return st.WithContext("write_file " + path_);
+  return Status::Ok();
+}
+
+Status FileWriter::Finish() {
+  if (!fd_.valid()) return Internal("write_file: writer already finished");
+  int fd = fd_.release();
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(temp_path_.c_str());
+    return PathError("write_file: close", path_, err);
+  }
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp_path_.c_str());
+    return PathError("write_file: rename to", path_, err);
+  }
+  return Status::Ok();
+}
+
+StatusOr<OpenedFile> OpenForRead(const std::string& path) {
+  OpenedFile f;
+  f.fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!f.fd.valid()) return PathError("read_file: open", path);
+  struct stat st;
+  if (::fstat(f.fd.get(), &st) != 0) return PathError("read_file: stat", path);
+  if (!S_ISREG(st.st_mode)) return InvalidArgument("read_file " + path + ": not a regular file");
+  f.size = static_cast<uint64_t>(st.st_size);
+  f.mode = st.st_mode & 07777;
+  return f;
+}
+
+StatusOr<protocol::Json> ListDir(const std::string& path) {
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return PathError("list_dir", path);
+  protocol::Json entries = protocol::Json::array();
+  while (dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // raced away
+    const char* type = S_ISREG(st.st_mode)   ? "file"
+                       : S_ISDIR(st.st_mode) ? "dir"
+                       : S_ISLNK(st.st_mode) ? "symlink"
+                                             : "other";
+    entries.push_back({{"name", name},
+                       {"type", type},
+                       {"size", static_cast<uint64_t>(st.st_size)},
+                       {"mode", static_cast<uint32_t>(st.st_mode & 07777)}});
+  }
+  ::closedir(dir);
+  return protocol::Json{{"event", "entries"}, {"entries", std::move(entries)}};
+}
+
+}  // namespace codebox::agent

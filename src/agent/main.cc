@@ -1,0 +1,124 @@
+// codebox-agent: runs inside every box and serves docs/protocol.md on one stream.
+//
+//   codebox-agent --fd N [--mount TYPE:TARGET[:OPTIONS]]...   (jail driver, tests)
+//   codebox-agent                                           (as PID 1: /init of a vm box)
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "agent/server.h"
+#include "agent/vm_guest.h"
+#include "base/io.h"
+
+namespace codebox::agent {
+namespace {
+
+struct Args {
+  int fd = -1;
+  std::vector<std::string> mounts;
+};
+
+void Usage() {
+  std::fputs(
+      "usage: codebox-agent --fd N [--mount TYPE:TARGET[:OPTIONS]]...\n"
+      "       codebox-agent            (as PID 1 of a vm box)\n",
+      stderr);
+}
+
+StatusOr<Args> ParseArgs(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "--fd" || a == "--mount") && i + 1 >= argc) return InvalidArgument(a + " needs a value");
+    if (a == "--fd") {
+      char* end = nullptr;
+      long fd = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || fd < 0 || fd > 1 << 20) return InvalidArgument("bad --fd " + std::string(argv[i]));
+      args.fd = static_cast<int>(fd);
+    } else if (a == "--mount") {
+      args.mounts.push_back(argv[++i]);
+    } else {
+      return InvalidArgument("unknown argument " + a);
+    }
+  }
+  return args;
+}
+
+// TYPE:TARGET[:OPTIONS], e.g. proc:/proc, tmpfs:/tmp:size=64m, devtmpfs:/dev.
+Status MountOne(const std::string& spec) {
+  size_t first = spec.find(':');
+  if (first == std::string::npos || first == 0) {
+    return InvalidArgument("--mount " + spec + ": expected TYPE:TARGET[:OPTIONS]");
+  }
+  size_t second = spec.find(':', first + 1);
+  std::string type = spec.substr(0, first);
+  std::string target = spec.substr(first + 1, second == std::string::npos ? std::string::npos
+                                                                          : second - first - 1);
+  std::string options = second == std::string::npos ? "" : spec.substr(second + 1);
+  if (target.empty() || target[0] != '/') return InvalidArgument("--mount " + spec + ": target must be absolute");
+  ::mkdir(target.c_str(), 0755);  // usually exists already; mount says if it does not
+  unsigned long flags = MS_NOSUID;
+  if (type != "devtmpfs" && type != "tmpfs") flags |= MS_NODEV;
+  if (type == "proc" || type == "sysfs") flags |= MS_NOEXEC;
+  if (::mount(type.c_str(), target.c_str(), type.c_str(), flags,
+              options.empty() ? nullptr : options.c_str()) != 0) {
+    return base::ErrnoStatus("--mount " + spec);
+  }
+  return Status::Ok();
+}
+
+int Main(int argc, char** argv) {
+  auto args = ParseArgs(argc, argv);
+  if (!args.ok()) {
+    std::fprintf(stderr, "codebox-agent: %s\n", args.status().message().c_str());
+    Usage();
+    return 2;
+  }
+  const bool is_init = ::getpid() == 1;
+  for (const std::string& m : args->mounts) {
+    if (Status st = MountOne(m); !st.ok()) {
+      std::fprintf(stderr, "codebox-agent: %s\n", st.message().c_str());
+      return 1;
+    }
+  }
+  base::UniqueFd conn;
+  const bool vm_guest = is_init && args->fd < 0;
+  if (vm_guest) {
+    auto port = SetUpVmGuest();
+    if (!port.ok()) {
+      std::fprintf(stderr, "codebox-agent: vm guest setup: %s\n", port.status().ToString().c_str());
+      PowerOffVmGuest();
+    }
+    conn = std::move(*port);
+  } else if (args->fd >= 0) {
+    conn.reset(args->fd);
+    // The protocol fd must not leak into the programs the agent runs.
+    if (Status st = base::SetCloseOnExec(conn.get(), true); !st.ok()) {
+      std::fprintf(stderr, "codebox-agent: --fd %d: %s\n", args->fd, st.message().c_str());
+      return 2;
+    }
+  } else {
+    Usage();
+    return 2;
+  }
+  if (!is_init) {
+    // Orphaned daemons of an exec reparent to the agent instead of escaping to the host's
+    // init, so timeouts and shutdown can still find and kill them.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+  int code = Server(std::move(conn), is_init).Run();
+  if (vm_guest) PowerOffVmGuest();
+  return code;
+}
+
+}  // namespace
+}  // namespace codebox::agent
+
+int main(int argc, char** argv) { return codebox::agent::Main(argc, argv); }

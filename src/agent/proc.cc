@@ -1,0 +1,103 @@
+#include "agent/proc.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/unique_fd.h"
+
+namespace codebox::agent {
+namespace {
+
+// Reads a small /proc file into buf (NUL-terminated); false if it is gone.
+bool ReadSmall(const char* path, char* buf, size_t size) {
+  base::UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  ssize_t n = ::read(fd.get(), buf, size - 1);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return true;
+}
+
+bool ParseStat(pid_t pid, ProcInfo* out) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  char buf[1024];
+  if (!ReadSmall(path, buf, sizeof buf)) return false;
+  // The command name may contain spaces and ')': the fields start after the last ')'.
+  const char* close = std::strrchr(buf, ')');
+  if (close == nullptr) return false;
+  char state = '?';
+  int ppid = 0, pgrp = 0, session = 0;
+  if (std::sscanf(close + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) != 4) return false;
+  *out = ProcInfo{pid, ppid, pgrp, session, state};
+  return true;
+}
+
+}  // namespace
+
+std::vector<ProcInfo> ListProcesses() {
+  std::vector<ProcInfo> result;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return result;
+  while (dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 0) continue;
+    ProcInfo info;
+    if (ParseStat(static_cast<pid_t>(pid), &info) && info.state != 'Z') result.push_back(info);
+  }
+  ::closedir(dir);
+  return result;
+}
+
+bool DescendsFrom(pid_t pid, pid_t ancestor, const std::vector<ProcInfo>& all) {
+  std::unordered_map<pid_t, pid_t> parent;
+  for (const ProcInfo& p : all) parent[p.pid] = p.ppid;
+  // Bounded walk: ppid links form a tree, but a racy snapshot could in theory show a cycle.
+  for (size_t steps = 0; steps <= all.size() && pid > 1; ++steps) {
+    auto it = parent.find(pid);
+    if (it == parent.end()) return false;
+    pid = it->second;
+    if (pid == ancestor) return true;
+  }
+  return false;
+}
+
+int KillMatching(const std::function<bool(const ProcInfo&, const std::vector<ProcInfo>&)>& victim) {
+  const pid_t self = ::getpid();
+  std::unordered_set<pid_t> killed;
+  // Passes until one finds no new victim: anything forked between a scan and its kill is
+  // found by the next scan. A killed process may still show (not yet dead) and is skipped.
+  for (int pass = 0; pass < 20; ++pass) {
+    std::vector<ProcInfo> all = ListProcesses();
+    bool found_new = false;
+    for (const ProcInfo& p : all) {
+      if (p.pid == self || p.pid == 1 || killed.count(p.pid) || !victim(p, all)) continue;
+      if (::kill(p.pid, SIGKILL) == 0) {
+        killed.insert(p.pid);
+        found_new = true;
+      }
+    }
+    if (!found_new) break;
+  }
+  return static_cast<int>(killed.size());
+}
+
+uint64_t ReadOomKillCount() {
+  char buf[16384];
+  if (!ReadSmall("/proc/vmstat", buf, sizeof buf)) return 0;
+  const char* p = std::strstr(buf, "\noom_kill ");
+  if (p == nullptr) return 0;
+  return std::strtoull(p + 10, nullptr, 10);
+}
+
+}  // namespace codebox::agent

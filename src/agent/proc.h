@@ -1,0 +1,39 @@
+// What the agent knows about the processes around it, read from /proc: used to find every
+// process an exec started (including the ones that left its process group or session) and to
+// tell an OOM kill from an ordinary SIGKILL.
+#ifndef CODEBOX_AGENT_PROC_H_
+#define CODEBOX_AGENT_PROC_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace codebox::agent {
+
+struct ProcInfo {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  pid_t session = 0;
+  char state = '?';  // 'Z' for zombies, which can no longer be killed (only reaped)
+};
+
+// Every live process visible in /proc (zombies excluded). Processes that vanish while the
+// directory is read are skipped.
+std::vector<ProcInfo> ListProcesses();
+
+// Sends SIGKILL, repeatedly, to every process for which `victim` is true, until a pass finds
+// none (a victim may fork between the scan and the kill). Returns how many kills were sent.
+int KillMatching(const std::function<bool(const ProcInfo&, const std::vector<ProcInfo>&)>& victim);
+
+// True if `pid` descends from `ancestor` through ppid links in `all`.
+bool DescendsFrom(pid_t pid, pid_t ancestor, const std::vector<ProcInfo>& all);
+
+// The kernel's count of OOM kills (`oom_kill` in /proc/vmstat), 0 if unavailable.
+uint64_t ReadOomKillCount();
+
+}  // namespace codebox::agent
+
+#endif  // CODEBOX_AGENT_PROC_H_

@@ -1,0 +1,384 @@
+#include "agent/server.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "base/io.h"
+#include "base/log.h"
+
+namespace codebox::agent {
+
+using protocol::FrameType;
+using protocol::Json;
+
+Server::Server(base::UniqueFd conn, bool is_init) : conn_(std::move(conn)), is_init_(is_init) {
+  read_buf_.resize(protocol::kDataChunk);
+}
+
+Server::~Server() = default;
+
+int Server::Run() {
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  // Blocked signals are delivered only through the signalfd, so the loop sees them in order
+  // with everything else; exec children unblock them before exec.
+  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+  signal_fd_.reset(::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
+  ::signal(SIGPIPE, SIG_IGN);
+  if (!signal_fd_.valid()) {
+    Fatal(1, base::ErrnoStatus("signalfd"));
+    return exit_code_;
+  }
+  if (Status st = base::SetNonBlocking(conn_.get(), true); !st.ok()) {
+    Fatal(1, st.WithContext("connection"));
+    return exit_code_;
+  }
+  Send(FrameType::kHello, 0,
+       protocol::DumpControl(Json{{"protocol", protocol::kProtocolVersion},
+                                  {"agent", "codebox-agent/0.1.0"},
+                                  {"pid", ::getpid()}}));
+
+  std::vector<pollfd> fds;
+  struct Slot {
+    uint32_t stream;
+    int which;  // 0 connection, 1 signalfd, 2 stdout, 3 stderr, 4 stdin
+  };
+  std::vector<Slot> slots;
+  while (!quit_) {
+    fds.clear();
+    slots.clear();
+    fds.push_back({signal_fd_.get(), POLLIN, 0});
+    slots.push_back({0, 1});
+    short conn_events = POLLIN;
+    if (out_sent_ < out_.size()) conn_events |= POLLOUT;
+    fds.push_back({conn_.get(), conn_events, 0});
+    slots.push_back({0, 0});
+    const bool backed_up = OutputBackedUp();
+    for (auto& [stream, exec] : execs_) {
+      if (!backed_up && exec.out.valid()) {
+        fds.push_back({exec.out.get(), POLLIN, 0});
+        slots.push_back({stream, 2});
+      }
+      if (!backed_up && exec.err.valid()) {
+        fds.push_back({exec.err.get(), POLLIN, 0});
+        slots.push_back({stream, 3});
+      }
+      if (exec.in.valid() && !exec.stdin_pending.empty()) {
+        fds.push_back({exec.in.get(), POLLOUT, 0});
+        slots.push_back({stream, 4});
+      }
+    }
+    int n = ::poll(fds.data(), fds.size(), PollTimeoutMs(Clock::now()));
+    if (n < 0 && errno != EINTR) {
+      Fatal(1, base::ErrnoStatus("poll"));
+      break;
+    }
+    for (size_t i = 0; n > 0 && i < fds.size() && !quit_; ++i) {
+      if (fds[i].revents == 0) continue;
+      const Slot& slot = slots[i];
+      if (slot.which == 1) {
+        HandleSignals();
+        continue;
+      }
+      if (slot.which == 0) {
+        if (fds[i].revents & POLLOUT) {
+          if (!Flush()) break;
+        }
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadConnection();
+        continue;
+      }
+      // The exec may have been finished by an earlier slot of this round.
+      auto it = execs_.find(slot.stream);
+      if (it == execs_.end()) continue;
+      Exec& exec = it->second;
+      if (slot.which == 2) DrainPipe(slot.stream, exec, exec.out, FrameType::kStdout);
+      if (slot.which == 3) DrainPipe(slot.stream, exec, exec.err, FrameType::kStderr);
+      if (slot.which == 4) PumpStdin(exec);
+    }
+    if (quit_) break;
+    Clock::time_point now = Clock::now();
+    CheckDeadlines(now);
+    FinishExecs(now);
+    PumpDownloads();
+    if (shutdown_stream_ && (execs_.empty() || now >= shutdown_deadline_)) {
+      SendControl(*shutdown_stream_, Json{{"event", "done"}});
+      quit_ = true;
+    }
+    if (!Flush()) break;
+  }
+  KillEverything();
+  FlushBlocking(std::chrono::milliseconds(2000));
+  return exit_code_;
+}
+
+int Server::PollTimeoutMs(Clock::time_point now) const {
+  if (!downloads_.empty() && !OutputBackedUp()) return 0;
+  std::optional<Clock::time_point> next;
+  auto consider = [&next](Clock::time_point t) {
+    if (!next || t < *next) next = t;
+  };
+  for (const auto& [stream, exec] : execs_) {
+    if (!exec.exited && exec.deadline && !exec.timed_out) consider(*exec.deadline);
+    if (exec.exited) consider(exec.exited_at + kDrainGrace);
+  }
+  if (shutdown_stream_) consider(shutdown_deadline_);
+  if (!next) return -1;
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - now).count();
+  return ms < 0 ? 0 : static_cast<int>(ms);
+}
+
+void Server::Send(FrameType type, uint32_t stream, std::string_view payload) {
+  // Compact the already-sent prefix before it dominates the buffer.
+  if (out_sent_ > 0 && out_sent_ * 2 >= out_.size()) {
+    out_.erase(0, out_sent_);
+    out_sent_ = 0;
+  }
+  protocol::AppendFrame(&out_, type, stream, payload);
+}
+
+void Server::SendControl(uint32_t stream, const Json& message) {
+  Send(FrameType::kControl, stream, protocol::DumpControl(message));
+}
+
+void Server::SendError(uint32_t stream, const Status& status) {
+  SendControl(stream, Json{{"event", "error"},
+                           {"code", std::string(ErrorCodeName(status))},
+                           {"message", status.message()}});
+}
+
+bool Server::Flush() {
+  while (out_sent_ < out_.size()) {
+    ssize_t n = ::send(conn_.get(), out_.data() + out_sent_, out_.size() - out_sent_,
+                       MSG_NOSIGNAL);
+    // Not every transport is a socket (a virtio-serial port is a character device).
+    if (n < 0 && errno == ENOTSOCK) {
+      n = ::write(conn_.get(), out_.data() + out_sent_, out_.size() - out_sent_);
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      CODEBOX_LOG(kWarn, "codebox-agent: write to host failed: " << std::strerror(errno));
+      quit_ = true;
+      exit_code_ = 1;
+      out_.clear();
+      out_sent_ = 0;
+      return false;
+    }
+    out_sent_ += static_cast<size_t>(n);
+  }
+  out_.clear();
+  out_sent_ = 0;
+  return true;
+}
+
+void Server::FlushBlocking(std::chrono::milliseconds budget) {
+  Clock::time_point end = Clock::now() + budget;
+  while (out_sent_ < out_.size() && Clock::now() < end) {
+    if (!Flush()) return;
+    if (out_sent_ >= out_.size()) return;
+    pollfd p{conn_.get(), POLLOUT, 0};
+    ::poll(&p, 1, 50);
+  }
+}
+
+void Server::Fatal(int exit_code, const Status& why) {
+  // The agent's stderr is the box's console / the driver's log: say why the box is ending.
+  std::string line = "codebox-agent: " + why.ToString() + "; closing the connection\n";
+  (void)!::write(STDERR_FILENO, line.data(), line.size());
+  SendError(0, why);
+  exit_code_ = exit_code;
+  quit_ = true;
+}
+
+void Server::ReadConnection() {
+  for (int round = 0; round < 4 && !quit_; ++round) {
+    ssize_t n = ::read(conn_.get(), read_buf_.data(), read_buf_.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      Fatal(1, base::ErrnoStatus("read from host"));
+      return;
+    }
+    if (n == 0) {
+      Status end = decoder_.CheckEndOfStream();
+      if (!end.ok()) {
+        Fatal(2, end.WithContext("malformed stream from host"));
+      } else {
+        CODEBOX_LOG(kInfo, "codebox-agent: host closed the connection");
+        quit_ = true;
+      }
+      return;
+    }
+    decoder_.Feed(std::string_view(read_buf_.data(), static_cast<size_t>(n)));
+    while (!quit_) {
+      auto next = decoder_.Next();
+      if (!next.ok()) {
+        Fatal(2, next.status().WithContext("malformed frame from host"));
+        return;
+      }
+      if (!next->has_value()) break;
+      HandleFrame(std::move(**next));
+    }
+  }
+}
+
+void Server::HandleFrame(protocol::Frame frame) {
+  if (!hello_received_) {
+    HandleHello(frame);
+    return;
+  }
+  switch (frame.type) {
+    case FrameType::kControl: {
+      auto request = protocol::ParseControl(frame.payload);
+      if (!request.ok()) {
+        Fatal(2, request.status().WithContext("malformed control frame from host"));
+        return;
+      }
+      HandleControl(frame.stream, *request);
+      return;
+    }
+    case FrameType::kStdin:
+      HandleStdin(frame.stream, frame.payload);
+      return;
+    case FrameType::kData:
+      HandleData(frame.stream, frame.payload);
+      return;
+    default:
+      Fatal(2, ProtocolError("unexpected " + std::string(protocol::FrameTypeName(frame.type)) +
+                             " frame from host on stream " + std::to_string(frame.stream)));
+  }
+}
+
+void Server::HandleHello(const protocol::Frame& frame) {
+  if (frame.type != FrameType::kHello) {
+    Fatal(2, ProtocolError("expected a hello frame first, got " +
+                           std::string(protocol::FrameTypeName(frame.type))));
+    return;
+  }
+  auto hello = protocol::ParseControl(frame.payload);
+  if (!hello.ok()) {
+    Fatal(2, hello.status().WithContext("malformed hello from host"));
+    return;
+  }
+  auto version = protocol::GetInt(*hello, "protocol");
+  if (!version.ok() || *version != protocol::kProtocolVersion) {
+    Fatal(2, ProtocolError("host speaks protocol " +
+                           (version.ok() ? std::to_string(*version) : std::string("?")) +
+                           ", this agent speaks " + std::to_string(protocol::kProtocolVersion)));
+    return;
+  }
+  hello_received_ = true;
+}
+
+void Server::HandleControl(uint32_t stream, const Json& request) {
+  auto op = protocol::GetString(request, "op");
+  if (!op.ok()) {
+    SendError(stream, InvalidArgument("request without a string \"op\""));
+    return;
+  }
+  if (stream == 0) {
+    SendError(0, InvalidArgument("request \"" + *op + "\" on stream 0; use a new stream id"));
+    return;
+  }
+  if (execs_.count(stream) || uploads_.count(stream) || downloads_.count(stream)) {
+    SendError(stream, InvalidArgument("stream " + std::to_string(stream) + " is already in use"));
+    return;
+  }
+  if (*op == "exec") return StartExec(stream, request);
+  if (*op == "write_file") return StartWrite(stream, request);
+  if (*op == "read_file") return StartRead(stream, request);
+  if (*op == "kill") return HandleKill(stream, request);
+  if (*op == "shutdown") return HandleShutdown(stream);
+  if (*op == "list_dir" || *op == "mkdir") {
+    auto path = protocol::GetString(request, "path");
+    if (!path.ok()) return SendError(stream, InvalidArgument(*op + ": " + path.status().message()));
+    if (*op == "list_dir") {
+      auto entries = ListDir(*path);
+      return entries.ok() ? SendControl(stream, *entries) : SendError(stream, entries.status());
+    }
+    auto mode = protocol::GetInt(request, "mode", 0755);
+    auto parents = protocol::GetBool(request, "parents", false);
+    if (!mode.ok() || !parents.ok()) return SendError(stream, InvalidArgument("mkdir: bad mode or parents"));
+    Status st = MakeDir(*path, static_cast<uint32_t>(*mode), *parents);
+    return st.ok() ? SendControl(stream, Json{{"event", "done"}}) : SendError(stream, st);
+  }
+  SendError(stream, InvalidArgument("unknown op \"" + *op + "\""));
+}
+
+void Server::StartWrite(uint32_t stream, const Json& request) {
+  Upload& upload = uploads_[stream];
+  auto path = protocol::GetString(request, "path");
+  auto mode = protocol::GetInt(request, "mode", 0644);
+  auto parents = protocol::GetBool(request, "parents", false);
+  if (!path.ok() || !mode.ok() || !parents.ok()) {
+    upload.error = InvalidArgument("write_file: bad path, mode or parents");
+    return;  // the error is sent when the data ends, as the host is already sending it
+  }
+  auto writer = FileWriter::Open(*path, static_cast<uint32_t>(*mode), *parents);
+  if (!writer.ok()) {
+    upload.error = writer.status();
+    return;
+  }
+  upload.writer.emplace(std::move(*writer));
+}
+
+void Server::HandleData(uint32_t stream, std::string_view payload) {
+  auto it = uploads_.find(stream);
+  if (it == uploads_.end()) return;  // a write_file that already failed and was answered
+  Upload& upload = it->second;
+  if (!payload.empty()) {
+    if (upload.error.ok()) {
+      upload.error = upload.writer->Write(payload);
+      if (!upload.error.ok()) upload.writer.reset();  // removes the temp file
+    }
+    return;
+  }
+  Status st = upload.error.ok() ? upload.writer->Finish() : upload.error;
+  uploads_.erase(it);
+  st.ok() ? SendControl(stream, Json{{"event", "done"}}) : SendError(stream, st);
+}
+
+void Server::StartRead(uint32_t stream, const Json& request) {
+  auto path = protocol::GetString(request, "path");
+  if (!path.ok()) return SendError(stream, InvalidArgument("read_file: " + path.status().message()));
+  auto file = OpenForRead(*path);
+  if (!file.ok()) return SendError(stream, file.status());
+  SendControl(stream, Json{{"event", "file"}, {"size", file->size}, {"mode", file->mode}});
+  downloads_.emplace(stream, std::move(file->fd));
+}
+
+void Server::PumpDownloads() {
+  for (auto it = downloads_.begin(); it != downloads_.end() && !OutputBackedUp();) {
+    ssize_t n = ::read(it->second.get(), read_buf_.data(), read_buf_.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0) {
+      Send(FrameType::kData, it->first, std::string_view(read_buf_.data(), static_cast<size_t>(n)));
+      ++it;
+      continue;
+    }
+    if (n == 0) {
+      Send(FrameType::kData, it->first, {});
+    } else {
+      SendError(it->first, base::ErrnoStatus("read_file: read"));
+    }
+    it = downloads_.erase(it);
+  }
+}
+
+void Server::HandleShutdown(uint32_t stream) {
+  shutdown_stream_ = stream;
+  shutdown_deadline_ = Clock::now() + std::chrono::seconds(1);
+  KillEverything();
+}
+
+}  // namespace codebox::agent

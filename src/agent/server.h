@@ -1,0 +1,121 @@
+// The agent's side of the protocol: one connection, served by a single-threaded poll loop so
+// no slow exec or transfer ever blocks the others. Output to the host goes through one
+// bounded buffer: past kHighWater the loop stops reading exec pipes and files until the
+// host drains it (backpressure), so memory stays bounded whatever the programs print.
+#ifndef CODEBOX_AGENT_SERVER_H_
+#define CODEBOX_AGENT_SERVER_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agent/exec.h"
+#include "agent/files.h"
+#include "base/unique_fd.h"
+#include "codebox/status.h"
+#include "protocol/frame.h"
+#include "protocol/message.h"
+
+namespace codebox::agent {
+
+class Server {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `conn` is the connected protocol stream. `is_init`: the agent is PID 1 (of a VM or of a
+  // jail's pid namespace), so SIGTERM/SIGINT are forwarded to the execs instead of ending it.
+  Server(base::UniqueFd conn, bool is_init);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Serves until the host hangs up, asks for shutdown, or breaks the protocol; every process
+  // the agent started is killed before it returns. The result is the agent's exit status:
+  // 0 after EOF or shutdown, 2 after a protocol error, 1 after an I/O error.
+  int Run();
+
+ private:
+  struct Exec {
+    pid_t pid = -1;
+    base::UniqueFd in, out, err;
+    std::string stdin_pending;
+    bool stdin_close_requested = false;
+    uint64_t output_limit = 0;
+    uint64_t sent_out = 0, sent_err = 0;
+    bool truncated = false;
+    Clock::time_point start;
+    std::optional<Clock::time_point> deadline;
+    bool timed_out = false;
+    bool killed_by_agent = false;
+    uint64_t oom_kills_before = 0;
+    bool exited = false;
+    int wait_status = 0;
+    Clock::time_point exited_at;
+  };
+  struct Upload {
+    std::optional<FileWriter> writer;
+    Status error;  // first failure; the remaining data frames are then dropped
+  };
+
+  // Connection.
+  void Send(protocol::FrameType type, uint32_t stream, std::string_view payload);
+  void SendControl(uint32_t stream, const protocol::Json& message);
+  void SendError(uint32_t stream, const Status& status);
+  bool Flush();                       // non-blocking; false when the connection broke
+  void FlushBlocking(std::chrono::milliseconds budget);
+  void ReadConnection();
+  void Fatal(int exit_code, const Status& why);
+  bool OutputBackedUp() const { return out_.size() - out_sent_ >= kHighWater; }
+
+  // Requests.
+  void HandleFrame(protocol::Frame frame);
+  void HandleControl(uint32_t stream, const protocol::Json& request);
+  void HandleHello(const protocol::Frame& frame);
+  void HandleData(uint32_t stream, std::string_view payload);
+  void StartExec(uint32_t stream, const protocol::Json& request);
+  void StartWrite(uint32_t stream, const protocol::Json& request);
+  void StartRead(uint32_t stream, const protocol::Json& request);
+  void HandleKill(uint32_t stream, const protocol::Json& request);
+  void HandleShutdown(uint32_t stream);
+
+  // Execs (server_exec.cc).
+  void HandleStdin(uint32_t stream, std::string_view payload);
+  void PumpStdin(Exec& exec);
+  void DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, protocol::FrameType type);
+  void ReapChildren();
+  void HandleSignals();
+  void KillExecTree(uint32_t stream, Exec& exec);
+  void KillEverything();
+  void CheckDeadlines(Clock::time_point now);
+  void FinishExecs(Clock::time_point now);
+  void PumpDownloads();
+  int PollTimeoutMs(Clock::time_point now) const;
+
+  static constexpr size_t kHighWater = 4u << 20;
+  static constexpr auto kDrainGrace = std::chrono::milliseconds(100);
+
+  base::UniqueFd conn_;
+  base::UniqueFd signal_fd_;
+  bool is_init_;
+  protocol::FrameDecoder decoder_;
+  bool hello_received_ = false;
+  std::string out_;
+  size_t out_sent_ = 0;
+  std::string read_buf_;
+  std::map<uint32_t, Exec> execs_;
+  std::map<uint32_t, Upload> uploads_;
+  std::map<uint32_t, base::UniqueFd> downloads_;
+  std::optional<uint32_t> shutdown_stream_;
+  Clock::time_point shutdown_deadline_;
+  bool quit_ = false;
+  int exit_code_ = 0;
+};
+
+}  // namespace codebox::agent
+
+#endif  // CODEBOX_AGENT_SERVER_H_

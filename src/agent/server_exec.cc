@@ -1,0 +1,223 @@
+// The exec half of Server: starting processes, moving their bytes, timeouts, reaping.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <set>
+
+#include "agent/proc.h"
+#include "agent/server.h"
+#include "base/io.h"
+#include "base/log.h"
+
+namespace codebox::agent {
+
+using protocol::FrameType;
+using protocol::Json;
+
+void Server::StartExec(uint32_t stream, const Json& request) {
+  auto spec = ParseExecSpec(request);
+  if (!spec.ok()) return SendError(stream, spec.status());
+  Exec exec;
+  exec.oom_kills_before = ReadOomKillCount();
+  exec.start = Clock::now();
+  auto spawned = SpawnExec(*spec);
+  if (!spawned.ok()) return SendError(stream, spawned.status().WithContext("exec"));
+  exec.pid = spawned->pid;
+  exec.in = std::move(spawned->stdin_fd);
+  exec.out = std::move(spawned->stdout_fd);
+  exec.err = std::move(spawned->stderr_fd);
+  exec.output_limit = spec->output_limit;
+  if (spec->timeout_ms > 0) exec.deadline = exec.start + std::chrono::milliseconds(spec->timeout_ms);
+  execs_.emplace(stream, std::move(exec));
+}
+
+void Server::HandleStdin(uint32_t stream, std::string_view payload) {
+  auto it = execs_.find(stream);
+  // Stdin for an exec that ended (or never asked for it) has nowhere to go.
+  if (it == execs_.end() || !it->second.in.valid()) return;
+  Exec& exec = it->second;
+  if (payload.empty()) {
+    exec.stdin_close_requested = true;
+  } else {
+    exec.stdin_pending.append(payload);
+  }
+  PumpStdin(exec);
+}
+
+void Server::PumpStdin(Exec& exec) {
+  while (!exec.stdin_pending.empty()) {
+    ssize_t n = ::write(exec.in.get(), exec.stdin_pending.data(), exec.stdin_pending.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;
+      // EPIPE: the program closed its stdin; what is left is dropped, as a pipe would.
+      exec.stdin_pending.clear();
+      exec.in.reset();
+      return;
+    }
+    exec.stdin_pending.erase(0, static_cast<size_t>(n));
+  }
+  if (exec.stdin_close_requested) exec.in.reset();
+}
+
+void Server::DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, FrameType type) {
+  uint64_t& sent = type == FrameType::kStdout ? exec.sent_out : exec.sent_err;
+  // A few reads per wakeup keeps one chatty exec from starving the others.
+  for (int round = 0; round < 8 && fd.valid() && !OutputBackedUp(); ++round) {
+    ssize_t n = ::read(fd.get(), read_buf_.data(), read_buf_.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;
+      fd.reset();
+      return;
+    }
+    if (n == 0) {
+      fd.reset();
+      return;
+    }
+    uint64_t room = exec.output_limit - std::min(sent, exec.output_limit);
+    uint64_t keep = std::min<uint64_t>(room, static_cast<uint64_t>(n));
+    // Past the limit the bytes are still read (so the program never blocks) and dropped.
+    if (keep < static_cast<uint64_t>(n)) exec.truncated = true;
+    if (keep > 0) {
+      Send(type, stream, std::string_view(read_buf_.data(), static_cast<size_t>(keep)));
+      sent += keep;
+    }
+  }
+}
+
+void Server::HandleSignals() {
+  signalfd_siginfo info;
+  bool child = false;
+  while (::read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    int sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGCHLD) {
+      child = true;
+    } else if (is_init_) {
+      // PID 1: the box is being asked to stop; pass it on, the host decides what follows.
+      for (auto& [stream, exec] : execs_) {
+        if (!exec.exited) ::kill(-exec.pid, sig);
+      }
+    } else {
+      CODEBOX_LOG(kInfo, "codebox-agent: signal " << sig << ", ending every process");
+      quit_ = true;
+    }
+  }
+  // Signals coalesce, so reap everything that is ready whatever the count said.
+  if (child) ReapChildren();
+}
+
+void Server::ReapChildren() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    // Orphans reparented to the agent (subreaper or PID 1) are reaped and forgotten.
+    for (auto& [stream, exec] : execs_) {
+      if (exec.pid == pid && !exec.exited) {
+        exec.exited = true;
+        exec.wait_status = status;
+        exec.exited_at = Clock::now();
+        break;
+      }
+    }
+  }
+}
+
+void Server::KillExecTree(uint32_t stream, Exec& exec) {
+  exec.killed_by_agent = true;
+  if (!exec.exited) ::kill(-exec.pid, SIGKILL);
+  // Processes of the other running execs stay: their sessions and process groups, and the
+  // leaders themselves, are spared.
+  std::set<pid_t> others;
+  for (const auto& [other_stream, other] : execs_) {
+    if (other_stream != stream && !other.exited) others.insert(other.pid);
+  }
+  const pid_t self = ::getpid();
+  KillMatching([&](const ProcInfo& p, const std::vector<ProcInfo>& all) {
+    if (others.count(p.pid) || others.count(p.session) || others.count(p.pgrp)) return false;
+    if (p.session == exec.pid || p.pgrp == exec.pid) return true;
+    if (!exec.exited && DescendsFrom(p.pid, exec.pid, all)) return true;
+    // An orphan of the agent whose exec is gone: it escaped (setsid + double fork).
+    if (p.ppid == self) return true;
+    return DescendsFrom(p.pid, self, all) && !std::any_of(others.begin(), others.end(), [&](pid_t o) {
+             return DescendsFrom(p.pid, o, all);
+           });
+  });
+}
+
+void Server::KillEverything() {
+  for (auto& [stream, exec] : execs_) {
+    exec.killed_by_agent = true;
+    if (!exec.exited) ::kill(-exec.pid, SIGKILL);
+  }
+  if (is_init_ && ::getpid() == 1) {
+    // PID 1 of its own pid namespace or VM: everything else in it is ours to end.
+    ::kill(-1, SIGKILL);
+    return;
+  }
+  const pid_t self = ::getpid();
+  KillMatching([self](const ProcInfo& p, const std::vector<ProcInfo>& all) {
+    return DescendsFrom(p.pid, self, all);
+  });
+}
+
+void Server::CheckDeadlines(Clock::time_point now) {
+  for (auto& [stream, exec] : execs_) {
+    if (exec.exited || exec.timed_out || !exec.deadline || now < *exec.deadline) continue;
+    exec.timed_out = true;
+    KillExecTree(stream, exec);
+  }
+}
+
+void Server::FinishExecs(Clock::time_point now) {
+  for (auto it = execs_.begin(); it != execs_.end();) {
+    Exec& exec = it->second;
+    bool drained = !exec.out.valid() && !exec.err.valid();
+    // A background child holding the pipes open must not hold the result back for long.
+    if (!exec.exited || (!drained && now < exec.exited_at + kDrainGrace)) {
+      ++it;
+      continue;
+    }
+    if (!drained && !OutputBackedUp()) {
+      // Whatever is already in the pipes belongs to the result.
+      DrainPipe(it->first, exec, exec.out, FrameType::kStdout);
+      DrainPipe(it->first, exec, exec.err, FrameType::kStderr);
+    }
+    const int ws = exec.wait_status;
+    const bool signaled = WIFSIGNALED(ws);
+    const int sig = signaled ? WTERMSIG(ws) : 0;
+    const bool oom = signaled && sig == SIGKILL && !exec.killed_by_agent &&
+                     ReadOomKillCount() > exec.oom_kills_before;
+    auto duration = std::chrono::duration_cast<std::chrono::milliseconds>(exec.exited_at - exec.start);
+    SendControl(it->first, Json{{"event", "exit"},
+                                {"exit_code", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1},
+                                {"signal", sig},
+                                {"timed_out", exec.timed_out},
+                                {"output_truncated", exec.truncated},
+                                {"duration_ms", duration.count()},
+                                {"out_of_memory", oom}});
+    it = execs_.erase(it);
+  }
+}
+
+void Server::HandleKill(uint32_t stream, const Json& request) {
+  auto target = protocol::GetInt(request, "target");
+  auto sig = protocol::GetInt(request, "signal", SIGKILL);
+  if (!target.ok() || !sig.ok() || *sig <= 0 || *sig >= NSIG) {
+    return SendError(stream, InvalidArgument("kill: bad \"target\" or \"signal\""));
+  }
+  auto it = execs_.find(static_cast<uint32_t>(*target));
+  if (it == execs_.end() || it->second.exited) {
+    return SendError(stream, NotFound("kill: no running exec on stream " + std::to_string(*target)));
+  }
+  if (*sig == SIGKILL) it->second.killed_by_agent = true;
+  ::kill(-it->second.pid, static_cast<int>(*sig));
+  SendControl(stream, Json{{"event", "done"}});
+}
+
+}  // namespace codebox::agent
