@@ -1,13 +1,212 @@
-// Placeholder: replaced by the issue that owns `codebox ask`.
+// `codebox ask`: a task in natural language -> a model writes Python -> a box runs it ->
+// the answer. The answer streams to stdout; progress (code, results, retries) goes to
+// stderr so that stdout stays the answer alone (or the JSON transcript with --json).
 #include <cstdio>
+#include <iostream>
+#include <iterator>
 
+#include "cli/box_flags.h"
 #include "cli/commands.h"
+#include "llm/interpreter.h"
 
 namespace codebox::cli {
+namespace {
 
-int AskCommand(const std::vector<std::string>&) {
-  std::fputs("codebox ask: not built yet\n", stderr);
-  return 2;
+constexpr const char kAskHelp[] = R"(usage: codebox ask [options] TASK...   (or - to read the task from stdin)
+
+A model writes Python for TASK, a fresh box runs it, the model reads the result (and repairs
+its code when it failed) and answers. One box serves the whole conversation; the API key and
+this host's environment never enter it.
+
+model options:
+  --model M              model id (default $CODEBOX_MODEL, else gpt-4o-mini)
+  --base-url URL         OpenAI-compatible endpoint (default $OPENAI_BASE_URL, else
+                         https://api.openai.com/v1; e.g. http://127.0.0.1:8080/v1 for
+                         llama-server, http://127.0.0.1:11434/v1 for Ollama). The key comes
+                         from $OPENAI_API_KEY.
+  --mode M               tools (the model calls run_python), oneshot (it replies with a
+                         ```python block), auto (default: tools, oneshot if not supported)
+  --max-steps N          model turns before giving up (default 8)
+  --request-timeout T    longest silence from the model server (default 120s)
+  --no-stream            ask for whole replies instead of server-sent events
+
+input and output:
+  --file PATH            copy PATH into the box as /data/NAME (repeatable)
+  --out DIR              copy what the code left in the box workdir to DIR afterwards
+  --show-code            print each program before it runs (to stderr)
+  --json                 print the whole transcript as JSON instead of the answer
+
+exit status: 0 answered; 1 no answer (step limit, or the program still failed);
+2 usage; 125 the model server or the box failed (the message says which and why).
+
+)";
+
+struct AskFlags {
+  llm::InterpreterOptions options;
+  std::string task;
+  bool show_code = false;
+  bool json = false;
+};
+
+StatusOr<int> ParseInt(const std::string& flag, const std::string& value) {
+  char* end = nullptr;
+  long v = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || v < 1 || v > 1000) {
+    return InvalidArgument(flag + ": '" + value + "' is not a number from 1 to 1000");
+  }
+  return static_cast<int>(v);
+}
+
+// Returns nullopt after printing help.
+StatusOr<std::optional<AskFlags>> ParseFlags(const std::vector<std::string>& args) {
+  AskFlags f;
+  std::vector<std::string> words;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kAskHelp, stdout);
+      std::fputs(kBoxFlagsHelp, stdout);
+      return std::optional<AskFlags>();
+    }
+    ASSIGN_OR_RETURN(bool box_flag, ParseBoxFlag(args, &i, &f.options.box));
+    if (box_flag) continue;
+    if (a == "--show-code") {
+      f.show_code = true;
+    } else if (a == "--json") {
+      f.json = true;
+    } else if (a == "--no-stream") {
+      f.options.stream = false;
+    } else if (a == "--") {
+      words.insert(words.end(), args.begin() + i + 1, args.end());
+      break;
+    } else if (a.size() > 1 && a[0] == '-') {
+      static const char* const kValued[] = {"--model", "--base-url", "--mode", "--max-steps",
+                                            "--request-timeout", "--file", "--out"};
+      bool known = false;
+      for (const char* name : kValued) known = known || a == name;
+      if (!known) return InvalidArgument("unknown option " + a + " (see codebox ask --help)");
+      if (i + 1 >= args.size()) return InvalidArgument(a + " needs a value");
+      const std::string& v = args[++i];
+      if (a == "--model") f.options.model = v;
+      if (a == "--base-url") f.options.base_url = v;
+      if (a == "--file") f.options.input_files.push_back(v);
+      if (a == "--out") f.options.output_dir = v;
+      if (a == "--mode") {
+        ASSIGN_OR_RETURN(f.options.mode, llm::ParseMode(v));
+      } else if (a == "--max-steps") {
+        ASSIGN_OR_RETURN(f.options.max_steps, ParseInt(a, v));
+      } else if (a == "--request-timeout") {
+        ASSIGN_OR_RETURN(f.options.request_timeout, ParseDuration(v));
+      }
+    } else {
+      words.push_back(a);
+    }
+  }
+  if (words.size() == 1 && words[0] == "-") {
+    f.task.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    for (const std::string& w : words) f.task += (f.task.empty() ? "" : " ") + w;
+  }
+  if (f.task.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return InvalidArgument("no task given (codebox ask TASK, or - to read it from stdin)");
+  }
+  return std::optional<AskFlags>(std::move(f));
+}
+
+// The last lines of a program's stderr: where the traceback says what went wrong.
+std::string Tail(const std::string& text, int lines) {
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  while (lines-- > 0 && pos != std::string::npos && pos > 0) pos = text.rfind('\n', pos - 1);
+  return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
+}
+
+// Progress lines to stderr. The answer owns stdout, so a progress line starts on a fresh line
+// of the terminal when the answer text was cut mid-line.
+class Progress {
+ public:
+  explicit Progress(bool show_code) : show_code_(show_code) {}
+
+  void Text(std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (!text.empty()) at_line_start_ = text.back() == '\n';
+  }
+  void Code(int step, const std::string& code) {
+    Break();
+    if (show_code_) {
+      std::fprintf(stderr, "--- step %d: code ---\n%s%s---\n", step, code.c_str(),
+                   (!code.empty() && code.back() == '\n') ? "" : "\n");
+    } else {
+      std::fprintf(stderr, "[step %d] running Python...\n", step);
+    }
+  }
+  void Result(int step, const ExecResult& r) {
+    std::string what = r.timed_out       ? "timed out"
+                       : r.out_of_memory ? "ran out of memory"
+                       : r.signal != 0   ? "killed by signal " + std::to_string(r.signal)
+                                         : "exit " + std::to_string(r.exit_code);
+    std::fprintf(stderr, "[step %d] %s in %lld ms (%s)%s\n", step, what.c_str(),
+                 static_cast<long long>(r.duration.count()), r.driver.c_str(),
+                 r.output_truncated ? ", output truncated" : "");
+    if (show_code_ && !r.stdout_data.empty()) {
+      std::fprintf(stderr, "%s\n", Tail(r.stdout_data, 10).c_str());
+    }
+    if (!r.ok() && !r.stderr_data.empty()) std::fprintf(stderr, "%s\n", Tail(r.stderr_data, 6).c_str());
+  }
+  void Notice(std::string_view text) {
+    Break();
+    std::fprintf(stderr, "[codebox] %.*s\n", static_cast<int>(text.size()), text.data());
+  }
+  void Finish() { Break(); }
+
+ private:
+  void Break() {
+    if (!at_line_start_) {
+      std::fputc('\n', stdout);
+      std::fflush(stdout);
+      at_line_start_ = true;
+    }
+  }
+  bool show_code_;
+  bool at_line_start_ = true;
+};
+
+}  // namespace
+
+int AskCommand(const std::vector<std::string>& args) {
+  auto parsed = ParseFlags(args);
+  if (!parsed.ok()) {
+    PrintError("ask", parsed.status());
+    return 2;
+  }
+  if (!parsed->has_value()) return 0;
+  AskFlags& f = **parsed;
+  Progress progress(f.show_code);
+  if (!f.json) {
+    f.options.on_text = [&](std::string_view t) { progress.Text(t); };
+    f.options.on_code = [&](int step, const std::string& code) { progress.Code(step, code); };
+    f.options.on_result = [&](int step, const ExecResult& r) { progress.Result(step, r); };
+    f.options.on_notice = [&](std::string_view n) { progress.Notice(n); };
+  }
+  llm::Interpreter interpreter(f.options);
+  auto transcript = interpreter.Ask(f.task);
+  progress.Finish();
+  if (f.json) std::puts((transcript.ok() ? *transcript : interpreter.partial()).ToJson().c_str());
+  if (!transcript.ok()) {
+    PrintError("ask", transcript.status());
+    return kExitCodeboxError;
+  }
+  if (transcript->stop_reason == "step_limit") {
+    std::fprintf(stderr, "codebox ask: no answer after %d model turns (raise --max-steps)\n",
+                 f.options.max_steps);
+    return 1;
+  }
+  if (transcript->stop_reason == "code_failed") {
+    std::fputs("codebox ask: the program still failed after a repair turn\n", stderr);
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace codebox::cli
