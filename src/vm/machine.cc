@@ -1,6 +1,7 @@
 // Machine: one QEMU microvm per box. Start prepares the cached artifacts, starts QEMU as a
 // separate process (scrubbed env, only its two sockets and log fds), and waits until the
 // agent speaks; Destroy ends QEMU and removes the box's run directory.
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,7 +12,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 
 #include "base/io.h"
@@ -50,6 +53,31 @@ std::string DescribeExit(int wstatus) {
   if (WIFEXITED(wstatus)) return "QEMU exited with status " + std::to_string(WEXITSTATUS(wstatus));
   if (WIFSIGNALED(wstatus)) return "QEMU was killed by signal " + std::to_string(WTERMSIG(wstatus));
   return "QEMU ended";
+}
+
+// Run dirs of boxes whose host process died without Destroy: QEMU is gone (its pid file
+// names a dead process), so the directory is only litter.
+void SweepStaleRunDirs(const std::string& run_root) {
+  DIR* dir = ::opendir(run_root.c_str());
+  if (dir == nullptr) return;
+  time_t now = ::time(nullptr);
+  while (struct dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (name.rfind("vm-", 0) != 0) continue;
+    std::string path = run_root + "/" + name;
+    auto pid_text = base::ReadFile(path + "/qemu.pid");
+    struct stat st;
+    bool stale;
+    if (pid_text.ok()) {
+      pid_t pid = static_cast<pid_t>(std::atol(pid_text->c_str()));
+      stale = pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+    } else {
+      // No pid file: being set up right now, or abandoned before QEMU started.
+      stale = ::stat(path.c_str(), &st) == 0 && st.st_mtime + 600 < now;
+    }
+    if (stale) (void)RemoveTree(path);
+  }
+  ::closedir(dir);
 }
 
 }  // namespace
@@ -129,6 +157,7 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
 
   auto impl = std::make_unique<Impl>();
   impl->accel = accel;
+  SweepStaleRunDirs(home + "/run");
   auto run_dir = MakeTempDir(home + "/run", "vm-");
   if (!run_dir.ok()) return run_dir.status().WithContext("start vm box");
   ::chmod(run_dir->c_str(), 0700);
@@ -168,6 +197,7 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   auto pid = Spawn(spec);
   if (!pid.ok()) return pid.status().WithContext("start vm box: qemu");
   m.pid = *pid;
+  (void)base::WriteFile(m.run_dir + "/qemu.pid", std::to_string(m.pid) + "\n");
   m.agent_fd = std::move(agent_pair.first);
   m.qmp_fd = std::move(qmp_pair.first);
   CODEBOX_LOG(kDebug, "vm: started qemu pid " << m.pid << " in " << m.run_dir);
@@ -229,6 +259,13 @@ std::string Machine::ConsoleTail(size_t max_lines) const {
 bool Machine::Alive() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return !impl_->destroyed && !impl_->ReapLocked(/*block=*/false);
+}
+
+Status Machine::ExitStatus() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->destroyed) return BoxCrashed("vm box was destroyed");
+  if (!impl_->ReapLocked(/*block=*/false)) return Status::Ok();
+  return BoxCrashed("vm box ended: " + DescribeExit(impl_->wstatus) + impl_->Diagnostics());
 }
 
 const std::vector<std::string>& Machine::limits() const { return impl_->limits; }
