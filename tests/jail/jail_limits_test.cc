@@ -202,6 +202,41 @@ TEST_F(JailTest, DestroyKillsDaemons) {
   EXPECT_TRUE(jail_->Destroy().ok());  // idempotent
 }
 
+// The supervisor gets nothing of ours: no environment, and only /dev/null, the caller's
+// stderr, sockets, pipes and anonymous inodes (pidfd, signalfd) as fds.
+TEST_F(JailTest, SupervisorHasEmptyEnvironmentAndFewFds) {
+  ::setenv("CODEBOX_HOST_SECRET", "hunter2", 1);
+  StartBox(Config());
+  ::unsetenv("CODEBOX_HOST_SECRET");
+  int supervisor = 0;
+  for (const auto& [pid, cmd] : Descendants()) {
+    if (ParentOf(pid) == ::getpid() && cmd.rfind("codebox-jail", 0) == 0) supervisor = pid;
+  }
+  ASSERT_GT(supervisor, 0);
+  std::ifstream env("/proc/" + std::to_string(supervisor) + "/environ");
+  std::string env_text((std::istreambuf_iterator<char>(env)), {});
+  EXPECT_EQ(env_text, "");
+  std::string fd_dir = "/proc/" + std::to_string(supervisor) + "/fd";
+  std::string stderr_target(4096, '\0');
+  stderr_target.resize(std::max<ssize_t>(0, ::readlink("/proc/self/fd/2", stderr_target.data(),
+                                                        stderr_target.size())));
+  DIR* d = ::opendir(fd_dir.c_str());
+  ASSERT_NE(d, nullptr);
+  int count = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    ++count;
+    char target[4096];
+    ssize_t n = ::readlink((fd_dir + "/" + e->d_name).c_str(), target, sizeof target);
+    std::string t(target, n > 0 ? static_cast<size_t>(n) : 0);
+    bool allowed = t == "/dev/null" || t == stderr_target || t.rfind("socket:", 0) == 0 ||
+                   t.rfind("pipe:", 0) == 0 || t.rfind("anon_inode:", 0) == 0;
+    EXPECT_TRUE(allowed) << "fd " << e->d_name << " -> " << t;
+  }
+  ::closedir(d);
+  EXPECT_LE(count, 8);
+}
+
 TEST_F(JailTest, CleanupAfterSupervisorIsKilled) {
   Census before = Count();
   StartBox(Config());
@@ -246,6 +281,37 @@ TEST_F(JailTest, TwoHundredJailsLeaveNothingBehind) {
   EXPECT_EQ(Count(), before);
 }
 
+// The Box API and the Python module start jails from many threads at once.
+TEST_F(JailTest, StartsFromManyThreadsAtOnce) {
+  Census before = Count();
+  constexpr int kThreads = 8;
+  std::vector<std::string> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 3; ++i) {
+        auto jail = Jail::Start(Config());
+        if (!jail.ok()) {
+          results[t] = jail.status().ToString();
+          return;
+        }
+        MiniClient client((*jail)->TakeAgentFd());
+        auto r = client.Hello().ok() ? client.Sh("echo $((6 * 7))") : StatusOr<MiniResult>(
+                                                                           IoError("hello"));
+        if (!r.ok() || r->out != "42\n") {
+          results[t] = r.ok() ? "output " + r->out : r.status().ToString();
+          return;
+        }
+        Status st = (*jail)->Destroy();
+        if (!st.ok()) results[t] = st.ToString();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(results[t], "") << "thread " << t;
+  EXPECT_EQ(Count(), before);
+}
+
 // The basic case as an unprivileged user (uid 65534): a forked child drops to nobody and
 // starts a jail itself; no cgroups there, so the rlimit fallbacks must be reported.
 TEST_F(JailTest, WorksUnprivileged) {
@@ -274,7 +340,7 @@ TEST_F(JailTest, WorksUnprivileged) {
     MiniClient client((*jail)->TakeAgentFd());
     if (!client.Hello().ok()) report(info + "hello failed", 1);
     auto r = client.Sh("id -u; cat /proc/sys/kernel/hostname; echo ok > /work/f && cat /work/f; "
-                       "touch /usr/x 2>/dev/null || echo ro");
+                       "touch /usr/x 2>/dev/null || echo ro; python3 -c 'print(6 * 7)'");
     if (!r.ok()) report(info + "exec: " + r.status().ToString(), 1);
     Status st = (*jail)->Destroy();
     report(info + "out: " + r->out + "destroy: " + st.ToString() + "\n", 0);
@@ -291,7 +357,7 @@ TEST_F(JailTest, WorksUnprivileged) {
     GTEST_SKIP() << "host forbids unprivileged user namespaces: " << text;
   }
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
-  EXPECT_NE(text.find("out: 0\ncodebox\nok\nro\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("out: 0\ncodebox\nok\nro\n42\n"), std::string::npos) << text;
   EXPECT_NE(text.find("destroy: ok"), std::string::npos) << text;
   EXPECT_NE(text.find("not enforced: "), std::string::npos) << text;  // no cgroups for nobody
   std::printf("%s", text.c_str());
