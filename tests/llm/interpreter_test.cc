@@ -92,7 +92,9 @@ TEST_P(InterpreterTest, ToolCallThenAnswer) {
   json transcript = json::parse(t->ToJson());
   EXPECT_EQ(transcript["steps"][0]["result"]["stdout"], "5050\n");
   EXPECT_EQ(transcript["messages"].size(), 5u);  // system, user, call, result, answer
-  if (InBox()) EXPECT_FALSE(t->driver.empty());
+  if (InBox()) {
+    EXPECT_FALSE(t->driver.empty());
+  }
 }
 
 TEST_P(InterpreterTest, RepairsAfterATraceback) {
