@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <sstream>
 
 #include "base/io.h"
+#include "base/unique_fd.h"
 #include "image/build_steps.h"
 #include "image/fs_util.h"
 #include "image/mirror.h"
@@ -42,8 +44,18 @@ std::string NowIso8601() {
   return buf;
 }
 
-// Removes build leftovers (.tmp-*-<pid>) whose process is gone: a crashed or killed build,
-// or an interrupted removal. A live build of the same id is an error rather than a race.
+// A temp dir is in use while a build holds flock() on it. The lock fd is inherited by
+// debootstrap, apt-get and dpkg, so a tool orphaned by a killed build still holds it and its
+// tree is not deleted from under it.
+bool TempInUse(const std::string& path) {
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return fd.valid() && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+}
+
+// Removes leftovers (.tmp-*-<pid>) of builds that failed to clean up or were killed, and of
+// interrupted removals. One is live while locked or while its pid runs (the moment between
+// mkdir and flock, and RemoveImage's unlocked trash dirs). A live build of the same id is an
+// error rather than a race.
 Status CleanStaleTemps(const std::string& images_dir, const std::string& id,
                        const std::function<void(const std::string&)>& say) {
   std::vector<std::string> names;
@@ -55,18 +67,18 @@ Status CleanStaleTemps(const std::string& images_dir, const std::string& id,
     ::closedir(d);
   }
   for (const std::string& name : names) {
-    size_t dash = name.rfind('-');
-    long pid = std::strtol(name.c_str() + dash + 1, nullptr, 10);
-    bool alive = pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
-    if (alive && pid != ::getpid()) {
+    std::string path = images_dir + "/" + name;
+    long pid = std::strtol(name.c_str() + name.rfind('-') + 1, nullptr, 10);
+    bool alive =
+        pid > 0 && pid != ::getpid() && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    if (alive || TempInUse(path)) {
       if (name.starts_with(".tmp-" + id + "-")) {
-        return Unavailable("another build of this image is running (pid " + std::to_string(pid) +
-                           ", " + images_dir + "/" + name + ")");
+        return Unavailable("another build of this image is running (" + path + " is in use)");
       }
       continue;
     }
     say("removing leftover " + name + " of an earlier build that did not finish");
-    RETURN_IF_ERROR(RemoveTree(images_dir + "/" + name).WithContext("clean stale build"));
+    RETURN_IF_ERROR(RemoveTree(path).WithContext("clean stale build"));
   }
   return Status::Ok();
 }
@@ -130,6 +142,11 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
       if (!path.empty()) (void)RemoveTree(path);
     }
   } guard{tmp_dir};
+  // Deliberately without O_CLOEXEC: the build tools inherit the lock (see TempInUse).
+  base::UniqueFd lock(::open(tmp_dir.c_str(), O_RDONLY | O_DIRECTORY));
+  if (!lock.valid() || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    return base::ErrnoStatus("lock " + tmp_dir);
+  }
 
   StepContext ctx;
   ctx.rootfs = tmp_dir + "/rootfs";

@@ -3,8 +3,10 @@
 #include "image/store.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -238,6 +240,23 @@ TEST_F(StoreTest, KilledBuildIsNotTakenForWholeAndIsCleanedNextTime) {
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   EXPECT_FALSE(PathExists(stale));
   EXPECT_TRUE(Leftovers().empty());
+}
+
+TEST_F(StoreTest, OrphanedToolKeepsItsTempDir) {
+  // The build that made this dir is dead, but a tool it started still holds the lock.
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  std::string id = ImageId(Load("python"));
+  std::string busy = home_ + "/images/.tmp-" + id + "-" + std::to_string(child);
+  ASSERT_TRUE(MakeDirs(busy).ok());
+  int fd = ::open(busy.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  EXPECT_EQ(Build("python", options_).status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(PathExists(busy));
+  ::close(fd);
+  ASSERT_TRUE(Build("python", options_).ok());
+  EXPECT_FALSE(PathExists(busy));
 }
 
 TEST_F(StoreTest, RunningBuildOfSameImageIsNotRaced) {
