@@ -27,7 +27,7 @@ constexpr uint64_t kCpuPeriodUs = 100000;
 #endif
 
 bool IsCgroup2(const std::string& path) {
-  struct statfs st{};
+  struct statfs st {};
   return ::statfs(path.c_str(), &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC;
 }
 
@@ -134,8 +134,8 @@ Plan MakePlan(const std::string& id) {
     }
     std::string dir = JoinPath(mounts[ctrl], own[ctrl], leaf);
     if (::access(Parent(dir).c_str(), W_OK) != 0) {
-      plan.unavailable.push_back(std::string(ctrl) + ": no write access to cgroup " +
-                                 Parent(dir) + " (" + std::strerror(errno) + ")");
+      plan.unavailable.push_back(std::string(ctrl) + ": no write access to cgroup " + Parent(dir) +
+                                 " (" + std::strerror(errno) + ")");
       continue;
     }
     plan.dirs.push_back({ctrl, dir});
@@ -173,8 +173,7 @@ Applied Create(Plan& plan, const JailConfig& config) {
   std::vector<Dir> kept;
   for (const auto& d : plan.dirs) {
     if (::mkdir(d.path.c_str(), 0755) != 0 && errno != EEXIST) {
-      out.not_enforced.push_back(d.controller + ": mkdir " + d.path + ": " +
-                                 std::strerror(errno));
+      out.not_enforced.push_back(d.controller + ": mkdir " + d.path + ": " + std::strerror(errno));
       continue;
     }
     bool want_memory = d.controller == "memory" || d.controller == "unified";

@@ -35,8 +35,8 @@ std::vector<std::string> EncodeDirs(const Plan& plan);
 Plan DecodeDirs(int version, const std::vector<std::string>& encoded);
 
 struct Applied {
-  std::vector<std::string> limits;         // "memory 512 MiB (cgroup v1, no swap)"
-  std::vector<std::string> not_enforced;   // "cpu: ... (why)"
+  std::vector<std::string> limits;        // "memory 512 MiB (cgroup v1, no swap)"
+  std::vector<std::string> not_enforced;  // "cpu: ... (why)"
   bool memory = false, pids = false, cpu = false;
 };
 

@@ -67,21 +67,36 @@ StatusOr<SupervisorConfig> DecodeConfig(const std::string& text) {
   for (const auto& [key, value] : Lines(text)) {
     uint64_t n = 0;
     bool is_number = ParseU64(value, &n);
-    if (key == "rootfs") c.jail.rootfs = value;
-    else if (key == "agent") c.jail.agent_path = value;
-    else if (key == "workdir") c.jail.workdir = value;
-    else if (key == "hostname") c.jail.hostname = value;
-    else if (key == "id") c.id = value;
-    else if (key == "staging") c.staging_dir = value;
-    else if (key == "cgroup") c.cgroup_dirs.push_back(value);
-    else if (!is_number) return ProtocolError("control config: bad line '" + key + "'");
-    else if (key == "memory") c.jail.memory_bytes = n;
-    else if (key == "disk") c.jail.disk_bytes = n;
-    else if (key == "nproc") c.jail.max_processes = static_cast<uint32_t>(n);
-    else if (key == "nofile") c.jail.max_open_files = static_cast<uint32_t>(n);
-    else if (key == "millicpus") c.jail.cpus = static_cast<double>(n) / 1000.0;
-    else if (key == "cgroup_version") c.cgroup_version = static_cast<int>(n);
-    else return ProtocolError("control config: unknown key '" + key + "'");
+    if (key == "rootfs")
+      c.jail.rootfs = value;
+    else if (key == "agent")
+      c.jail.agent_path = value;
+    else if (key == "workdir")
+      c.jail.workdir = value;
+    else if (key == "hostname")
+      c.jail.hostname = value;
+    else if (key == "id")
+      c.id = value;
+    else if (key == "staging")
+      c.staging_dir = value;
+    else if (key == "cgroup")
+      c.cgroup_dirs.push_back(value);
+    else if (!is_number)
+      return ProtocolError("control config: bad line '" + key + "'");
+    else if (key == "memory")
+      c.jail.memory_bytes = n;
+    else if (key == "disk")
+      c.jail.disk_bytes = n;
+    else if (key == "nproc")
+      c.jail.max_processes = static_cast<uint32_t>(n);
+    else if (key == "nofile")
+      c.jail.max_open_files = static_cast<uint32_t>(n);
+    else if (key == "millicpus")
+      c.jail.cpus = static_cast<double>(n) / 1000.0;
+    else if (key == "cgroup_version")
+      c.cgroup_version = static_cast<int>(n);
+    else
+      return ProtocolError("control config: unknown key '" + key + "'");
   }
   if (c.jail.rootfs.empty() || c.jail.agent_path.empty() || c.staging_dir.empty()) {
     return ProtocolError("control config: rootfs, agent and staging are required");

@@ -45,11 +45,11 @@ std::string NewId() {
 
 // Where staging directories go: a directory only we can write (it holds mount points).
 StatusOr<std::string> StagingParent() {
-  std::string dir = ::geteuid() == 0 ? "/run/codebox-jail"
-                                     : "/tmp/codebox-jail-" + std::to_string(::geteuid());
+  std::string dir =
+      ::geteuid() == 0 ? "/run/codebox-jail" : "/tmp/codebox-jail-" + std::to_string(::geteuid());
   // 0711: box root (an unprivileged id on the host) must traverse it to mount on its child.
   if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return ErrnoStatus("mkdir " + dir);
-  struct stat st{};
+  struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) return ErrnoStatus("stat " + dir);
   if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
     return PermissionDenied(dir + " is not a directory owned by us (refusing to use it)");
@@ -66,13 +66,14 @@ Status Validate(const JailConfig& c) {
       return InvalidArgument("jail config: newline or NUL in '" + *s + "'");
     }
   }
-  struct stat st{};
+  struct stat st {};
   if (c.rootfs.empty() || c.rootfs[0] != '/' || ::stat(c.rootfs.c_str(), &st) != 0 ||
       !S_ISDIR(st.st_mode)) {
     return NotFound("jail: image rootfs '" + c.rootfs + "' is not a directory (absolute path)");
   }
   if (c.agent_path.empty() || c.agent_path[0] != '/' || ::access(c.agent_path.c_str(), X_OK)) {
-    return NotFound("jail: agent binary '" + c.agent_path + "' is not an executable (absolute path)");
+    return NotFound("jail: agent binary '" + c.agent_path +
+                    "' is not an executable (absolute path)");
   }
   RETURN_IF_ERROR(mounts::ValidateWorkdir(c.workdir));
   if (c.hostname.empty() || c.hostname.size() > 64) {
@@ -94,8 +95,8 @@ StatusOr<UniqueFd> DupHigh(int fd) {
   return UniqueFd(high);
 }
 
-StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args,
-                      int agent_fd, int control_fd, int stdout_fd) {
+StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args, int agent_fd,
+                      int control_fd, int stdout_fd) {
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&fa);
@@ -116,8 +117,8 @@ StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>&
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   // Own session: a ^C meant for the caller's process group does not skip the caller's cleanup.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSID);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>("codebox-jail"));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -187,8 +188,9 @@ StatusOr<std::unique_ptr<Jail>> Jail::Start(const JailConfig& config) {
   RETURN_IF_ERROR(Validate(config).WithContext("start jail"));
   std::string helper = base::FindHelperBinary("codebox-jail");
   if (helper.empty()) {
-    return NotFound("start jail: codebox-jail not found beside the executable (or in "
-                    "$CODEBOX_LIBEXEC); build target codebox-jail");
+    return NotFound(
+        "start jail: codebox-jail not found beside the executable (or in "
+        "$CODEBOX_LIBEXEC); build target codebox-jail");
   }
   auto impl = std::make_unique<Impl>();
   std::string id = NewId();
@@ -214,9 +216,8 @@ StatusOr<std::unique_ptr<Jail>> Jail::Start(const JailConfig& config) {
   ASSIGN_OR_RETURN(UniqueFd sup_control, DupHigh(control_pair.second.get()));
   agent_pair.second.reset();
   control_pair.second.reset();
-  ASSIGN_OR_RETURN(j.supervisor,
-                   Spawn(helper, {"--parent", std::to_string(::getpid())}, box_agent.get(),
-                         sup_control.get(), -1));
+  ASSIGN_OR_RETURN(j.supervisor, Spawn(helper, {"--parent", std::to_string(::getpid())},
+                                       box_agent.get(), sup_control.get(), -1));
   j.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, j.supervisor, 0)));
   if (!j.pidfd.valid()) {
     Status st = ErrnoStatus("start jail: pidfd_open");
@@ -285,8 +286,9 @@ Status ProbeJailSupport() {
     }
     if (auto v = base::ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
         v.ok() && std::atoi(v->c_str()) != 0) {
-      return Unavailable("jail: AppArmor restricts unprivileged user namespaces "
-                         "(kernel.apparmor_restrict_unprivileged_userns = 1)");
+      return Unavailable(
+          "jail: AppArmor restricts unprivileged user namespaces "
+          "(kernel.apparmor_restrict_unprivileged_userns = 1)");
     }
   }
   // The real test: the helper tries the namespaces and mounts in a child of its own.

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--parent") == 0) {
     return codebox::jail::supervisor::RunBox(static_cast<pid_t>(std::atoi(argv[2])));
   }
-  static const char kUsage[] = "usage: codebox-jail --parent PID | --probe (started by libcodebox)\n";
+  static const char kUsage[] =
+      "usage: codebox-jail --parent PID | --probe (started by libcodebox)\n";
   (void)!::write(2, kUsage, sizeof kUsage - 1);
   return 2;
 }

@@ -22,8 +22,7 @@ using base::ErrnoStatus;
 
 Status Mount(const std::string& what, const char* source, const std::string& target,
              const char* fstype, unsigned long flags, const std::string& data = "") {
-  if (::mount(source, target.c_str(), fstype, flags, data.empty() ? nullptr : data.c_str()) !=
-      0) {
+  if (::mount(source, target.c_str(), fstype, flags, data.empty() ? nullptr : data.c_str()) != 0) {
     return ErrnoStatus("mount " + what);
   }
   return Status::Ok();
@@ -73,8 +72,8 @@ struct Writable {
 };
 
 std::vector<Writable> WritableDirs(const std::string& workdir) {
-  std::vector<Writable> out = {{"/tmp", "tmp", 01777}, {"/var/tmp", "var_tmp", 01777},
-                               {"/root", "root", 0700}};
+  std::vector<Writable> out = {
+      {"/tmp", "tmp", 01777}, {"/var/tmp", "var_tmp", 01777}, {"/root", "root", 0700}};
   if (workdir != "/tmp" && workdir != "/root" && workdir != "/var/tmp") {
     out.push_back({workdir, "workdir", 0755});
   }
@@ -96,7 +95,7 @@ Status BindImage(const std::string& rootfs, const std::string& newroot,
     std::string name = e->d_name;
     if (name == "." || name == ".." || ProvidedBySkeleton(name, workdir)) continue;
     std::string src = rootfs + "/" + name, dst = newroot + "/" + name;
-    struct stat sb{};
+    struct stat sb {};
     if (::lstat(src.c_str(), &sb) != 0) {
       st = ErrnoStatus("stat image " + src);
       break;
@@ -131,8 +130,8 @@ Status BuildDev(const std::string& dev, const std::string& data) {
                              dev + "/" + node, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC));
   }
   RETURN_IF_ERROR(MakeDir(dev + "/pts", 0755));
-  RETURN_IF_ERROR(Mount("/dev/pts", "devpts", dev + "/pts", "devpts",
-                        MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"));
+  RETURN_IF_ERROR(Mount("/dev/pts", "devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                        "newinstance,ptmxmode=0666,mode=0620"));
   RETURN_IF_ERROR(MakeDir(dev + "/shm", 01777));
   RETURN_IF_ERROR(Mount("/dev/shm", (data + "/shm").c_str(), dev + "/shm", nullptr, MS_BIND));
   RETURN_IF_ERROR(SetAttr("/dev/shm", dev + "/shm", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false));
@@ -161,8 +160,8 @@ Status ValidateWorkdir(const std::string& workdir) {
       workdir.find('\n') != std::string::npos) {
     return InvalidArgument("workdir must be a normalised path: '" + workdir + "'");
   }
-  for (const char* reserved : {"/proc", "/dev", "/sys", "/.codebox", "/usr", "/etc", "/bin",
-                               "/lib", "/lib64", "/sbin"}) {
+  for (const char* reserved :
+       {"/proc", "/dev", "/sys", "/.codebox", "/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin"}) {
     std::string r = reserved;
     if (workdir == r || workdir.starts_with(r + "/")) {
       return InvalidArgument("workdir may not be in " + r + ": '" + workdir + "'");
@@ -191,26 +190,25 @@ Status BuildRootAndPivot(const SupervisorConfig& c) {
     std::string target = newroot + w.box_path;
     // Top-level mount points are made on the skeleton; deeper ones must exist in the image.
     if (w.box_path.rfind('/') == 0) RETURN_IF_ERROR(MakeDir(target, 0755));
-    struct stat sb{};
+    struct stat sb {};
     if (::stat(target.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
       if (w.box_path == "/var/tmp") continue;  // optional
       return NotFound("workdir " + w.box_path + ": its parent is not a directory in the image");
     }
-    RETURN_IF_ERROR(Mount(w.box_path, (data + "/" + w.data_name).c_str(), target, nullptr,
-                          MS_BIND));
+    RETURN_IF_ERROR(
+        Mount(w.box_path, (data + "/" + w.data_name).c_str(), target, nullptr, MS_BIND));
     RETURN_IF_ERROR(SetAttr(w.box_path, target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false));
   }
   RETURN_IF_ERROR(MakeDir(data + "/shm", 01777));
 
   RETURN_IF_ERROR(MakeDir(newroot + "/proc", 0555));
-  RETURN_IF_ERROR(Mount("/proc", "proc", newroot + "/proc", "proc",
-                        MS_NOSUID | MS_NODEV | MS_NOEXEC));
+  RETURN_IF_ERROR(
+      Mount("/proc", "proc", newroot + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC));
   RETURN_IF_ERROR(MakeDir(newroot + "/sys", 0555));  // left empty: nothing in a box needs it
   RETURN_IF_ERROR(BuildDev(newroot + "/dev", data));
 
   RETURN_IF_ERROR(MakeDir(newroot + "/.codebox", 0755));
-  RETURN_IF_ERROR(BindFile("agent binary", c.jail.agent_path, newroot + kAgentBoxPath,
-                           kReadOnly));
+  RETURN_IF_ERROR(BindFile("agent binary", c.jail.agent_path, newroot + kAgentBoxPath, kReadOnly));
   RETURN_IF_ERROR(SetAttr("root skeleton", newroot, kReadOnly, false));
 
   // pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then drops

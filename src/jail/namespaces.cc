@@ -16,8 +16,7 @@
 namespace codebox::jail::ns {
 
 int CloneFlags() {
-  return CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
-         CLONE_NEWUTS;
+  return CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
 }
 
 HostIds ChooseHostIds() {
@@ -42,12 +41,10 @@ Status WriteIdMaps(pid_t child, HostIds ids) {
   // setgroups must be denied before an unprivileged gid_map write; it also keeps box root from
   // dropping supplementary groups to reach files a group-deny ACL protects.
   RETURN_IF_ERROR(base::WriteFile(proc + "/setgroups", "deny").WithContext("setgroups"));
-  RETURN_IF_ERROR(
-      base::WriteFile(proc + "/uid_map", "0 " + std::to_string(ids.uid) + " 1\n")
-          .WithContext("uid_map"));
-  RETURN_IF_ERROR(
-      base::WriteFile(proc + "/gid_map", "0 " + std::to_string(ids.gid) + " 1\n")
-          .WithContext("gid_map"));
+  RETURN_IF_ERROR(base::WriteFile(proc + "/uid_map", "0 " + std::to_string(ids.uid) + " 1\n")
+                      .WithContext("uid_map"));
+  RETURN_IF_ERROR(base::WriteFile(proc + "/gid_map", "0 " + std::to_string(ids.gid) + " 1\n")
+                      .WithContext("gid_map"));
   return Status::Ok();
 }
 

@@ -14,23 +14,64 @@ namespace {
 // Refused with EPERM: a program that probes for them degrades gracefully.
 constexpr const char* kDenied[] = {
     // Mounts and the root: the box's view of the filesystem is fixed.
-    "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsmount",
-    "fsconfig", "fspick", "mount_setattr",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "mount_setattr",
     // New namespaces (clone is filtered by flags below): new user namespaces are the door to
     // most kernel attack surface reachable without privileges.
     "setns",
     // Kernel attack surface with a long CVE record and no use in model code.
-    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
-    "io_uring_register", "keyctl", "add_key", "request_key", "fanotify_init",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "fanotify_init",
     // Reading or writing other processes (the agent is in the same uid).
-    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "kcmp",
     // File handles bypass path-based checks (the "shocker" escape).
-    "open_by_handle_at", "name_to_handle_at",
+    "open_by_handle_at",
+    "name_to_handle_at",
     // Host-wide state.
-    "iopl", "ioperm", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "lookup_dcookie",
-    "syslog", "vhangup", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-    "uselib", "nfsservctl", "_sysctl", "vm86", "vm86old", "mbind", "migrate_pages",
-    "move_pages", "set_mempolicy",
+    "iopl",
+    "ioperm",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "lookup_dcookie",
+    "syslog",
+    "vhangup",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "uselib",
+    "nfsservctl",
+    "_sysctl",
+    "vm86",
+    "vm86old",
+    "mbind",
+    "migrate_pages",
+    "move_pages",
+    "set_mempolicy",
 };
 
 // Killed outright: nothing legitimate in a box ever tries these, so an attempt is an attack.
@@ -84,8 +125,8 @@ Status Install() {
 
   // TIOCSTI / TIOCLINUX inject keystrokes into a terminal; there is none in a box, but a
   // leaked one must not become a way out.
-  for (unsigned long req : {static_cast<unsigned long>(TIOCSTI),
-                            static_cast<unsigned long>(TIOCLINUX)}) {
+  for (unsigned long req :
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
     scmp_arg_cmp arg = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, req);
     RETURN_IF_ERROR(add(SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &arg));
   }
@@ -93,14 +134,11 @@ Status Install() {
   // personality: refuse the flags that weaken memory protections (READ_IMPLIES_EXEC,
   // ADDR_NO_RANDOMIZE, MMAP_PAGE_ZERO, ...). The query value 0xffffffff has bit 31 set, which
   // no real persona has, so "flag set and bit 31 clear" leaves queries alone.
-  const uint64_t kBadPersonality[] = {0x0400000 /*READ_IMPLIES_EXEC*/,
-                                      0x0040000 /*ADDR_NO_RANDOMIZE*/,
-                                      0x0100000 /*MMAP_PAGE_ZERO*/,
-                                      0x0200000 /*ADDR_COMPAT_LAYOUT*/,
-                                      0x8000000 /*ADDR_LIMIT_3GB*/,
-                                      0x0800000 /*ADDR_LIMIT_32BIT*/,
-                                      0x4000000 /*STICKY_TIMEOUTS*/,
-                                      0x0080000 /*FDPIC_FUNCPTRS*/};
+  const uint64_t kBadPersonality[] = {
+      0x0400000 /*READ_IMPLIES_EXEC*/, 0x0040000 /*ADDR_NO_RANDOMIZE*/,
+      0x0100000 /*MMAP_PAGE_ZERO*/,    0x0200000 /*ADDR_COMPAT_LAYOUT*/,
+      0x8000000 /*ADDR_LIMIT_3GB*/,    0x0800000 /*ADDR_LIMIT_32BIT*/,
+      0x4000000 /*STICKY_TIMEOUTS*/,   0x0080000 /*FDPIC_FUNCPTRS*/};
   for (uint64_t bit : kBadPersonality) {
     scmp_arg_cmp arg = SCMP_A0(SCMP_CMP_MASKED_EQ, bit | 0x80000000ull, bit);
     RETURN_IF_ERROR(add(SCMP_ACT_ERRNO(EPERM), "personality", 1, &arg));

@@ -20,8 +20,8 @@ namespace codebox::jail::testing {
 inline std::string PythonRootfs(std::string* why) {
   auto image = image::FindImage(base::CodeboxHome(), "python");
   if (!image.ok()) {
-    *why = "image python not built; run: codebox image build python (" +
-           image.status().message() + ")";
+    *why = "image python not built; run: codebox image build python (" + image.status().message() +
+           ")";
     return "";
   }
   return image->rootfs;
@@ -35,7 +35,8 @@ class JailTest : public ::testing::Test {
     std::string why;
     rootfs_ = PythonRootfs(&why);
     if (rootfs_.empty()) GTEST_SKIP() << why;
-    if (::access(AgentPath().c_str(), X_OK) != 0) GTEST_SKIP() << "agent not built: " << AgentPath();
+    if (::access(AgentPath().c_str(), X_OK) != 0)
+      GTEST_SKIP() << "agent not built: " << AgentPath();
   }
 
   JailConfig Config() const {

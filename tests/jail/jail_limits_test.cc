@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 
 #include <chrono>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -43,7 +43,8 @@ int ParentOf(int pid) {
 std::string Cmdline(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
   std::string s((std::istreambuf_iterator<char>(in)), {});
-  for (char& c : s) if (c == '\0') c = ' ';
+  for (char& c : s)
+    if (c == '\0') c = ' ';
   return s;
 }
 
@@ -107,9 +108,9 @@ Census Count() {
       c.cgroups += CountEntries(dir, prefix);
     }
   }
-  c.staging = CountEntries(::geteuid() == 0 ? "/run/codebox-jail"
-                                            : "/tmp/codebox-jail-" + std::to_string(::geteuid()),
-                           std::to_string(::getpid()) + "-");
+  c.staging = CountEntries(
+      ::geteuid() == 0 ? "/run/codebox-jail" : "/tmp/codebox-jail-" + std::to_string(::geteuid()),
+      std::to_string(::getpid()) + "-");
   return c;
 }
 
@@ -218,8 +219,8 @@ TEST_F(JailTest, SupervisorHasEmptyEnvironmentAndFewFds) {
   EXPECT_EQ(env_text, "");
   std::string fd_dir = "/proc/" + std::to_string(supervisor) + "/fd";
   std::string stderr_target(4096, '\0');
-  stderr_target.resize(std::max<ssize_t>(0, ::readlink("/proc/self/fd/2", stderr_target.data(),
-                                                        stderr_target.size())));
+  stderr_target.resize(std::max<ssize_t>(
+      0, ::readlink("/proc/self/fd/2", stderr_target.data(), stderr_target.size())));
   DIR* d = ::opendir(fd_dir.c_str());
   ASSERT_NE(d, nullptr);
   int count = 0;
@@ -247,12 +248,14 @@ TEST_F(JailTest, CleanupAfterSupervisorIsKilled) {
   ASSERT_GT(supervisor, 0);
   ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
   // The agent has PR_SET_PDEATHSIG: the box goes down with its supervisor.
-  EXPECT_TRUE(WaitUntil([] {
-    for (const auto& [pid, cmd] : Descendants()) {
-      if (cmd.find("codebox-agent") != std::string::npos) return false;
-    }
-    return true;
-  }, std::chrono::seconds(5)));
+  EXPECT_TRUE(WaitUntil(
+      [] {
+        for (const auto& [pid, cmd] : Descendants()) {
+          if (cmd.find("codebox-agent") != std::string::npos) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(5)));
   Status st = jail_->Destroy();
   EXPECT_TRUE(st.ok()) << st.ToString();
   client_.reset();
@@ -274,8 +277,9 @@ TEST_F(JailTest, TwoHundredJailsLeaveNothingBehind) {
     Status st = (*jail)->Destroy();
     ASSERT_TRUE(st.ok()) << i << ": " << st.ToString();
   }
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start).count();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
+                .count();
   std::printf("200 jails started and destroyed in %lld ms (%.1f ms each)\n",
               static_cast<long long>(ms), ms / 200.0);
   EXPECT_EQ(Count(), before);
@@ -296,8 +300,8 @@ TEST_F(JailTest, StartsFromManyThreadsAtOnce) {
           return;
         }
         MiniClient client((*jail)->TakeAgentFd());
-        auto r = client.Hello().ok() ? client.Sh("echo $((6 * 7))") : StatusOr<MiniResult>(
-                                                                           IoError("hello"));
+        auto r = client.Hello().ok() ? client.Sh("echo $((6 * 7))")
+                                     : StatusOr<MiniResult>(IoError("hello"));
         if (!r.ok() || r->out != "42\n") {
           results[t] = r.ok() ? "output " + r->out : r.status().ToString();
           return;
@@ -339,8 +343,9 @@ TEST_F(JailTest, WorksUnprivileged) {
     for (const auto& l : (*jail)->limits_not_enforced()) info += "not enforced: " + l + "\n";
     MiniClient client((*jail)->TakeAgentFd());
     if (!client.Hello().ok()) report(info + "hello failed", 1);
-    auto r = client.Sh("id -u; cat /proc/sys/kernel/hostname; echo ok > /work/f && cat /work/f; "
-                       "touch /usr/x 2>/dev/null || echo ro; python3 -c 'print(6 * 7)'");
+    auto r = client.Sh(
+        "id -u; cat /proc/sys/kernel/hostname; echo ok > /work/f && cat /work/f; "
+        "touch /usr/x 2>/dev/null || echo ro; python3 -c 'print(6 * 7)'");
     if (!r.ok()) report(info + "exec: " + r.status().ToString(), 1);
     Status st = (*jail)->Destroy();
     report(info + "out: " + r->out + "destroy: " + st.ToString() + "\n", 0);

@@ -36,8 +36,9 @@ TEST_F(JailTest, RootIsReadOnly) {
 
 TEST_F(JailTest, WorkdirTmpAndHomeAreWritable) {
   StartBox(Config());
-  auto r = Sh("cd /work && echo hello > f && cat f && echo t > /tmp/t && echo r > /root/r && "
-              "echo s > /dev/shm/s && cat /tmp/t /root/r /dev/shm/s && pwd");
+  auto r =
+      Sh("cd /work && echo hello > f && cat f && echo t > /tmp/t && echo r > /root/r && "
+         "echo s > /dev/shm/s && cat /tmp/t /root/r /dev/shm/s && pwd");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "hello\nt\nr\ns\n/work\n");
 }
@@ -46,8 +47,7 @@ TEST_F(JailTest, ProcShowsOnlyTheBox) {
   StartBox(Config());
   auto r = Sh("cat /proc/1/cmdline | tr '\\0' ' '; echo; ls /proc | grep -c '^[0-9]*$'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("/.codebox/codebox-agent", 0) == 0 ||
-                r.out.rfind("codebox-agent", 0) == 0,
+  EXPECT_EQ(r.out.rfind("/.codebox/codebox-agent", 0) == 0 || r.out.rfind("codebox-agent", 0) == 0,
             true)
       << r.out;
   // agent, sh, cat/ls/grep: a handful, nothing of the host's hundreds.
@@ -72,19 +72,22 @@ TEST_F(JailTest, OnlyLoopbackAndNoWayToHost) {
   StartBox(Config());
   auto ifaces = Sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
   EXPECT_EQ(ifaces.out, "lo\n");
-  auto r = Python("import socket\n"
-                  "s = socket.socket()\n"
-                  "s.settimeout(3)\n"
-                  "try:\n"
-                  "    s.connect(('127.0.0.1', " + std::to_string(port) + "))\n"
-                  "    print('connected')\n"
-                  "except OSError as e:\n"
-                  "    print('refused' if isinstance(e, ConnectionRefusedError) else repr(e))\n"
-                  "try:\n"
-                  "    socket.create_connection(('1.1.1.1', 53), timeout=3)\n"
-                  "    print('internet')\n"
-                  "except OSError as e:\n"
-                  "    print('no internet')\n");
+  auto r = Python(
+      "import socket\n"
+      "s = socket.socket()\n"
+      "s.settimeout(3)\n"
+      "try:\n"
+      "    s.connect(('127.0.0.1', " +
+      std::to_string(port) +
+      "))\n"
+      "    print('connected')\n"
+      "except OSError as e:\n"
+      "    print('refused' if isinstance(e, ConnectionRefusedError) else repr(e))\n"
+      "try:\n"
+      "    socket.create_connection(('1.1.1.1', 53), timeout=3)\n"
+      "    print('internet')\n"
+      "except OSError as e:\n"
+      "    print('no internet')\n");
   EXPECT_EQ(r.out, "refused\nno internet\n") << r.err;
 }
 
@@ -104,7 +107,8 @@ TEST_F(JailTest, HostEnvironmentAndFilesAreAbsent) {
 
 TEST_F(JailTest, NoCapabilitiesAndNoNewPrivs) {
   StartBox(Config());
-  auto r = Sh("grep -E '^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status; id -u");
+  auto r =
+      Sh("grep -E '^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status; id -u");
   EXPECT_NE(r.out.find("CapEff:\t0000000000000000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("CapBnd:\t0000000000000000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("NoNewPrivs:\t1"), std::string::npos) << r.out;
@@ -122,25 +126,26 @@ TEST_F(JailTest, SeccompRefusesDangerousSyscalls) {
       "    ctypes.set_errno(0)\n"
       "    rc = libc.syscall(nr, *args)\n"
       "    print(name, 'ok' if rc >= 0 else os.strerror(ctypes.get_errno()))\n"
-      "call('unshare', 272, 0x10000000)\n"                  // CLONE_NEWUSER
+      "call('unshare', 272, 0x10000000)\n"  // CLONE_NEWUSER
       "call('unshare_net', 272, 0x40000000)\n"
       "call('mount', 165, b'none', b'/tmp', b'tmpfs', 0, None)\n"
       "call('bpf', 321, 0, 0, 0)\n"
-      "call('ptrace', 101, 0, 0, 0, 0)\n"                   // PTRACE_TRACEME
+      "call('ptrace', 101, 0, 0, 0, 0)\n"  // PTRACE_TRACEME
       "call('clone3', 435, 0, 0)\n"
       "call('keyctl', 250, 0, 0, 0)\n"
       "call('io_uring_setup', 425, 1, 0)\n"
       "call('userfaultfd', 323, 0)\n"
       "call('perf_event_open', 298, 0, 0, -1, -1, 0)\n"
       "call('setns', 308, 0, 0)\n"
-      "call('personality', 135, 0x0400000)\n"               // READ_IMPLIES_EXEC
+      "call('personality', 135, 0x0400000)\n"  // READ_IMPLIES_EXEC
       "call('personality_query', 135, 0xffffffff)\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* name : {"unshare", "unshare_net", "mount", "bpf", "ptrace", "keyctl",
-                           "io_uring_setup", "userfaultfd", "perf_event_open", "setns",
-                           "personality"}) {
+  for (const char* name :
+       {"unshare", "unshare_net", "mount", "bpf", "ptrace", "keyctl", "io_uring_setup",
+        "userfaultfd", "perf_event_open", "setns", "personality"}) {
     EXPECT_NE(r.out.find(std::string(name) + " Operation not permitted\n"), std::string::npos)
-        << name << " in:\n" << r.out;
+        << name << " in:\n"
+        << r.out;
   }
   EXPECT_NE(r.out.find("clone3 Function not implemented\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("personality_query ok\n"), std::string::npos) << r.out;

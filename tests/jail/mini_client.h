@@ -31,8 +31,8 @@ class MiniClient {
   explicit MiniClient(base::UniqueFd fd) : fd_(std::move(fd)) {}
 
   Status Hello() {
-    RETURN_IF_ERROR(Send(protocol::FrameType::kHello, 0,
-                         R"({"protocol": 1, "client": "jail_test"})"));
+    RETURN_IF_ERROR(
+        Send(protocol::FrameType::kHello, 0, R"({"protocol": 1, "client": "jail_test"})"));
     ASSIGN_OR_RETURN(protocol::Frame f, Read(std::chrono::seconds(10)));
     if (f.type != protocol::FrameType::kHello) return ProtocolError("expected hello");
     return Status::Ok();
