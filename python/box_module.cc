@@ -1,0 +1,290 @@
+// _codebox: the pybind11 extension under the `codebox` Python package. It exposes
+// codebox::Box almost verbatim; python/codebox/ builds the CodeBox API on top of it.
+//
+// Every call that waits on a box releases the GIL, so other Python threads (and the asyncio
+// loop, which runs these calls in worker threads) keep going. Errors leave C++ as a
+// StatusError and become the exception classes of codebox.errors (RuntimeError subclasses),
+// chosen by the Status code.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codebox/box.h"
+#include "codebox/options.h"
+#include "codebox/status.h"
+#include "module.h"
+
+namespace py = pybind11;
+
+namespace codebox::python {
+namespace {
+
+// A Box plus what Python needs around it: a count of calls in flight, so that destroy()
+// (from __exit__, possibly while a cancelled exec still runs in a worker thread) ends those
+// calls before the Box tears down the connection they use.
+class PyBox {
+ public:
+  explicit PyBox(std::unique_ptr<Box> box) : box_(std::move(box)) {}
+  ~PyBox() {
+    // The last reference may go away in Python's dealloc, holding the GIL: let it go while
+    // the box tears down.
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      (void)Destroy();
+    } else {
+      (void)Destroy();
+    }
+  }
+
+  ExecResult Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
+    InFlight guard(*this);
+    auto result = box_->Exec(argv, options);
+    if (!result.ok()) Throw(result.status());
+    return std::move(result).value();
+  }
+
+  std::string Run(const std::string& code) {
+    InFlight guard(*this);
+    auto out = box_->Run(code);
+    if (!out.ok()) Throw(out.status());
+    return std::move(out).value();
+  }
+
+  void CopyIn(const std::string& host_path, const std::string& box_path) {
+    InFlight guard(*this);
+    if (Status st = box_->CopyIn(host_path, box_path); !st.ok()) Throw(st);
+  }
+
+  void CopyOut(const std::string& box_path, const std::string& host_path) {
+    InFlight guard(*this);
+    if (Status st = box_->CopyOut(box_path, host_path); !st.ok()) Throw(st);
+  }
+
+  const BoxInfo& info() const { return box_->info(); }
+
+  bool closed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closing_;
+  }
+
+  // Idempotent. Calls in flight are ended first: every process in the box is killed (which
+  // ends their execs), then we wait a little for them to return before Box::Destroy.
+  Status Destroy() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (closing_) {
+        cv_.wait(lock, [this] { return destroyed_; });
+        return Status::Ok();
+      }
+      closing_ = true;
+      if (in_flight_ > 0) {
+        lock.unlock();
+        ExecOptions kill;
+        kill.timeout = std::chrono::milliseconds(2000);
+        // kill(-1) from inside the box's pid namespace: every process but init (the agent)
+        // and the caller. dash's builtin kill is in every Debian image.
+        (void)box_->Exec({"/bin/sh", "-c", "kill -KILL -1"}, kill);
+        lock.lock();
+        cv_.wait_for(lock, std::chrono::seconds(5), [this] { return in_flight_ == 0; });
+      }
+    }
+    Status st = box_->Destroy();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      destroyed_ = true;
+    }
+    cv_.notify_all();
+    return st;
+  }
+
+ private:
+  class InFlight {
+   public:
+    explicit InFlight(PyBox& box) : box_(box) {
+      std::lock_guard<std::mutex> lock(box_.mu_);
+      if (box_.closing_) {
+        throw StatusError{"closed", "the box has been closed (its `with` block ended); create a new CodeBox"};
+      }
+      ++box_.in_flight_;
+    }
+    ~InFlight() {
+      {
+        std::lock_guard<std::mutex> lock(box_.mu_);
+        --box_.in_flight_;
+      }
+      box_.cv_.notify_all();
+    }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+
+   private:
+    PyBox& box_;
+  };
+
+  std::unique_ptr<Box> box_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0;
+  bool closing_ = false;
+  bool destroyed_ = false;
+};
+
+std::shared_ptr<PyBox> CreateBox(const py::kwargs& kwargs) {
+  BoxOptions options = BoxOptionsFromDict(kwargs);
+  StatusOr<std::unique_ptr<Box>> box = Status(StatusCode::kInternal, "not started");
+  {
+    py::gil_scoped_release release;
+    box = Box::Create(options);
+  }
+  if (!box.ok()) Throw(box.status());
+  return std::make_shared<PyBox>(std::move(box).value());
+}
+
+ExecResult ExecBox(PyBox& box, const std::vector<std::string>& argv,
+                   const std::map<std::string, std::string>& env, const std::string& cwd,
+                   std::optional<py::bytes> stdin_data, std::optional<double> timeout) {
+  ExecOptions options;
+  options.env = env;
+  options.cwd = cwd;
+  if (stdin_data) options.stdin_data = std::string(*stdin_data);
+  if (timeout) options.timeout = Seconds(*timeout, "timeout");
+  py::gil_scoped_release release;
+  return box.Exec(argv, options);
+}
+
+}  // namespace
+
+[[noreturn]] void Throw(const Status& status) {
+  throw StatusError{std::string(StatusCodeName(status.code())), status.message()};
+}
+
+std::chrono::milliseconds Seconds(double seconds, const char* what) {
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > 1e9) {
+    throw py::value_error(std::string(what) + " must be a non-negative number of seconds");
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
+}
+
+BoxOptions BoxOptionsFromDict(const py::dict& kwargs) {
+  BoxOptions o;
+  for (const auto& [key_obj, value] : kwargs) {
+    const std::string key = py::cast<std::string>(key_obj);
+    if (key == "image") {
+      o.image = value.cast<std::string>();
+    } else if (key == "driver") {
+      auto kind = ParseDriverKind(value.cast<std::string>());
+      if (!kind.ok()) Throw(kind.status());
+      o.driver = *kind;
+    } else if (key == "memory_mib") {
+      o.memory_mib = value.cast<uint64_t>();
+    } else if (key == "cpus") {
+      o.cpus = value.cast<double>();
+    } else if (key == "timeout") {
+      o.exec_timeout = value.is_none() ? std::chrono::milliseconds(0) : Seconds(value.cast<double>(), "timeout");
+    } else if (key == "env") {
+      if (!value.is_none()) o.env = value.cast<std::map<std::string, std::string>>();
+    } else if (key == "allow_emulation") {
+      o.allow_emulation = value.cast<bool>();
+    } else if (key == "disk_mib") {
+      o.disk_mib = value.cast<uint64_t>();
+    } else if (key == "workdir") {
+      o.workdir = value.cast<std::string>();
+    } else if (key == "max_processes") {
+      o.max_processes = value.cast<uint32_t>();
+    } else if (key == "output_limit_bytes") {
+      o.output_limit_bytes = value.cast<uint64_t>();
+    } else if (key == "box_timeout") {
+      o.box_timeout = value.is_none() ? std::chrono::milliseconds(0) : Seconds(value.cast<double>(), "box_timeout");
+    } else if (key == "home") {
+      o.home = value.is_none() ? "" : value.cast<std::string>();
+    } else {
+      throw py::type_error("unknown box option '" + key + "'");
+    }
+  }
+  return o;
+}
+
+namespace {
+
+void TranslateStatusError(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const StatusError& e) {
+    // codebox.errors maps codes to exception classes; without it, a plain RuntimeError.
+    try {
+      py::object error =
+          py::module_::import("codebox.errors").attr("from_status")(e.code, e.message);
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+    } catch (py::error_already_set&) {
+      PyErr_SetString(PyExc_RuntimeError, (e.code + ": " + e.message).c_str());
+    }
+  }
+}
+
+}  // namespace
+
+void BindBox(py::module_& m) {
+  py::class_<ExecResult>(m, "ExecResult")
+      .def_readonly("exit_code", &ExecResult::exit_code)
+      .def_readonly("signal", &ExecResult::signal)
+      .def_property_readonly("stdout", [](const ExecResult& r) { return py::bytes(r.stdout_data); })
+      .def_property_readonly("stderr", [](const ExecResult& r) { return py::bytes(r.stderr_data); })
+      .def_readonly("timed_out", &ExecResult::timed_out)
+      .def_readonly("out_of_memory", &ExecResult::out_of_memory)
+      .def_readonly("output_truncated", &ExecResult::output_truncated)
+      .def_property_readonly("duration", [](const ExecResult& r) { return r.duration.count() / 1000.0; })
+      .def_readonly("driver", &ExecResult::driver);
+
+  py::class_<PyBox, std::shared_ptr<PyBox>>(m, "Box")
+      .def_static("create", &CreateBox)
+      .def("exec", &ExecBox, py::arg("argv"), py::kw_only(),
+           py::arg("env") = std::map<std::string, std::string>{}, py::arg("cwd") = "",
+           py::arg("stdin") = py::none(), py::arg("timeout") = py::none())
+      .def("run", &PyBox::Run, py::arg("code"), py::call_guard<py::gil_scoped_release>())
+      .def("copy_in", &PyBox::CopyIn, py::arg("host_path"), py::arg("box_path"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("copy_out", &PyBox::CopyOut, py::arg("box_path"), py::arg("host_path"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("destroy",
+           [](PyBox& box) {
+             Status st;
+             {
+               py::gil_scoped_release release;
+               st = box.Destroy();
+             }
+             if (!st.ok()) Throw(st);
+           })
+      .def_property_readonly("closed", &PyBox::closed)
+      .def_property_readonly("info", [](const PyBox& box) {
+        const BoxInfo& info = box.info();
+        py::dict d;
+        d["driver"] = info.driver;
+        d["limits"] = info.limits;
+        d["limits_not_enforced"] = info.limits_not_enforced;
+        return d;
+      });
+}
+
+}  // namespace codebox::python
+
+PYBIND11_MODULE(_codebox, m) {
+  namespace cp = codebox::python;
+  m.doc() = "codebox C++ core (use the `codebox` package, not this module)";
+  py::register_exception_translator(&cp::TranslateStatusError);
+  cp::BindBox(m);
+#ifdef CODEBOX_PYTHON_WITH_LLM
+  cp::BindInterpreter(m);
+  m.attr("HAS_INTERPRETER") = true;
+#else
+  m.attr("HAS_INTERPRETER") = false;
+#endif
+}

@@ -1,0 +1,48 @@
+"""codebox: run untrusted, model-written code in disposable isolated boxes.
+
+::
+
+    import asyncio, codebox
+
+    async def main():
+        async with codebox.CodeBox() as box:          # destroyed when the block ends
+            print(await box.run("print(6 * 7)"))       # "42\\n"
+            r = await box.exec("python3", "-c", "import sys; sys.exit(3)")
+            print(r.exit_code, r.stdout, r.stderr)
+
+    asyncio.run(main())
+
+    with codebox.SyncCodeBox() as box:                 # the blocking twin
+        box.run("print('hi')")
+
+    codebox.Interpreter(model="gpt-4o-mini").ask("What is 2**100?")
+
+Errors are :class:`BoxError` (a RuntimeError) with the reason and what to do; ``run`` past its
+timeout raises :class:`BoxTimeoutError` (a TimeoutError), ``exec`` reports ``timed_out``.
+"""
+
+from ._box import BoxInfo, CodeBox, ExecResult, SyncCodeBox
+from ._interpreter import Interpreter, Transcript
+from .errors import (
+    BoxClosedError,
+    BoxError,
+    BoxFileNotFoundError,
+    BoxInvalidArgumentError,
+    BoxTimeoutError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BoxClosedError",
+    "BoxError",
+    "BoxFileNotFoundError",
+    "BoxInfo",
+    "BoxInvalidArgumentError",
+    "BoxTimeoutError",
+    "CodeBox",
+    "ExecResult",
+    "Interpreter",
+    "SyncCodeBox",
+    "Transcript",
+]

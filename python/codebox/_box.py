@@ -1,0 +1,509 @@
+"""CodeBox and SyncCodeBox: disposable isolated boxes for untrusted code.
+
+The work is done by the C++ core (``_codebox``, a pybind11 extension): each call that waits on
+the box releases the GIL. :class:`CodeBox` is the asyncio API (each blocking call runs in a
+worker thread, so the event loop never stalls); :class:`SyncCodeBox` is its blocking twin, and
+a plain ``with CodeBox() as box:`` gives one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence, TypeVar
+
+from .errors import BoxClosedError, BoxError, BoxFileNotFoundError, BoxTimeoutError
+
+T = TypeVar("T")
+
+# One thread per blocking call in flight. asyncio's default executor has only cpu+4 workers,
+# which would serialise 20 concurrent boxes (and could queue a close() behind long execs).
+_EXECUTOR = concurrent.futures.ThreadPoolExecutor(
+    max_workers=int(os.environ.get("CODEBOX_MAX_THREADS", "256")), thread_name_prefix="codebox"
+)
+
+
+def _core() -> Any:
+    """The C++ extension; imported on first use so that `import codebox` always works."""
+    try:
+        import _codebox  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise BoxError(
+            "the codebox C++ extension (_codebox) is not importable: build it with scripts/setup "
+            f"(or `ninja -C build/release _codebox`) so it lands in build/release/python ({exc})",
+            "unavailable",
+        ) from None
+    return _codebox
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one command in a box did. A non-zero exit is a result, not an exception."""
+
+    exit_code: int
+    """The exit status; -1 when a signal ended the process (see :attr:`signal`)."""
+    stdout: str
+    """Standard output, decoded as UTF-8 (undecodable bytes become U+FFFD)."""
+    stderr: str
+    """Standard error, decoded likewise."""
+    timed_out: bool = False
+    """The command ran past its timeout and was killed."""
+    out_of_memory: bool = False
+    """The command was killed for exceeding the box's memory limit."""
+    output_truncated: bool = False
+    """More output came than the box keeps; the rest was dropped."""
+    driver: str = ""
+    """Which isolation ran it: ``"jail"``, ``"vm/kvm"`` or ``"vm/tcg"``."""
+    duration: float = 0.0
+    """Wall-clock seconds the command took."""
+    signal: int = 0
+    """The signal that ended the process, 0 if it exited."""
+    stdout_bytes: bytes = field(default=b"", repr=False)
+    """Standard output as the raw bytes."""
+    stderr_bytes: bytes = field(default=b"", repr=False)
+    """Standard error as the raw bytes."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0 within its limits."""
+        return self.exit_code == 0 and not self.timed_out and not self.out_of_memory
+
+    @classmethod
+    def _from_core(cls, r: Any) -> ExecResult:
+        out, err = r.stdout, r.stderr
+        return cls(
+            exit_code=r.exit_code,
+            stdout=out.decode("utf-8", errors="replace"),
+            stderr=err.decode("utf-8", errors="replace"),
+            timed_out=r.timed_out,
+            out_of_memory=r.out_of_memory,
+            output_truncated=r.output_truncated,
+            driver=r.driver,
+            duration=r.duration,
+            signal=r.signal,
+            stdout_bytes=out,
+            stderr_bytes=err,
+        )
+
+
+@dataclass(frozen=True)
+class BoxInfo:
+    """What a running box enforces, as its driver reports it (honest about this host)."""
+
+    driver: str
+    """``"jail"``, ``"vm/kvm"`` or ``"vm/tcg"``."""
+    limits: tuple[str, ...]
+    """Limits in force, e.g. ``"memory 512 MiB (cgroup v1)"``."""
+    limits_not_enforced: tuple[str, ...]
+    """Limits asked for that this host could not enforce, each with the reason."""
+    image: str
+    memory_mib: int
+    cpus: float
+    timeout: float | None
+    disk_mib: int
+
+
+@dataclass(frozen=True)
+class _Options:
+    image: str = "python"
+    driver: str = "auto"
+    memory_mib: int = 512
+    cpus: float = 1.0
+    timeout: float | None = 30.0
+    env: Mapping[str, str] | None = None
+    allow_emulation: bool = False
+    disk_mib: int = 256
+    workdir: str = "/work"
+    max_processes: int = 128
+    output_limit_bytes: int = 16 << 20
+    box_timeout: float | None = None
+    home: str | None = None
+
+    def create(self) -> Any:
+        """Starts a box (blocking; the GIL is released while it starts)."""
+        return _core().Box.create(
+            image=self.image,
+            driver=self.driver,
+            memory_mib=self.memory_mib,
+            cpus=float(self.cpus),
+            timeout=self.timeout,
+            env=dict(self.env or {}),
+            allow_emulation=self.allow_emulation,
+            disk_mib=self.disk_mib,
+            workdir=self.workdir,
+            max_processes=self.max_processes,
+            output_limit_bytes=self.output_limit_bytes,
+            box_timeout=self.box_timeout,
+            home=os.fspath(self.home) if self.home else "",
+        )
+
+
+def _check_seconds(value: float | None, what: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a non-negative number of seconds or None, got {value!r}")
+
+
+def _argv(cmd: Sequence[Any]) -> list[str]:
+    if len(cmd) == 1 and isinstance(cmd[0], (list, tuple)):
+        cmd = cmd[0]
+    if not cmd:
+        raise ValueError("exec needs a command, e.g. exec('python3', '-c', code)")
+    return [os.fspath(c) if isinstance(c, os.PathLike) else str(c) for c in cmd]
+
+
+def _stdin_bytes(stdin: str | bytes | None) -> bytes | None:
+    if stdin is None or isinstance(stdin, bytes):
+        return stdin
+    if isinstance(stdin, str):
+        return stdin.encode("utf-8")
+    raise TypeError(f"stdin must be str, bytes or None, not {type(stdin).__name__}")
+
+
+def _run_result(result: ExecResult, timeout: float | None) -> str:
+    """Turns run()'s ExecResult into its stdout, or the exception for a tripped limit."""
+    if result.timed_out:
+        limit = f" after {timeout:g} s" if timeout else ""
+        err = BoxTimeoutError(
+            f"the code timed out{limit}; stdout so far: {result.stdout[-2000:]!r}",
+            "deadline_exceeded",
+        )
+        err.result = result  # type: ignore[attr-defined]
+        raise err
+    if result.out_of_memory:
+        err = BoxError(
+            f"the code ran out of memory; stderr: {result.stderr[-2000:]!r}", "out_of_memory"
+        )
+        err.result = result  # type: ignore[attr-defined]
+        raise err
+    return result.stdout
+
+
+class _Base:
+    """Options and state shared by the two twins."""
+
+    def __init__(
+        self,
+        image: str = "python",
+        driver: str = "auto",
+        memory_mib: int = 512,
+        cpus: float = 1.0,
+        timeout: float | None = 30.0,
+        env: Mapping[str, str] | None = None,
+        allow_emulation: bool = False,
+        disk_mib: int = 256,
+        workdir: str = "/work",
+        *,
+        max_processes: int = 128,
+        output_limit_bytes: int = 16 << 20,
+        box_timeout: float | None = None,
+        home: str | os.PathLike[str] | None = None,
+    ) -> None:
+        _check_seconds(timeout, "timeout")
+        _check_seconds(box_timeout, "box_timeout")
+        self._options = _Options(
+            image=image,
+            driver=driver,
+            memory_mib=memory_mib,
+            cpus=cpus,
+            timeout=timeout,
+            env=dict(env) if env else None,
+            allow_emulation=allow_emulation,
+            disk_mib=disk_mib,
+            workdir=workdir,
+            max_processes=max_processes,
+            output_limit_bytes=output_limit_bytes,
+            box_timeout=box_timeout,
+            home=os.fspath(home) if home else None,
+        )
+        self._box: Any = None
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True once the box has been closed (it cannot be used again)."""
+        return self._closed
+
+    @property
+    def info(self) -> BoxInfo:
+        """The driver running this box and the limits it enforces."""
+        raw = self._live().info
+        o = self._options
+        return BoxInfo(
+            driver=raw["driver"],
+            limits=tuple(raw["limits"]),
+            limits_not_enforced=tuple(raw["limits_not_enforced"]),
+            image=o.image,
+            memory_mib=o.memory_mib,
+            cpus=o.cpus,
+            timeout=o.timeout,
+            disk_mib=o.disk_mib,
+        )
+
+    def _live(self) -> Any:
+        if self._closed:
+            raise BoxClosedError(
+                "the box has been closed (its `with` block ended); create a new CodeBox", "closed"
+            )
+        if self._box is None:
+            raise BoxClosedError(
+                "the box is not started; use `async with CodeBox() as box:` "
+                "(or `with SyncCodeBox() as box:`), or call start() first",
+                "closed",
+            )
+        return self._box
+
+    def _exec_call(
+        self,
+        cmd: Sequence[Any],
+        env: Mapping[str, str] | None,
+        cwd: str | None,
+        timeout: float | None,
+        stdin: str | bytes | None,
+    ) -> Callable[[], ExecResult]:
+        """Validates exec's arguments here, in the caller's thread; returns the blocking call."""
+        argv = _argv(cmd)
+        _check_seconds(timeout, "timeout")
+        data = _stdin_bytes(stdin)
+        box = self._live()
+        env_dict = {str(k): str(v) for k, v in (env or {}).items()}
+        cwd_str = os.fspath(cwd) if cwd else ""
+
+        def call() -> ExecResult:
+            return ExecResult._from_core(
+                box.exec(argv, env=env_dict, cwd=cwd_str, stdin=data, timeout=timeout)
+            )
+
+        return call
+
+    def _copy_call(self, direction: str, src: Any, dst: Any) -> Callable[[], None]:
+        box = self._live()
+        src, dst = os.fspath(src), os.fspath(dst)
+        if direction == "in" and not os.path.lexists(src):
+            raise BoxFileNotFoundError(f"copy_in: host path {src!r} does not exist", "not_found")
+
+        def call() -> None:
+            try:
+                if direction == "in":
+                    box.copy_in(src, dst)
+                else:
+                    box.copy_out(src, dst)
+            except BoxError as e:
+                if e.code == "not_found" and not isinstance(e, FileNotFoundError):
+                    raise BoxFileNotFoundError(str(e), e.code) from None
+                raise
+
+        return call
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("running" if self._box is not None else "not started")
+        return f"<{type(self).__name__} image={self._options.image!r} driver={self._options.driver!r} {state}>"
+
+
+class SyncCodeBox(_Base):
+    """A disposable isolated box, blocking API.
+
+    ::
+
+        with SyncCodeBox() as box:
+            print(box.run("print(6 * 7)"))                # "42\\n"
+            r = box.exec("python3", "-c", "import sys; sys.exit(3)")
+            r.exit_code                                   # 3
+
+    The box starts on ``with`` (or :meth:`start`) and is destroyed, with everything in it, when
+    the block ends, exception or not. Arguments are those of :class:`CodeBox`. Methods may be
+    called from several threads at once.
+    """
+
+    def start(self) -> SyncCodeBox:
+        """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
+        if self._closed or self._box is not None:
+            raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
+        self._box = self._options.create()
+        return self
+
+    def close(self) -> None:
+        """Destroys the box: kills every process in it and removes its files. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        box, self._box = self._box, None
+        if box is not None:
+            box.destroy()
+
+    def __enter__(self) -> SyncCodeBox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, code: str, *, timeout: float | None = None) -> str:
+        """Runs Python ``code`` (``python3 -c``) and returns its stdout.
+
+        Code that raises still returns its stdout, as ``CodeBox.run`` does; to see the
+        traceback and exit code use :meth:`exec` (``exec("python3", "-c", code)``), whose
+        result has ``stderr`` and ``exit_code``. Raises :class:`BoxTimeoutError` (a
+        TimeoutError) past ``timeout`` (default: the box's), :class:`BoxError` when the code
+        ran out of memory or the box failed.
+        """
+        limit = timeout if timeout is not None else self._options.timeout
+        return _run_result(self.exec("python3", "-c", code, timeout=timeout), limit)
+
+    def exec(
+        self,
+        *cmd: Any,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        stdin: str | bytes | None = None,
+    ) -> ExecResult:
+        """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
+
+        ``env`` adds to the box's environment, ``cwd`` defaults to the workdir (relative paths
+        are under it), ``timeout`` in seconds overrides the box's, ``stdin`` is fed to the
+        process (else it reads /dev/null). A timeout is reported as ``timed_out=True``.
+        """
+        return self._exec_call(cmd, env, cwd, timeout, stdin)()
+
+    def copy_in(self, host_path: str | os.PathLike[str], box_path: str) -> None:
+        """Copies a host file or directory (recursively) into the box (relative: under workdir)."""
+        self._copy_call("in", host_path, box_path)()
+
+    def copy_out(self, box_path: str, host_path: str | os.PathLike[str]) -> None:
+        """Copies a file or directory (recursively) from the box to the host."""
+        self._copy_call("out", box_path, host_path)()
+
+
+class CodeBox(_Base):
+    """A disposable isolated box for untrusted code, asyncio API.
+
+    ::
+
+        async with CodeBox() as box:
+            print(await box.run("print(6 * 7)"))
+            result = await box.exec("python3", "-c", code)
+            result.exit_code, result.stdout, result.stderr
+
+    Args:
+        image: image name (built with ``codebox image build NAME``); ``"python"`` has python3,
+            ``"python-data"`` adds numpy, pandas and matplotlib.
+        driver: ``"auto"`` (the strongest this host runs at full speed), ``"jail"`` or ``"vm"``.
+        memory_mib: memory limit of the box.
+        cpus: CPU share (1.0 = one core).
+        timeout: default wall-clock limit of each exec/run, seconds (None: none).
+        env: environment of every command (nothing of the host's environment enters the box).
+        allow_emulation: let the ``vm`` driver use software emulation (slow) without kvm.
+        disk_mib: size of the box's writable scratch layer.
+        workdir: the working directory inside the box.
+        max_processes, output_limit_bytes, box_timeout, home: further limits and the store
+            location (keyword only).
+
+    The box starts on ``async with`` (or ``await start()``) and is destroyed when the block
+    ends, also on an exception or when the task is cancelled. Blocking work runs in worker
+    threads with the GIL released, so many boxes run at once under ``asyncio.gather``.
+    A plain ``with CodeBox() as box:`` gives the blocking twin, a :class:`SyncCodeBox`.
+    """
+
+    _sync: SyncCodeBox | None = None
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_EXECUTOR, fn)
+
+    async def start(self) -> CodeBox:
+        """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
+        if self._closed or self._box is not None:
+            raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(_EXECUTOR, self._options.create)
+        try:
+            self._box = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The box may still come up in its thread: destroy it as soon as it does.
+            self._closed = True
+            future.add_done_callback(_destroy_when_created)
+            raise
+        return self
+
+    async def close(self) -> None:
+        """Destroys the box: kills every process in it and removes its files. Idempotent.
+
+        Runs to completion even if the awaiting task is cancelled meanwhile.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        box, self._box = self._box, None
+        if box is not None:
+            await asyncio.shield(asyncio.get_running_loop().run_in_executor(_EXECUTOR, box.destroy))
+
+    async def __aenter__(self) -> CodeBox:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __enter__(self) -> SyncCodeBox:
+        if self._sync is not None:
+            raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
+        o = self._options
+        self._sync = SyncCodeBox(
+            o.image, o.driver, o.memory_mib, o.cpus, o.timeout, o.env, o.allow_emulation,
+            o.disk_mib, o.workdir, max_processes=o.max_processes,
+            output_limit_bytes=o.output_limit_bytes, box_timeout=o.box_timeout, home=o.home,
+        ).start()
+        return self._sync
+
+    def __exit__(self, *exc: object) -> None:
+        if self._sync is not None:
+            self._sync.close()
+        self._closed = True
+
+    async def run(self, code: str, *, timeout: float | None = None) -> str:
+        """Runs Python ``code`` (``python3 -c``) and returns its stdout.
+
+        Code that raises still returns its stdout, as ``CodeBox.run`` does; the traceback and
+        exit code are in :meth:`exec`'s result (``await box.exec("python3", "-c", code)``).
+        Raises :class:`BoxTimeoutError` (a TimeoutError) past ``timeout`` (default: the
+        box's), :class:`BoxError` when the code ran out of memory or the box failed.
+        """
+        limit = timeout if timeout is not None else self._options.timeout
+        return _run_result(await self.exec("python3", "-c", code, timeout=timeout), limit)
+
+    async def exec(
+        self,
+        *cmd: Any,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        stdin: str | bytes | None = None,
+    ) -> ExecResult:
+        """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
+
+        ``env`` adds to the box's environment, ``cwd`` defaults to the workdir (relative paths
+        are under it), ``timeout`` in seconds overrides the box's, ``stdin`` is fed to the
+        process (else it reads /dev/null). A timeout is reported as ``timed_out=True``.
+        Cancelling the awaiting task does not stop the command; closing the box does.
+        """
+        return await self._call(self._exec_call(cmd, env, cwd, timeout, stdin))
+
+    async def copy_in(self, host_path: str | os.PathLike[str], box_path: str) -> None:
+        """Copies a host file or directory (recursively) into the box (relative: under workdir)."""
+        await self._call(self._copy_call("in", host_path, box_path))
+
+    async def copy_out(self, box_path: str, host_path: str | os.PathLike[str]) -> None:
+        """Copies a file or directory (recursively) from the box to the host."""
+        await self._call(self._copy_call("out", box_path, host_path))
+
+
+def _destroy_when_created(future: asyncio.Future[Any]) -> None:
+    if future.cancelled() or future.exception() is not None:
+        return
+    _EXECUTOR.submit(future.result().destroy)
+
+
+__all__ = ["BoxInfo", "CodeBox", "ExecResult", "SyncCodeBox"]

@@ -1,0 +1,180 @@
+"""codebox.Interpreter: natural language in, an answer out, the model's code run in a box.
+
+A thin layer over the C++ interpreter loop (``codebox::llm::Interpreter``): it talks to any
+OpenAI-compatible Chat Completions server, lets the model run Python through a ``run_python``
+tool (or, for servers without tools, a fenced code block with one repair turn), runs that code
+in one box per question, and returns the model's answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ._box import _EXECUTOR, ExecResult, _check_seconds, _core
+from .errors import BoxError
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """Everything one ``ask`` did: the messages, each step's code and result, the answer."""
+
+    task: str
+    answer: str
+    stop_reason: str
+    """``"answer"``; ``"step_limit"`` (max_steps passed); ``"code_failed"`` (oneshot mode)."""
+    mode: str
+    """The mode that produced the answer: ``"tools"`` or ``"oneshot"``."""
+    driver: str
+    """The isolation that ran the code."""
+    model: str
+    base_url: str
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    files_out: list[str] = field(default_factory=list)
+    timings_ms: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the model gave an answer."""
+        return self.stop_reason == "answer"
+
+    @property
+    def code(self) -> list[str]:
+        """The programs that ran, in order."""
+        return [s["code"] for s in self.steps if s.get("code")]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The transcript as plain JSON-able data (it never holds the API key)."""
+        return {
+            "task": self.task, "answer": self.answer, "stop_reason": self.stop_reason,
+            "mode": self.mode, "driver": self.driver, "model": self.model,
+            "base_url": self.base_url, "steps": self.steps, "messages": self.messages,
+            "files_out": self.files_out, "timings_ms": self.timings_ms,
+        }
+
+    @classmethod
+    def from_json(cls, text: str) -> Transcript:
+        d = json.loads(text)
+        return cls(
+            task=d.get("task", ""), answer=d.get("answer", ""),
+            stop_reason=d.get("stop_reason", ""), mode=d.get("mode", ""),
+            driver=d.get("driver", ""), model=d.get("model", ""), base_url=d.get("base_url", ""),
+            steps=d.get("steps", []), messages=d.get("messages") or [],
+            files_out=d.get("files_out", []), timings_ms=d.get("timings_ms", {}),
+        )
+
+
+_BOX_KEYS = {
+    "image", "driver", "memory_mib", "cpus", "timeout", "env", "allow_emulation", "disk_mib",
+    "workdir", "max_processes", "output_limit_bytes", "box_timeout", "home",
+}
+
+
+class Interpreter:
+    """Ask a model a question; the code it writes runs in a disposable box.
+
+    ::
+
+        interp = codebox.Interpreter(model="gpt-4o-mini")
+        print(interp.ask("What is the 20th Fibonacci number?"))
+        interp.transcript.code      # the programs the model ran
+
+    Args:
+        model, base_url, api_key: the Chat Completions server; each None falls back to
+            CODEBOX_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY, then gpt-4o-mini on the OpenAI
+            API. The key never enters the box.
+        mode: ``"tools"`` (a run_python tool), ``"oneshot"`` (a fenced code block, one repair
+            turn) or ``"auto"`` (tools, falling back to oneshot where the server has none).
+        max_steps: model turns allowed in tools mode.
+        input_files: host files copied into the box as ``/data/<name>`` before the first step.
+        output_dir: where the files the code left in the box's workdir are copied afterwards.
+        on_text, on_code, on_result, on_notice: progress callbacks (streamed answer text;
+            ``(step, code)`` before a run; ``(step, ExecResult)`` after; retries/fallbacks).
+            They run in the thread that called ask; an exception in one is raised by ask.
+        **box_options: as for :class:`CodeBox` (image, memory_mib, timeout, driver, ...).
+
+    One box per ``ask``: files persist between the steps of one question, nothing after it.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        mode: str = "auto",
+        max_steps: int = 8,
+        *,
+        stream: bool = True,
+        request_timeout: float = 120.0,
+        max_retries: int = 4,
+        system_prompt: str | None = None,
+        input_files: Iterable[str | os.PathLike[str]] = (),
+        output_dir: str | os.PathLike[str] | None = None,
+        on_text: Callable[[str], Any] | None = None,
+        on_code: Callable[[int, str], Any] | None = None,
+        on_result: Callable[[int, ExecResult], Any] | None = None,
+        on_notice: Callable[[str], Any] | None = None,
+        **box_options: Any,
+    ) -> None:
+        unknown = set(box_options) - _BOX_KEYS
+        if unknown:
+            raise TypeError(f"unknown option(s) {sorted(unknown)}; box options are {sorted(_BOX_KEYS)}")
+        _check_seconds(request_timeout, "request_timeout")
+        _check_seconds(box_options.get("timeout"), "timeout")
+        core = _core()
+        if not getattr(core, "HAS_INTERPRETER", False):
+            raise BoxError("this build of codebox has no interpreter loop (src/llm was not built)", "unavailable")
+        llm = {
+            "model": model, "base_url": base_url, "api_key": api_key, "mode": mode,
+            "max_steps": max_steps, "stream": stream, "request_timeout": request_timeout,
+            "max_retries": max_retries, "system_prompt": system_prompt,
+            "input_files": [os.fspath(f) for f in input_files],
+            "output_dir": os.fspath(output_dir) if output_dir else None,
+        }
+        box = {k: (os.fspath(v) if k == "home" and v else v) for k, v in box_options.items()}
+        result_cb = None
+        if on_result is not None:
+            def result_cb(step: int, d: dict[str, Any]) -> None:
+                on_result(step, _result_from_dict(d))
+        self._core = core.Interpreter(llm, box, on_text, on_code, result_cb, on_notice)
+        self.transcript: Transcript | None = None
+        """The transcript of the last ask (partial when it raised)."""
+
+    def ask(self, task: str) -> str:
+        """Asks the model; returns its answer (the whole story is in :attr:`transcript`).
+
+        Raises :class:`BoxError` (a RuntimeError) when the conversation could not go on: the
+        server refused the key or the model, was unreachable, or the box failed; the exception's
+        ``transcript`` attribute holds what happened until then. Code that fails is not an
+        error: the model sees it and may repair it.
+        """
+        try:
+            self.transcript = Transcript.from_json(self._core.ask(task))
+        except BoxError as e:
+            self.transcript = Transcript.from_json(self._core.partial_json())
+            e.transcript = self.transcript  # type: ignore[attr-defined]
+            raise
+        return self.transcript.answer
+
+    async def ask_async(self, task: str) -> str:
+        """:meth:`ask` in a worker thread, for asyncio programs (one ask at a time)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_EXECUTOR, self.ask, task)
+
+
+def _result_from_dict(d: dict[str, Any]) -> ExecResult:
+    out, err = d["stdout"], d["stderr"]
+    return ExecResult(
+        exit_code=d["exit_code"], stdout=out.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"), timed_out=d["timed_out"],
+        out_of_memory=d["out_of_memory"], output_truncated=d["output_truncated"],
+        driver=d["driver"], duration=d["duration"], signal=d["signal"],
+        stdout_bytes=out, stderr_bytes=err,
+    )
+
+
+__all__ = ["Interpreter", "Transcript"]

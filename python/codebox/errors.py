@@ -1,0 +1,48 @@
+"""Exceptions raised by codebox.
+
+Every error of a box is a :class:`BoxError`, itself a :class:`RuntimeError`, carrying the
+C++ Status code (``"not_found"``, ``"unavailable"``, ...) in :attr:`BoxError.code` and its
+message, which says what failed and what to do. A few also derive from the built-in class a
+Python programmer would catch: a timeout is a :class:`TimeoutError`, a missing file a
+:class:`FileNotFoundError`, a bad option a :class:`ValueError`.
+"""
+
+from __future__ import annotations
+
+
+class BoxError(RuntimeError):
+    """A box could not start, or could not do what was asked."""
+
+    def __init__(self, message: str, code: str = "unknown") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class BoxClosedError(BoxError):
+    """The box was used after its ``with`` block ended (or after :meth:`close`)."""
+
+
+class BoxTimeoutError(BoxError, TimeoutError):
+    """A wall-clock limit passed: ``run()``'s code timed out, or the box's lifetime ended."""
+
+
+class BoxFileNotFoundError(BoxError, FileNotFoundError):
+    """A path given to ``copy_in`` / ``copy_out`` (or an image) does not exist."""
+
+
+class BoxInvalidArgumentError(BoxError, ValueError):
+    """An option or argument is not valid."""
+
+
+_BY_CODE: dict[str, type[BoxError]] = {
+    "closed": BoxClosedError,
+    "deadline_exceeded": BoxTimeoutError,
+    "invalid_argument": BoxInvalidArgumentError,
+}
+
+
+def from_status(code: str, message: str) -> BoxError:
+    """Returns the exception for a failed C++ Status (called by the extension module)."""
+    # "not_found" stays a plain BoxError here: a missing image is a start failure, caught as
+    # RuntimeError; copy_in / copy_out turn a missing path into BoxFileNotFoundError.
+    return _BY_CODE.get(code, BoxError)(message, code)

@@ -1,0 +1,99 @@
+"""Shared fixtures: import paths, a probe that a box can start here, and a process counter."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Make the package importable without scripts/setup's .pth (e.g. PYTHONPATH-less runs from a
+# developer build); the .pth, when present, already did this.
+for path in (REPO / "python", *(Path(p) for p in os.environ.get("CODEBOX_PYTHON_BUILD", "").split(":") if p)):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import codebox  # noqa: E402
+
+_probe: str | None = None
+_probed = False
+
+
+def box_unavailable_reason() -> str | None:
+    """None when a default box starts here, else the RuntimeError's message (probed once)."""
+    global _probe, _probed
+    if not _probed:
+        _probed = True
+        try:
+            with codebox.SyncCodeBox() as box:
+                box.run("pass")
+        except RuntimeError as e:
+            _probe = str(e)
+    return _probe
+
+
+@pytest.fixture
+def need_box() -> None:
+    """Skips the test, with the reason, when no box driver can run on this host."""
+    reason = box_unavailable_reason()
+    if reason is not None:
+        if os.environ.get("CODEBOX_TESTS_REQUIRE_BOX") == "1":
+            pytest.fail(f"no box can start (CODEBOX_TESTS_REQUIRE_BOX=1): {reason}")
+        pytest.skip(f"no box can start here: {reason}")
+
+
+@pytest.fixture
+def box(need_box: None) -> Iterator[codebox.SyncCodeBox]:
+    with codebox.SyncCodeBox(timeout=20) as b:
+        yield b
+
+
+BOX_PROCESS_NAMES = {"codebox-jail", "codebox-agent", "qemu-system-x86"}
+
+
+def box_processes() -> list[int]:
+    """PIDs of box processes (jail supervisor, agent, QEMU) descending from this process.
+
+    Only our own descendants count: other programs on the machine may run boxes meanwhile.
+    """
+    parent: dict[int, int] = {}
+    name: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parent[int(entry)] = int(fields[1])
+        name[int(entry)] = comm
+    me = os.getpid()
+    found = []
+    for pid, comm in name.items():
+        if comm not in BOX_PROCESS_NAMES:
+            continue
+        p, hops = parent.get(pid, 0), 0
+        while p > 1 and p != me and hops < 64:
+            p, hops = parent.get(p, 0), hops + 1
+        if p == me:
+            found.append(pid)
+    return found
+
+
+def wait_no_box_processes(baseline: int, seconds: float = 10.0) -> int:
+    """Polls until at most `baseline` box processes remain; returns the last count."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        n = len(box_processes())
+        if n <= baseline or time.monotonic() > deadline:
+            return n
+        time.sleep(0.05)

@@ -1,0 +1,78 @@
+"""Errors: a box that cannot start says why; bad arguments fail before any box exists."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import codebox
+from conftest import box_unavailable_reason
+
+
+def _has_hardware_virtualization() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return " vmx" in flags or " svm" in flags
+
+
+def test_missing_image_names_the_build_command(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError) as info:
+        codebox.SyncCodeBox(image="no-such-image", home=str(tmp_path)).start()
+    if "_codebox" in str(info.value):
+        pytest.skip(str(info.value))
+    assert "codebox image build" in str(info.value)
+    assert isinstance(info.value, codebox.BoxError) and info.value.code
+
+
+def test_missing_image_async(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with codebox.CodeBox(image="no-such-image", home=str(tmp_path)):
+            pass
+
+    with pytest.raises(RuntimeError, match="codebox image build|_codebox"):
+        asyncio.run(main())
+
+
+def test_vm_without_kvm_and_without_emulation_says_why() -> None:
+    if _has_hardware_virtualization():
+        pytest.skip("this host has hardware virtualization: the vm driver may start here")
+    with pytest.raises(RuntimeError) as info:
+        codebox.SyncCodeBox(driver="vm", allow_emulation=False).start()
+    msg = str(info.value).lower()
+    if "_codebox" in msg:
+        pytest.skip(msg)
+    assert "kvm" in msg or "emulation" in msg or "virtualization" in msg, msg
+
+
+def test_unknown_driver_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="driver"):
+        codebox.SyncCodeBox(driver="docker").start()
+
+
+def test_bad_options_fail_early() -> None:
+    with pytest.raises(ValueError):
+        codebox.SyncCodeBox(timeout=-1)
+    with pytest.raises(ValueError):
+        codebox.SyncCodeBox(memory_mib=1).start()
+
+
+def test_not_started_box_says_how_to_start() -> None:
+    b = codebox.SyncCodeBox()
+    with pytest.raises(codebox.BoxClosedError, match="not started"):
+        b.run("print(1)")
+
+
+def test_exec_argument_checks() -> None:
+    if box_unavailable_reason() is not None:
+        pytest.skip(box_unavailable_reason() or "")
+    with codebox.SyncCodeBox() as b:
+        with pytest.raises(ValueError):
+            b.exec()
+        with pytest.raises(TypeError):
+            b.exec("cat", stdin=123)  # type: ignore[arg-type]
+        with pytest.raises(ValueError):
+            b.exec("true", timeout=-2)
