@@ -35,6 +35,17 @@ void Server::StartExec(uint32_t stream, const Json& request) {
   execs_.emplace(stream, std::move(exec));
 }
 
+namespace {
+
+// Signals the exec's process group. Right after fork the child may not have called setsid()
+// yet, so there is no such group: then the process itself gets it (while it still has the
+// agent's signals blocked, so the signal waits, pending, until it unblocks them).
+void SignalExec(pid_t pid, int sig) {
+  if (::kill(-pid, sig) != 0) ::kill(pid, sig);
+}
+
+}  // namespace
+
 void Server::HandleStdin(uint32_t stream, std::string_view payload) {
   auto it = execs_.find(stream);
   // Stdin for an exec that ended (or never asked for it) has nowhere to go.
@@ -100,7 +111,7 @@ void Server::HandleSignals() {
     } else if (is_init_) {
       // PID 1: the box is being asked to stop; pass it on, the host decides what follows.
       for (auto& [stream, exec] : execs_) {
-        if (!exec.exited) ::kill(-exec.pid, sig);
+        if (!exec.exited) SignalExec(exec.pid, sig);
       }
     } else {
       CODEBOX_LOG(kInfo, "codebox-agent: signal " << sig << ", ending every process");
@@ -130,7 +141,7 @@ void Server::ReapChildren() {
 
 void Server::KillExecTree(uint32_t stream, Exec& exec) {
   exec.killed_by_agent = true;
-  if (!exec.exited) ::kill(-exec.pid, SIGKILL);
+  if (!exec.exited) SignalExec(exec.pid, SIGKILL);
   // Processes of the other running execs stay: their sessions and process groups, and the
   // leaders themselves, are spared.
   std::set<pid_t> others;
@@ -153,7 +164,7 @@ void Server::KillExecTree(uint32_t stream, Exec& exec) {
 void Server::KillEverything() {
   for (auto& [stream, exec] : execs_) {
     exec.killed_by_agent = true;
-    if (!exec.exited) ::kill(-exec.pid, SIGKILL);
+    if (!exec.exited) SignalExec(exec.pid, SIGKILL);
   }
   if (is_init_ && ::getpid() == 1) {
     // PID 1 of its own pid namespace or VM: everything else in it is ours to end.
@@ -216,7 +227,7 @@ void Server::HandleKill(uint32_t stream, const Json& request) {
     return SendError(stream, NotFound("kill: no running exec on stream " + std::to_string(*target)));
   }
   if (*sig == SIGKILL) it->second.killed_by_agent = true;
-  ::kill(-it->second.pid, static_cast<int>(*sig));
+  SignalExec(it->second.pid, static_cast<int>(*sig));
   SendControl(stream, Json{{"event", "done"}});
 }
 

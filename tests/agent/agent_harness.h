@@ -1,0 +1,42 @@
+// Starts codebox-agent as an ordinary child on a socketpair, the way the jail driver does
+// minus the jail, and connects an AgentClient to it.
+#ifndef CODEBOX_TESTS_AGENT_AGENT_HARNESS_H_
+#define CODEBOX_TESTS_AGENT_AGENT_HARNESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "base/unique_fd.h"
+#include "codebox/status.h"
+#include "protocol/agent_client.h"
+
+namespace codebox::testing {
+
+class AgentProcess {
+ public:
+  // Forks the agent with its end of a socketpair as --fd 3 and its stderr in a temp file.
+  static StatusOr<std::unique_ptr<AgentProcess>> Start();
+  ~AgentProcess();  // kills the agent if it still runs
+
+  pid_t pid() const { return pid_; }
+  // The host's end of the socketpair (until Connect() takes it).
+  base::UniqueFd TakeHostFd() { return std::move(host_fd_); }
+  StatusOr<std::unique_ptr<protocol::AgentClient>> Connect();
+  // Waits for the agent to exit; returns its wait status, or -1 if it had not exited in time.
+  int WaitExit(int timeout_ms);
+  std::string StderrText() const;
+  // Live (non-zombie) processes whose parent chain reaches the agent.
+  int CountDescendants() const;
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  base::UniqueFd host_fd_;
+  std::string stderr_path_;
+};
+
+}  // namespace codebox::testing
+
+#endif  // CODEBOX_TESTS_AGENT_AGENT_HARNESS_H_
