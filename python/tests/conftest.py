@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -97,3 +97,63 @@ def wait_no_box_processes(baseline: int, seconds: float = 10.0) -> int:
         if n <= baseline or time.monotonic() > deadline:
             return n
         time.sleep(0.05)
+
+
+FAKE_SERVER = REPO / "tests" / "llm" / "fake_openai_server.py"
+SCENARIOS = REPO / "tests" / "llm" / "scenarios"
+
+
+class FakeOpenAI:
+    """tests/llm/fake_openai_server.py on an ephemeral port, replaying one scenario."""
+
+    def __init__(self, scenario: Path, log: Path) -> None:
+        import subprocess
+
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, str(FAKE_SERVER), "--script", str(scenario), "--log", str(log),
+             "--max-seconds", "300"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("PORT "):
+            self.close()
+            raise RuntimeError(f"fake server did not start: {line!r}")
+        self.base_url = f"http://127.0.0.1:{int(line.split()[1])}/v1"
+
+    def requests(self) -> list[dict]:
+        import json
+
+        if not self.log.exists():
+            return []
+        return [json.loads(l) for l in self.log.read_text().splitlines() if l.strip()]
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()  # the server exits when its stdin closes
+        try:
+            self.proc.wait(timeout=5)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def fake_openai(tmp_path: Path) -> Iterator[Callable[[str | Path], FakeOpenAI]]:
+    """fake_openai(scenario) -> a running fake server; a name means tests/llm/scenarios/NAME.json."""
+    if not FAKE_SERVER.exists():
+        pytest.skip(f"{FAKE_SERVER} is missing (it comes with the interpreter loop, src/llm)")
+    servers: list[FakeOpenAI] = []
+
+    def start(scenario: str | Path) -> FakeOpenAI:
+        path = Path(scenario)
+        if not path.is_absolute() and not path.exists():
+            path = SCENARIOS / f"{scenario}.json"
+        server = FakeOpenAI(path, tmp_path / f"requests-{len(servers)}.jsonl")
+        servers.append(server)
+        return server
+
+    yield start
+    for s in servers:
+        s.close()
