@@ -54,7 +54,9 @@ struct InterpreterOptions {
   std::string system_prompt;  // empty: the built-in one for the mode
 
   BoxOptions box;
-  std::vector<std::string> input_files;  // host paths, copied to /data/<basename>
+  // Host paths, copied to /data/<basename> (/tmp/data/<basename> where the box's root is
+  // read-only, as in the jail); the model is told where they are.
+  std::vector<std::string> input_files;
   std::string output_dir;  // when set, what the code left in the box workdir is copied here
 
   // Progress, all optional. on_text gets the model's text as it streams (in oneshot mode,
