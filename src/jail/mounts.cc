@@ -72,9 +72,12 @@ struct Writable {
 };
 
 std::vector<Writable> WritableDirs(const std::string& workdir) {
-  std::vector<Writable> out = {
-      {"/tmp", "tmp", 01777}, {"/var/tmp", "var_tmp", 01777}, {"/root", "root", 0700}};
-  if (workdir != "/tmp" && workdir != "/root" && workdir != "/var/tmp") {
+  // /data is where callers put inputs (codebox ask --file, copy_in), so it is writable too.
+  std::vector<Writable> out = {{"/tmp", "tmp", 01777},
+                               {"/var/tmp", "var_tmp", 01777},
+                               {"/root", "root", 0700},
+                               {"/data", "data", 0755}};
+  if (workdir != "/tmp" && workdir != "/root" && workdir != "/var/tmp" && workdir != "/data") {
     out.push_back({workdir, "workdir", 0755});
   }
   return out;
@@ -82,7 +85,7 @@ std::vector<Writable> WritableDirs(const std::string& workdir) {
 
 // Top-level names the skeleton provides itself instead of binding them from the image.
 bool ProvidedBySkeleton(const std::string& name, const std::string& workdir) {
-  static const std::set<std::string> kOwn = {"proc", "dev", "sys", "tmp", "root", ".codebox"};
+  static const std::set<std::string> kOwn = {"proc", "dev", "sys", "tmp", "root", "data", ".codebox"};
   return kOwn.count(name) > 0 || "/" + name == workdir;
 }
 

@@ -66,12 +66,13 @@ TEST(BoxApiTest, CopiesFilesAndDirectoriesInAndOut) {
   ASSERT_EQ(::mkdir((dir + "/sub").c_str(), 0755), 0);
   ASSERT_TRUE(base::WriteFile(dir + "/a.csv", "x,y\n1,2\n").ok());
   ASSERT_TRUE(base::WriteFile(dir + "/sub/b.bin", std::string("\0\1\2", 3)).ok());
-  ASSERT_TRUE(box->CopyIn(dir, "/data").ok());
+  Status copied = box->CopyIn(dir, "/data/in");
+  ASSERT_TRUE(copied.ok()) << copied.ToString();
   auto r = box->Run(
       "import os, pathlib\n"
-      "print(open('/data/a.csv').read().splitlines()[1])\n"
+      "print(open('/data/in/a.csv').read().splitlines()[1])\n"
       "os.makedirs('out/deep', exist_ok=True)\n"
-      "pathlib.Path('out/deep/result.txt').write_text('answer=' + str(len(open('/data/sub/b.bin','rb').read())))\n");
+      "pathlib.Path('out/deep/result.txt').write_text('answer=' + str(len(open('/data/in/sub/b.bin','rb').read())))\n");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, "1,2\n");
   std::string out = dir + "_out";
@@ -132,12 +133,21 @@ TEST(BoxApiTest, UseAfterDestroyIsAClearError) {
 
 TEST(BoxApiTest, MissingImageSaysHowToBuildIt) {
   BoxOptions options = TestBoxOptions();
+  options.home = ::testing::TempDir() + "/empty_codebox_home";  // a store with no images
+  auto box = Box::Create(options);
+  ASSERT_FALSE(box.ok());
+  EXPECT_EQ(box.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(box.status().message().find("codebox image build python"), std::string::npos)
+      << box.status().message();
+}
+
+TEST(BoxApiTest, UnknownImageListsTheRecipes) {
+  BoxOptions options = TestBoxOptions();
   options.image = "no-such-image";
   auto box = Box::Create(options);
   ASSERT_FALSE(box.ok());
   EXPECT_EQ(box.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(box.status().message().find("codebox image build"), std::string::npos)
-      << box.status().message();
+  EXPECT_NE(box.status().message().find("python"), std::string::npos) << box.status().message();
 }
 
 TEST(BoxApiTest, BadOptionsAreRejectedBeforeAnythingStarts) {
@@ -156,7 +166,9 @@ TEST(BoxApiTest, BoxLifetimeEndsEverything) {
   auto r = box->Exec({"sleep", "30"});
   auto took = std::chrono::steady_clock::now() - start;
   EXPECT_LT(took, std::chrono::seconds(4));
-  if (r.ok()) EXPECT_TRUE(r->timed_out);
+  if (r.ok()) {
+    EXPECT_TRUE(r->timed_out);
+  }
   auto after = box->Run("print(1)");
   ASSERT_FALSE(after.ok());
   EXPECT_EQ(after.status().code(), StatusCode::kDeadlineExceeded);
