@@ -418,14 +418,15 @@ class CodeBox(_Base):
         """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
         if self._closed or self._box is not None:
             raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(_EXECUTOR, self._options.create)
+        job = _EXECUTOR.submit(self._options.create)
         try:
-            self._box = await asyncio.shield(future)
+            self._box = await asyncio.wrap_future(job)
         except asyncio.CancelledError:
-            # The box may still come up in its thread: destroy it as soon as it does.
+            # The box may still come up in its thread: destroy it as soon as it does. The
+            # callback hangs on the thread's future, not the event loop, which may be gone by
+            # then (asyncio.run() ending).
             self._closed = True
-            future.add_done_callback(_destroy_when_created)
+            job.add_done_callback(_destroy_when_created)
             raise
         return self
 
@@ -500,10 +501,10 @@ class CodeBox(_Base):
         await self._call(self._copy_call("out", box_path, host_path))
 
 
-def _destroy_when_created(future: asyncio.Future[Any]) -> None:
-    if future.cancelled() or future.exception() is not None:
+def _destroy_when_created(job: concurrent.futures.Future[Any]) -> None:
+    if job.cancelled() or job.exception() is not None:
         return
-    _EXECUTOR.submit(future.result().destroy)
+    job.result().destroy()
 
 
 __all__ = ["BoxInfo", "CodeBox", "ExecResult", "SyncCodeBox"]

@@ -20,8 +20,9 @@ def _has_hardware_virtualization() -> bool:
 
 
 def test_missing_image_names_the_build_command(tmp_path: Path) -> None:
+    # An image with a recipe, in an empty store: not built yet.
     with pytest.raises(RuntimeError) as info:
-        codebox.SyncCodeBox(image="no-such-image", home=str(tmp_path)).start()
+        codebox.SyncCodeBox(image="python", home=str(tmp_path)).start()
     if "_codebox" in str(info.value):
         pytest.skip(str(info.value))
     assert "codebox image build" in str(info.value)
@@ -30,7 +31,7 @@ def test_missing_image_names_the_build_command(tmp_path: Path) -> None:
 
 def test_missing_image_async(tmp_path: Path) -> None:
     async def main() -> None:
-        async with codebox.CodeBox(image="no-such-image", home=str(tmp_path)):
+        async with codebox.CodeBox(image="python", home=str(tmp_path)):
             pass
 
     with pytest.raises(RuntimeError, match="codebox image build|_codebox"):
@@ -46,6 +47,11 @@ def test_vm_without_kvm_and_without_emulation_says_why() -> None:
     if "_codebox" in msg:
         pytest.skip(msg)
     assert "kvm" in msg or "emulation" in msg or "virtualization" in msg, msg
+
+
+def test_image_without_recipe_says_so(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="no-such-image|_codebox"):
+        codebox.SyncCodeBox(image="no-such-image", home=str(tmp_path)).start()
 
 
 def test_unknown_driver_is_a_value_error() -> None:
