@@ -150,6 +150,27 @@ TEST_F(AgentFaultTest, HangUpKillsEverythingAndExits) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+TEST(AgentGarbageThroughClientTest, ClientReportsTheAgentsProtocolError) {
+  auto agent = AgentProcess::Start();
+  ASSERT_TRUE(agent.ok());
+  base::UniqueFd fd = (*agent)->TakeHostFd();
+  base::UniqueFd raw(::dup(fd.get()));
+  auto client = protocol::AgentClient::Connect(std::move(fd), 5s);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  // Bytes that are not a frame, written beside the client on the same connection.
+  ASSERT_TRUE(base::WriteAll(raw.get(), std::string(12, '\xff')).ok());
+  for (int i = 0; i < 400 && (*client)->connection_status().ok(); ++i) std::this_thread::sleep_for(5ms);
+  Status why = (*client)->connection_status();
+  EXPECT_EQ(why.code(), StatusCode::kProtocolError) << why.ToString();
+  EXPECT_NE(why.message().find("malformed frame from host"), std::string::npos) << why.ToString();
+  protocol::ExecRequest req;
+  req.argv = {"true"};
+  auto r = (*client)->Exec(req);
+  EXPECT_EQ(r.status().code(), StatusCode::kProtocolError);
+  int status = (*agent)->WaitExit(2000);
+  EXPECT_TRUE(status != -1 && WIFEXITED(status)) << status;
+}
+
 // A fake agent: answers the hello, then sends `after_hello` once the client's next frame
 // arrives (or right away if `immediately`).
 class FakeAgent {
