@@ -150,10 +150,8 @@ class Progress {
     std::fprintf(stderr, "[step %d] %s in %lld ms (%s)%s\n", step, what.c_str(),
                  static_cast<long long>(r.duration.count()), r.driver.c_str(),
                  r.output_truncated ? ", output truncated" : "");
-    if (show_code_ && !r.stdout_data.empty()) {
-      std::fprintf(stderr, "%s\n", Tail(r.stdout_data, 10).c_str());
-    }
-    if (!r.ok() && !r.stderr_data.empty()) std::fprintf(stderr, "%s\n", Tail(r.stderr_data, 6).c_str());
+    if (show_code_ && !r.stdout_data.empty()) Block(Tail(r.stdout_data, 10));
+    if (!r.ok() && !r.stderr_data.empty()) Block(Tail(r.stderr_data, 6));
   }
   void Notice(std::string_view text) {
     Break();
@@ -162,6 +160,10 @@ class Progress {
   void Finish() { Break(); }
 
  private:
+  static void Block(const std::string& text) {
+    std::fputs(text.c_str(), stderr);
+    if (text.empty() || text.back() != '\n') std::fputc('\n', stderr);
+  }
   void Break() {
     if (!at_line_start_) {
       std::fputc('\n', stdout);
