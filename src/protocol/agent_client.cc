@@ -4,8 +4,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -38,17 +40,34 @@ Status StatusFromErrorEvent(const Json& event) {
   return IoError(message);
 }
 
-// send() with MSG_NOSIGNAL so a dead agent is an error, not a SIGPIPE in the user's
-// process; write() for transports that are not sockets.
-Status SendAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == ENOTSOCK) n = ::write(fd, data.data(), data.size());
+// sendmsg()/send() with MSG_NOSIGNAL so a dead agent is an error, not a SIGPIPE in the
+// user's process; writev() for transports that are not sockets. `parts` are sent in order
+// without first being copied into one buffer (file data moves at hundreds of MB/s).
+Status SendAll(int fd, std::string_view first, std::string_view second = {}) {
+  iovec iov[2] = {{const_cast<char*>(first.data()), first.size()},
+                  {const_cast<char*>(second.data()), second.size()}};
+  int index = 0;
+  while (index < 2) {
+    if (iov[index].iov_len == 0) {
+      ++index;
+      continue;
+    }
+    msghdr msg = {};
+    msg.msg_iov = &iov[index];
+    msg.msg_iovlen = static_cast<size_t>(2 - index);
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = ::writev(fd, &iov[index], 2 - index);
     if (n < 0) {
       if (errno == EINTR) continue;
       return BoxCrashed(std::string("agent connection closed: write: ") + std::strerror(errno));
     }
-    data.remove_prefix(static_cast<size_t>(n));
+    for (auto left = static_cast<size_t>(n); left > 0 && index < 2;) {
+      size_t step = std::min(left, iov[index].iov_len);
+      iov[index].iov_base = static_cast<char*>(iov[index].iov_base) + step;
+      iov[index].iov_len -= step;
+      left -= step;
+      if (iov[index].iov_len == 0) ++index;
+    }
   }
   return Status::Ok();
 }
@@ -102,13 +121,16 @@ class AgentClient::Impl {
   }
 
   Status Send(FrameType type, uint32_t stream, std::string_view payload) {
-    std::string frame = EncodeFrame(type, stream, payload);
+    // The header alone (an empty frame), with the real length patched in: the payload is
+    // sent from where it lies.
+    std::string header = EncodeFrame(type, stream, {});
+    for (int i = 0; i < 4; ++i) header[i] = static_cast<char>((payload.size() >> (8 * i)) & 0xff);
     std::lock_guard<std::mutex> lock(write_mu_);
     {
       std::lock_guard<std::mutex> state(mu_);
       if (!dead_.ok()) return dead_;
     }
-    return SendAll(fd_.get(), frame);
+    return SendAll(fd_.get(), header, payload);
   }
 
   // Sends `request` on a new stream, then whatever after_request sends (stdin, file data),
