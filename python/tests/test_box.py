@@ -281,3 +281,56 @@ def test_cancel_while_starting_leaves_nothing(need_box: None) -> None:
 
     asyncio.run(main())
     assert wait_no_box_processes(before) == before
+
+
+def test_close_while_another_thread_execs(need_box: None) -> None:
+    import threading
+
+    before = len(box_processes())
+    b = codebox.SyncCodeBox().start()
+    outcome: list[object] = []
+
+    def worker() -> None:
+        try:
+            outcome.append(b.exec("python3", "-c", "import time; time.sleep(30)"))
+        except RuntimeError as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    b.close()
+    t.join(10)
+    assert not t.is_alive() and time.monotonic() - t0 < 10
+    r = outcome[0]
+    assert isinstance(r, RuntimeError) or (isinstance(r, codebox.ExecResult) and not r.ok)
+    assert wait_no_box_processes(before) == before
+
+
+def test_garbage_collected_box_is_destroyed(need_box: None) -> None:
+    import gc
+
+    before = len(box_processes())
+    b = codebox.SyncCodeBox().start()
+    assert len(box_processes()) > before
+    del b
+    gc.collect()
+    assert wait_no_box_processes(before) == before
+
+
+def test_limits_are_reported(need_box: None) -> None:
+    with codebox.SyncCodeBox(memory_mib=64, output_limit_bytes=1000) as b:
+        r = b.exec("python3", "-c", "x = bytearray(500 * 1024 * 1024)")
+        assert r.out_of_memory and not r.ok
+        with pytest.raises(RuntimeError, match="out of memory"):
+            b.run("x = bytearray(500 * 1024 * 1024)")
+        r = b.exec("python3", "-c", "print('x' * 5000)")
+        assert r.output_truncated and len(r.stdout) == 1000
+
+
+def test_box_lifetime(need_box: None) -> None:
+    with codebox.SyncCodeBox(box_timeout=1) as b:
+        time.sleep(1.5)
+        with pytest.raises(TimeoutError, match="lifetime"):
+            b.run("print(1)")
