@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <functional>
 #include <sstream>
 
@@ -52,6 +53,45 @@ int CountHostProcesses(const std::string& needle) {
     for (char& c : cmd) if (c == '\0') c = ' ';
     if (cmd.find(needle) != std::string::npos) ++count;
   });
+  return count;
+}
+
+int CountOurBoxProcesses() {
+  std::map<int, int> parent_of;
+  int count = 0;
+  const int self = ::getpid();
+  const std::string supervisor_of_ours = "--parent " + std::to_string(self);
+  ForEachEntry("/proc", [&](const std::string& name) {
+    if (name.find_first_not_of("0123456789") != std::string::npos) return;
+    std::ifstream stat("/proc/" + name + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) return;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    int ppid = 0;
+    rest >> state >> ppid;
+    parent_of[std::stoi(name)] = ppid;
+    std::ifstream in("/proc/" + name + "/cmdline");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string cmd = ss.str();
+    for (char& c : cmd) if (c == '\0') c = ' ';
+    if (cmd.find(supervisor_of_ours) != std::string::npos) ++count;
+  });
+  for (const auto& [pid, ppid] : parent_of) {
+    int p = ppid;
+    for (int depth = 0; p > 1 && depth < 64; ++depth) {
+      if (p == self) {
+        ++count;
+        break;
+      }
+      auto it = parent_of.find(p);
+      if (it == parent_of.end()) break;
+      p = it->second;
+    }
+  }
   return count;
 }
 

@@ -20,6 +20,9 @@ std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, std::string*
 
 // Host processes whose command line contains `needle` (excluding this process).
 int CountHostProcesses(const std::string& needle);
+// Processes that belong to this process's boxes: its descendants, and jail supervisors that
+// name it as their parent (other programs' boxes on the machine are not counted).
+int CountOurBoxProcesses();
 // Entries in a directory (0 if it does not exist) whose name contains `needle`.
 int CountDirEntries(const std::string& dir, const std::string& needle = "");
 // Open fds of this process.
