@@ -102,9 +102,9 @@ class Box::Impl {
     cv_.notify_all();
     if (watchdog_.joinable() && watchdog_.get_id() != std::this_thread::get_id()) watchdog_.join();
     (void)agent_->Shutdown(std::chrono::milliseconds(500));
-    Status st = backend_->Destroy();
-    agent_.reset();  // joins the reader thread; the connection is gone by now
-    return st;
+    // The connection (agent_) lives until ~Impl: execs still running on other threads see it
+    // close and return; freeing it here would pull it from under them.
+    return backend_->Destroy();
   }
 
   const BoxInfo& info() const { return info_; }
@@ -129,6 +129,15 @@ class Box::Impl {
   // Adds what the driver knows when the box itself failed.
   Status Explain(Status st, const std::string& what) {
     if (st.ok()) return st;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (destroyed_ || expired_) {  // not a crash: we ended it
+        return Status(expired_ ? StatusCode::kDeadlineExceeded : StatusCode::kInvalidArgument,
+                      (what.empty() ? "" : what + ": ") +
+                          (expired_ ? "the box's lifetime ended while this ran"
+                                    : "the box was destroyed while this ran"));
+      }
+    }
     if (!what.empty()) st = st.WithContext(what);
     if (st.code() == StatusCode::kBoxCrashed) {
       std::string diag = backend_->Diagnostics();
