@@ -41,7 +41,9 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return v.empty()      ? 0
+         : v.size() % 2 ? v[v.size() / 2]
+                        : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 [[noreturn]] void Die(const std::string& what) {
@@ -104,7 +106,8 @@ long MeminfoKib(const std::string& meminfo, const std::string& key) {
 int Main(int argc, char** argv) {
   int runs = 5;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
+    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+      runs = std::max(1, std::atoi(argv[++i]));
   }
   VmConfig config;
   config.home = base::CodeboxHome("");
@@ -158,7 +161,8 @@ int Main(int argc, char** argv) {
     if (!client.ok()) Die("connect: " + client.status().ToString());
     launch_ms.push_back(Ms(Clock::now() - start));
     auto r = (*client)->Exec(Python("print(1)"));
-    if (!r.ok() || r->stdout_data != "1\n") Die("exec python: " + (r.ok() ? r->stderr_data : r.status().ToString()));
+    if (!r.ok() || r->stdout_data != "1\n")
+      Die("exec python: " + (r.ok() ? r->stderr_data : r.status().ToString()));
     client->reset();
     if (!(*m)->Destroy().ok()) Die("destroy failed");
     full_ms.push_back(Ms(Clock::now() - start));

@@ -75,9 +75,18 @@ uint64_t ScratchBytes() {
   uint64_t n = std::strtoull(cmdline->c_str() + at + key.size(), &end, 10);
   uint64_t unit = 1;
   switch (end != nullptr ? *end : '\0') {
-    case 'K': case 'k': unit = 1ull << 10; break;
-    case 'M': case 'm': unit = 1ull << 20; break;
-    case 'G': case 'g': unit = 1ull << 30; break;
+    case 'K':
+    case 'k':
+      unit = 1ull << 10;
+      break;
+    case 'M':
+    case 'm':
+      unit = 1ull << 20;
+      break;
+    case 'G':
+    case 'g':
+      unit = 1ull << 30;
+      break;
   }
   return n > 0 ? n * unit : bytes;
 }

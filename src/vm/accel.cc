@@ -33,13 +33,15 @@ bool CpuHasFlag(const std::string& cpuinfo, const std::string& flag) {
 
 AcceleratorProbe Probe() {
   AcceleratorProbe probe;
-  std::string cpuinfo = base::ReadFile("/proc/cpuinfo").ok() ? *base::ReadFile("/proc/cpuinfo") : "";
+  std::string cpuinfo =
+      base::ReadFile("/proc/cpuinfo").ok() ? *base::ReadFile("/proc/cpuinfo") : "";
   bool hw = CpuHasFlag(cpuinfo, "vmx") || CpuHasFlag(cpuinfo, "svm");
   base::UniqueFd kvm(::open("/dev/kvm", O_RDWR | O_CLOEXEC));
   int kvm_errno = errno;
   if (!kvm.valid()) {
-    probe.kvm_reason = std::string("/dev/kvm is ") +
-                       (kvm_errno == ENOENT ? "missing" : std::string("not usable: ") + std::strerror(kvm_errno));
+    probe.kvm_reason =
+        std::string("/dev/kvm is ") +
+        (kvm_errno == ENOENT ? "missing" : std::string("not usable: ") + std::strerror(kvm_errno));
   } else if (!hw) {
     // PVM and similar paravirtual KVMs expose /dev/kvm without VT-x/AMD-V; stock kernels
     // hang or fault under them, so we must not pick it (and must not hang probing it).

@@ -15,10 +15,10 @@ void CpioWriter::AddEntry(std::string_view path, uint32_t mode, std::string_view
                           uint32_t rdev_major, uint32_t rdev_minor) {
   // 13 fields of 8 hex digits after the magic; mtime 0 keeps the archive reproducible.
   char header[111];
-  std::snprintf(header, sizeof header,
-                "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", next_ino_++, mode,
-                0u, 0u, S_ISDIR(mode) ? 2u : 1u, 0u, static_cast<uint32_t>(data.size()), 0u, 0u,
-                rdev_major, rdev_minor, static_cast<uint32_t>(path.size() + 1), 0u);
+  std::snprintf(header, sizeof header, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+                next_ino_++, mode, 0u, 0u, S_ISDIR(mode) ? 2u : 1u, 0u,
+                static_cast<uint32_t>(data.size()), 0u, 0u, rdev_major, rdev_minor,
+                static_cast<uint32_t>(path.size() + 1), 0u);
   out_.append(header, 110);
   out_.append(path);
   out_.push_back('\0');

@@ -44,22 +44,22 @@ Status RemoveContents(int dir_fd, const std::string& path) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     struct stat st;
-    bool is_dir = ::fstatat(::dirfd(dir), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                  S_ISDIR(st.st_mode);
+    bool is_dir =
+        ::fstatat(::dirfd(dir), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
     entries.emplace_back(name, is_dir);
   }
   Status result;
   for (const auto& [name, is_dir] : entries) {
     if (is_dir) {
-      int child = ::openat(::dirfd(dir), name.c_str(),
-                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      int child =
+          ::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (child >= 0) {
         Status st = RemoveContents(child, path + "/" + name);
         if (!st.ok() && result.ok()) result = st;
       }
     }
-    if (::unlinkat(::dirfd(dir), name.c_str(), is_dir ? AT_REMOVEDIR : 0) != 0 &&
-        errno != ENOENT && result.ok()) {
+    if (::unlinkat(::dirfd(dir), name.c_str(), is_dir ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT &&
+        result.ok()) {
       result = base::ErrnoStatus("remove " + path + "/" + name);
     }
   }
@@ -109,7 +109,9 @@ StatusOr<std::string> MakeTempDir(const std::string& parent, const std::string& 
   return templ;
 }
 
-std::string HashHex(std::string_view data) { return Hex64(Fnv(kFnvOffset, data.data(), data.size())); }
+std::string HashHex(std::string_view data) {
+  return Hex64(Fnv(kFnvOffset, data.data(), data.size()));
+}
 
 StatusOr<std::string> HashFileHex(const std::string& path) {
   base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

@@ -49,7 +49,8 @@ Kernel KernelAt(const std::string& home, const std::string& release) {
 // `apt-cache depends linux-image-cloud-amd64` -> "linux-image-6.1.0-57-cloud-amd64".
 StatusOr<std::string> ResolveKernelPackage() {
   auto out = RunCommand({"apt-cache", "depends", kKernelMetaPackage});
-  if (!out.ok()) return out.status().WithContext("apt-cache depends " + std::string(kKernelMetaPackage));
+  if (!out.ok())
+    return out.status().WithContext("apt-cache depends " + std::string(kKernelMetaPackage));
   std::istringstream lines(out->out);
   for (std::string line; std::getline(lines, line);) {
     line = Trim(line);
@@ -107,9 +108,8 @@ StatusOr<Kernel> FetchKernel(const std::string& home) {
   StatusOr<Kernel> result = fetch();
   (void)RemoveTree(tmp);
   if (!result.ok()) {
-    return Unavailable("vm driver: cannot fetch the guest kernel (" + package +
-                       "): " + result.status().message() +
-                       "; check that apt works (run: apt-get update)");
+    return Unavailable("vm driver: cannot fetch the guest kernel (" + package + "): " +
+                       result.status().message() + "; check that apt works (run: apt-get update)");
   }
   return result;
 }
@@ -130,8 +130,8 @@ StatusOr<Kernel> EnsureKernel(const std::string& home) {
   if (cached.ok()) return cached;
   RETURN_IF_ERROR(MakeDirs(home + "/kernels"));
   // Serialize concurrent first fetches (two boxes starting at once) on a lock file.
-  base::UniqueFd lock(::open((home + "/kernels/.lock").c_str(),
-                             O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  base::UniqueFd lock(
+      ::open((home + "/kernels/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (!lock.valid()) return base::ErrnoStatus("open " + home + "/kernels/.lock");
   while (::flock(lock.get(), LOCK_EX) != 0 && errno == EINTR) {
   }

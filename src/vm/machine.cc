@@ -191,8 +191,10 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   if (!log.valid()) return base::ErrnoStatus("start vm box: open " + m.qemu_log);
   SpawnSpec spec;
   spec.argv = QemuArgv(launch);
-  spec.fds = {{log.get(), 1}, {log.get(), 2},
-              {agent_pair.second.get(), kQemuAgentFd}, {qmp_pair.second.get(), kQemuQmpFd}};
+  spec.fds = {{log.get(), 1},
+              {log.get(), 2},
+              {agent_pair.second.get(), kQemuAgentFd},
+              {qmp_pair.second.get(), kQemuQmpFd}};
   spec.max_file_bytes = kMaxLogBytes;
   auto pid = Spawn(spec);
   if (!pid.ok()) return pid.status().WithContext("start vm box: qemu");
@@ -247,8 +249,8 @@ std::string Machine::driver_name() const {
 
 std::string Machine::ConsoleTail(size_t max_lines) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  std::string text = impl_->destroyed ? impl_->saved_console
-                                      : ReadTail(impl_->console_log, kConsoleKeepBytes);
+  std::string text =
+      impl_->destroyed ? impl_->saved_console : ReadTail(impl_->console_log, kConsoleKeepBytes);
   std::string clean;
   for (char c : text) {
     if (c != '\r') clean.push_back(c);

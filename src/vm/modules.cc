@@ -59,7 +59,10 @@ StatusOr<std::string> ReadModule(const std::string& path) {
     size_t n = std::strlen(ext);
     return path.size() > n && path.compare(path.size() - n, n, ext) == 0;
   };
-  const char* tool = ends_with(".xz") ? "xz" : ends_with(".zst") ? "zstd" : ends_with(".gz") ? "gzip" : nullptr;
+  const char* tool = ends_with(".xz")    ? "xz"
+                     : ends_with(".zst") ? "zstd"
+                     : ends_with(".gz")  ? "gzip"
+                                         : nullptr;
   if (tool == nullptr) return base::ReadFile(path);
   auto out = RunCommand({tool, "-dc", path});
   if (!out.ok()) return out.status().WithContext("decompress " + path);
@@ -131,7 +134,8 @@ StatusOr<std::vector<ModuleFile>> ResolveModules(const std::string& modules_dir,
     if (done.count(name) || builtin.count(name)) return Status::Ok();
     if (visiting.count(name)) return InvalidArgument("module dependency cycle at " + name);
     auto it = index.find(name);
-    if (it == index.end()) return NotFound("kernel module " + name + " not found in " + modules_dir);
+    if (it == index.end())
+      return NotFound("kernel module " + name + " not found in " + modules_dir);
     visiting.insert(name);
     ASSIGN_OR_RETURN(std::string data, ReadModule(it->second));
     auto depends = ModinfoField(data, "depends");

@@ -13,8 +13,8 @@ namespace codebox::vm {
 
 // What the guest init loads, in this order after dependency resolution.
 inline const std::vector<std::string>& GuestModules() {
-  static const std::vector<std::string> kModules = {"virtio_mmio", "virtio_blk",
-                                                    "virtio_console", "erofs", "overlay"};
+  static const std::vector<std::string> kModules = {"virtio_mmio", "virtio_blk", "virtio_console",
+                                                    "erofs", "overlay"};
   return kModules;
 }
 

@@ -24,9 +24,9 @@ bool IsExecutable(const std::string& path) { return ::access(path.c_str(), X_OK)
 
 // Everything below runs in the forked child of a possibly multi-threaded parent: only
 // async-signal-safe calls until execve.
-[[noreturn]] void ChildExec(const char* path, char* const* argv, char* const* envp,
-                            const char* cwd, const std::vector<std::pair<int, int>>& fds,
-                            int max_target, uint64_t max_file_bytes, int report_fd) {
+[[noreturn]] void ChildExec(const char* path, char* const* argv, char* const* envp, const char* cwd,
+                            const std::vector<std::pair<int, int>>& fds, int max_target,
+                            uint64_t max_file_bytes, int report_fd) {
   auto fail = [report_fd](int err) {
     ssize_t ignored = ::write(report_fd, &err, sizeof err);
     (void)ignored;
@@ -133,8 +133,8 @@ StatusOr<pid_t> Spawn(const SpawnSpec& spec) {
   pid_t pid = ::fork();
   if (pid < 0) return base::ErrnoStatus("spawn " + spec.argv[0] + ": fork");
   if (pid == 0) {
-    ChildExec(path.c_str(), argv.data(), envp.data(), cwd, fds, max_target,
-              spec.max_file_bytes, report_write.get());
+    ChildExec(path.c_str(), argv.data(), envp.data(), cwd, fds, max_target, spec.max_file_bytes,
+              report_write.get());
   }
   report_write.reset();
   int child_errno = 0;

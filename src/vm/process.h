@@ -21,11 +21,11 @@ std::vector<std::string> ScrubbedEnvironment();
 struct SpawnSpec {
   std::vector<std::string> argv;  // argv[0] is an absolute path or found on the scrubbed PATH
   std::vector<std::string> env = ScrubbedEnvironment();
-  std::string cwd;                // empty: inherit
+  std::string cwd;  // empty: inherit
   // (fd in this process, fd number in the child). The child gets exactly these plus nothing
   // else; an unmapped 0/1/2 is /dev/null.
   std::vector<std::pair<int, int>> fds;
-  uint64_t max_file_bytes = 0;    // RLIMIT_FSIZE; writes past it fail with EFBIG (0 = none)
+  uint64_t max_file_bytes = 0;  // RLIMIT_FSIZE; writes past it fail with EFBIG (0 = none)
 };
 
 // Starts the program; returns its pid once execve succeeded (an exec failure is reported

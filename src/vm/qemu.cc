@@ -20,7 +20,8 @@ std::string GuestCommandLine(const QemuLaunch& launch) {
   // cost ~0.1 s under tcg and prove nothing about the host. 8250.nr_uarts=1: only ttyS0.
   std::string cmdline =
       "console=ttyS0 quiet panic=-1 reboot=t cryptomgr.notests 8250.nr_uarts=1 "
-      "random.trust_cpu=on codebox.disk=" + std::to_string(launch.disk_mib) + "M";
+      "random.trust_cpu=on codebox.disk=" +
+      std::to_string(launch.disk_mib) + "M";
   if (launch.accel == Accelerator::kTcg && launch.tsc_khz > 0) {
     cmdline += " tsc_early_khz=" + std::to_string(launch.tsc_khz);
   }
@@ -33,28 +34,49 @@ std::vector<std::string> QemuArgv(const QemuLaunch& launch) {
       launch.qemu,
       // acpi stays on: the cloud kernel finds virtio-mmio devices through ACPI only
       // (CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES is off), and powers off through it.
-      "-M", std::string("microvm,pit=off,pic=off,rtc=on,accel=") + (kvm ? "kvm" : "tcg"),
+      "-M",
+      std::string("microvm,pit=off,pic=off,rtc=on,accel=") + (kvm ? "kvm" : "tcg"),
       // tcg: the default qemu64 model boots ~20% faster than "max" (fewer features to emulate).
-      "-cpu", kvm ? "host" : "qemu64",
-      "-m", std::to_string(launch.memory_mib) + "M",
-      "-smp", std::to_string(launch.cpus),
-      "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-      "-nic", "none",  // no network device at all; the box has only lo
+      "-cpu",
+      kvm ? "host" : "qemu64",
+      "-m",
+      std::to_string(launch.memory_mib) + "M",
+      "-smp",
+      std::to_string(launch.cpus),
+      "-nodefaults",
+      "-no-user-config",
+      "-nographic",
+      "-no-reboot",
+      "-nic",
+      "none",  // no network device at all; the box has only lo
       // QEMU's own seccomp filter: no exec, no privilege changes, no obsolete syscalls.
-      "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-      "-kernel", launch.kernel,
-      "-initrd", launch.initramfs,
-      "-append", GuestCommandLine(launch),
-      "-chardev", "file,id=console,path=" + launch.console_log,
-      "-serial", "chardev:console",
+      "-sandbox",
+      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+      "-kernel",
+      launch.kernel,
+      "-initrd",
+      launch.initramfs,
+      "-append",
+      GuestCommandLine(launch),
+      "-chardev",
+      "file,id=console,path=" + launch.console_log,
+      "-serial",
+      "chardev:console",
       // One shared image file for many boxes: read-only, so no locking and no writes back.
-      "-drive", "id=image,file=" + launch.disk + ",format=raw,if=none,readonly=on",
-      "-device", "virtio-blk-device,drive=image",
-      "-device", "virtio-serial-device,max_ports=2",
-      "-chardev", "socket,id=agent,fd=" + std::to_string(kQemuAgentFd) + ",server=off",
-      "-device", std::string("virtserialport,chardev=agent,name=") + kAgentPortName,
-      "-chardev", "socket,id=qmp,fd=" + std::to_string(kQemuQmpFd) + ",server=off",
-      "-mon", "chardev=qmp,mode=control",
+      "-drive",
+      "id=image,file=" + launch.disk + ",format=raw,if=none,readonly=on",
+      "-device",
+      "virtio-blk-device,drive=image",
+      "-device",
+      "virtio-serial-device,max_ports=2",
+      "-chardev",
+      "socket,id=agent,fd=" + std::to_string(kQemuAgentFd) + ",server=off",
+      "-device",
+      std::string("virtserialport,chardev=agent,name=") + kAgentPortName,
+      "-chardev",
+      "socket,id=qmp,fd=" + std::to_string(kQemuQmpFd) + ",server=off",
+      "-mon",
+      "chardev=qmp,mode=control",
   };
   return argv;
 }

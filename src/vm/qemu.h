@@ -22,7 +22,7 @@ inline constexpr int kQemuQmpFd = 4;
 inline constexpr const char* kAgentPortName = "codebox.0";
 
 struct QemuLaunch {
-  std::string qemu;         // binary
+  std::string qemu;  // binary
   Accelerator accel = Accelerator::kTcg;
   std::string kernel;       // vmlinuz
   std::string initramfs;    // cpio
@@ -31,7 +31,7 @@ struct QemuLaunch {
   uint64_t memory_mib = 512;
   uint32_t cpus = 1;
   uint64_t disk_mib = 256;
-  uint64_t tsc_khz = 0;     // tcg only
+  uint64_t tsc_khz = 0;  // tcg only
 };
 
 // The guest kernel command line (short: every byte is parsed under emulation too).

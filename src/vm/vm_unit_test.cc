@@ -1,13 +1,12 @@
 // Unit tests of the vm driver's pieces that need no VM: cpio, modules, QEMU argv, process
 // spawning, accelerator choice.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-
-#include <gtest/gtest.h>
 
 #include "base/io.h"
 #include "base/paths.h"
@@ -40,7 +39,8 @@ TEST(Cpio, SystemCpioListsAndExtractsWhatWeWrote) {
   auto listed = RunCommand({"sh", "-c", "cpio -it --quiet < a.cpio"}, dir);
   ASSERT_TRUE(listed.ok()) << listed.status().ToString();
   EXPECT_EQ(listed->out, "dir\ndir/a.txt\nodd\nconsole\n");
-  ASSERT_TRUE(RunCommand({"sh", "-c", "mkdir x && cd x && cpio -id --quiet < ../a.cpio"}, dir).ok());
+  ASSERT_TRUE(
+      RunCommand({"sh", "-c", "mkdir x && cd x && cpio -id --quiet < ../a.cpio"}, dir).ok());
   EXPECT_EQ(*base::ReadFile(dir + "/x/dir/a.txt"), "hello");
   EXPECT_EQ(*base::ReadFile(dir + "/x/odd"), std::string("x\0y", 3));
   EXPECT_TRUE(RemoveTree(dir).ok());

@@ -2,6 +2,9 @@
 // codebox-agent as /init and the `python` image as its disk. Under tcg each boot costs
 // seconds, so one machine (booted once, shared) serves the checks that leave it healthy and
 // only the destructive checks boot their own.
+#include "vm/vm.h"
+
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -12,15 +15,12 @@
 #include <string>
 #include <thread>
 
-#include <gtest/gtest.h>
-
 #include "base/io.h"
 #include "base/paths.h"
 #include "image/store.h"
 #include "protocol/agent_client.h"
 #include "vm/accel.h"
 #include "vm/kernel.h"
-#include "vm/vm.h"
 
 namespace codebox::vm {
 namespace {
@@ -53,8 +53,8 @@ const Env& TestEnv() {
     }
     auto image = image::FindImage(e.config.home, "python");
     if (!image.ok()) {
-      e.skip = "image 'python' missing in " + e.config.home + " (run: codebox image build python): " +
-               image.status().message();
+      e.skip = "image 'python' missing in " + e.config.home +
+               " (run: codebox image build python): " + image.status().message();
       return e;
     }
     e.config.image_tree = image->rootfs;
@@ -68,9 +68,9 @@ const Env& TestEnv() {
   return env;
 }
 
-#define SKIP_UNLESS_BOOTABLE()                                      \
-  do {                                                              \
-    if (!TestEnv().skip.empty()) GTEST_SKIP() << TestEnv().skip;    \
+#define SKIP_UNLESS_BOOTABLE()                                   \
+  do {                                                           \
+    if (!TestEnv().skip.empty()) GTEST_SKIP() << TestEnv().skip; \
   } while (0)
 
 struct Booted {
@@ -86,7 +86,7 @@ StatusOr<Booted> Boot(VmConfig config) {
 }
 
 StatusOr<ExecResult> Exec(protocol::AgentClient& client, std::vector<std::string> argv,
-                         milliseconds timeout = milliseconds(60'000)) {
+                          milliseconds timeout = milliseconds(60'000)) {
   protocol::ExecRequest req;
   req.argv = std::move(argv);
   req.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/root"}, {"LANG", "C.UTF-8"}};
@@ -136,7 +136,8 @@ TEST_F(SharedVm, ExecRunsInTheGuest) {
 }
 
 TEST_F(SharedVm, RunsPythonFromTheImage) {
-  auto r = Exec(client(), {"python3", "-c", "import sys, json; print(json.dumps([sys.version_info[0], 6*7]))"});
+  auto r = Exec(client(), {"python3", "-c",
+                           "import sys, json; print(json.dumps([sys.version_info[0], 6*7]))"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 0) << r->stderr_data;
   EXPECT_EQ(r->stdout_data, "[3, 42]\n");
@@ -159,9 +160,9 @@ TEST_F(SharedVm, OnlyLoopbackNetwork) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data.substr(0, 3), "lo\n") << r->stdout_data;
   auto py = Exec(client(), {"python3", "-c",
-                           "import socket; s=socket.socket(); s.settimeout(3)\n"
-                           "try:\n s.connect(('10.0.2.2', 80)); print('connected')\n"
-                           "except OSError as e: print('no network', e.errno)"});
+                            "import socket; s=socket.socket(); s.settimeout(3)\n"
+                            "try:\n s.connect(('10.0.2.2', 80)); print('connected')\n"
+                            "except OSError as e: print('no network', e.errno)"});
   ASSERT_TRUE(py.ok()) << py.status().ToString();
   EXPECT_EQ(py->stdout_data.rfind("no network", 0), 0u) << py->stdout_data;
 }
@@ -182,9 +183,10 @@ TEST_F(SharedVm, CopiesFilesInAndOut) {
   std::string blob;
   for (int i = 0; i < 300'000; ++i) blob += static_cast<char>((i * 7919) & 0xff);
   ASSERT_TRUE(client().WriteFile("/work/in.bin", blob).ok());
-  auto r = Exec(client(), {"python3", "-c",
-                          "d=open('/work/in.bin','rb').read(); open('/work/out.bin','wb').write(d[::-1]);"
-                          "print(len(d))"});
+  auto r = Exec(client(),
+                {"python3", "-c",
+                 "d=open('/work/in.bin','rb').read(); open('/work/out.bin','wb').write(d[::-1]);"
+                 "print(len(d))"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data, "300000\n") << r->stderr_data;
   auto out = client().ReadFile("/work/out.bin");
@@ -204,10 +206,13 @@ TEST_F(SharedVm, CopiesFilesInAndOut) {
 }
 
 TEST_F(SharedVm, ImageIsReadOnlyUnderAWritableSizeLimitedOverlay) {
-  auto r = Exec(client(), {"sh", "-c",
-                          "echo x > /usr/bin/new-file && cat /usr/bin/new-file; "
-                          "grep -E ' / | /mnt/ro ' /proc/mounts | cut -d' ' -f3 | sort | tr '\\n' ' '; echo; "
-                          "dd if=/dev/zero of=/work/fill bs=1M count=400 2>&1 | grep -o 'No space left on device'; rm -f /work/fill"});
+  auto r =
+      Exec(client(),
+           {"sh", "-c",
+            "echo x > /usr/bin/new-file && cat /usr/bin/new-file; "
+            "grep -E ' / | /mnt/ro ' /proc/mounts | cut -d' ' -f3 | sort | tr '\\n' ' '; echo; "
+            "dd if=/dev/zero of=/work/fill bs=1M count=400 2>&1 | grep -o 'No space left on "
+            "device'; rm -f /work/fill"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data.substr(0, 2), "x\n");
   EXPECT_NE(r->stdout_data.find("No space left on device"), std::string::npos) << r->stdout_data;
