@@ -46,26 +46,26 @@ class PyBox {
   }
 
   ExecResult Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
-    InFlight guard(*this);
+    ThrowIfClosed();
     auto result = box_->Exec(argv, options);
     if (!result.ok()) Throw(result.status());
     return std::move(result).value();
   }
 
   std::string Run(const std::string& code) {
-    InFlight guard(*this);
+    ThrowIfClosed();
     auto out = box_->Run(code);
     if (!out.ok()) Throw(out.status());
     return std::move(out).value();
   }
 
   void CopyIn(const std::string& host_path, const std::string& box_path) {
-    InFlight guard(*this);
+    ThrowIfClosed();
     if (Status st = box_->CopyIn(host_path, box_path); !st.ok()) Throw(st);
   }
 
   void CopyOut(const std::string& box_path, const std::string& host_path) {
-    InFlight guard(*this);
+    ThrowIfClosed();
     if (Status st = box_->CopyOut(box_path, host_path); !st.ok()) Throw(st);
   }
 
@@ -76,8 +76,9 @@ class PyBox {
     return closing_;
   }
 
-  // Idempotent. Calls in flight are ended first: every process in the box is killed (which
-  // ends their execs), then we wait a little for them to return before Box::Destroy.
+  // Idempotent. Box::Destroy ends every process in the box, so calls in flight on other
+  // threads return (with "destroyed while this ran"); the Box itself outlives them, since
+  // each holds a reference to this object.
   Status Destroy() {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -86,16 +87,6 @@ class PyBox {
         return Status::Ok();
       }
       closing_ = true;
-      if (in_flight_ > 0) {
-        lock.unlock();
-        ExecOptions kill;
-        kill.timeout = std::chrono::milliseconds(2000);
-        // kill(-1) from inside the box's pid namespace: every process but init (the agent)
-        // and the caller. dash's builtin kill is in every Debian image.
-        (void)box_->Exec({"/bin/sh", "-c", "kill -KILL -1"}, kill);
-        lock.lock();
-        cv_.wait_for(lock, std::chrono::seconds(5), [this] { return in_flight_ == 0; });
-      }
     }
     Status st = box_->Destroy();
     {
@@ -107,33 +98,17 @@ class PyBox {
   }
 
  private:
-  class InFlight {
-   public:
-    explicit InFlight(PyBox& box) : box_(box) {
-      std::lock_guard<std::mutex> lock(box_.mu_);
-      if (box_.closing_) {
-        throw StatusError{"closed", "the box has been closed (its `with` block ended); create a new CodeBox"};
-      }
-      ++box_.in_flight_;
+  // Refuses calls once the box is closing, with the error Python users see.
+  void ThrowIfClosed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) {
+      throw StatusError{"closed", "the box has been closed (its `with` block ended); create a new CodeBox"};
     }
-    ~InFlight() {
-      {
-        std::lock_guard<std::mutex> lock(box_.mu_);
-        --box_.in_flight_;
-      }
-      box_.cv_.notify_all();
-    }
-    InFlight(const InFlight&) = delete;
-    InFlight& operator=(const InFlight&) = delete;
-
-   private:
-    PyBox& box_;
-  };
+  }
 
   std::unique_ptr<Box> box_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int in_flight_ = 0;
   bool closing_ = false;
   bool destroyed_ = false;
 };

@@ -47,23 +47,8 @@ def test_oneshot_fallback(fake_openai) -> None:  # type: ignore[no-untyped-def]
         s.get("result", {}).get("stdout") == "1024\n" for s in interp.transcript.steps)
 
 
-PERSIST_CODE_1 = """import os
-path = next(p for p in ('/data/input.csv', '/tmp/data/input.csv') if os.path.exists(p))
-open('/work/result.txt', 'w').write(str(len(open(path).read().splitlines())))
-print('saved')"""
-
-
 def test_input_files_persist_between_steps(fake_openai, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # files_persist.json's own code, but reading the input where this driver put it (/data on a
-    # writable root, /tmp/data in a jail).
-    scenario = tmp_path / "persist.json"
-    scenario.write_text(json.dumps({"replies": [
-        {"message": {"content": "", "tool_calls": [
-            {"name": "run_python", "arguments": json.dumps({"code": PERSIST_CODE_1})}]}},
-        {"message": {"content": "", "tool_calls": [
-            {"name": "run_python", "arguments": json.dumps({"code": "print(open('/work/result.txt').read())"})}]}},
-        {"message": {"content": "The file has 3 lines."}},
-    ]}))
+    scenario = "files_persist"
     data = tmp_path / "input.csv"
     data.write_text("a\nb\nc\n")
     interp = make(fake_openai(scenario), input_files=[data], output_dir=tmp_path / "out")

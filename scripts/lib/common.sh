@@ -50,11 +50,9 @@ build_preset() {  # build_preset NAME [targets...]
   fi
   local jobs
   jobs=$(nproc)
-  if [[ $# -gt 0 ]]; then
-    cmake --build "$ROOT/build/$preset" -j "$jobs" --target "$@"
-  else
-    cmake --build "$ROOT/build/$preset" -j "$jobs"
-  fi | grep -vE '^\[[0-9]+/[0-9]+\] (Building|Linking)' || true
-  # grep hides ninja's progress lines; the build's own status decides.
-  [[ ${PIPESTATUS[0]} -eq 0 ]]
+  local targets=()
+  [[ $# -gt 0 ]] && targets=(--target "$@")
+  # grep hides ninja's progress lines; with pipefail the build's own status decides.
+  cmake --build "$ROOT/build/$preset" -j "$jobs" "${targets[@]}" 2>&1 |
+    { grep -vE '^\[[0-9]+/[0-9]+\] (Building|Linking)' || true; }
 }

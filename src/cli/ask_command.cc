@@ -31,8 +31,8 @@ model options:
   --no-stream            ask for whole replies instead of server-sent events
 
 input and output:
-  --file PATH            copy PATH into the box as /data/NAME, or /tmp/data/NAME where
-                         the root is read-only (jail); the model is told (repeatable)
+  --file PATH            copy PATH into the box as /data/NAME; the model is told
+                         (repeatable)
   --out DIR              copy what the code left in the box workdir to DIR afterwards
   --show-code            print each program before it runs (to stderr)
   --json                 print the whole transcript as JSON instead of the answer

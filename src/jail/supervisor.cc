@@ -135,7 +135,7 @@ Status StartBox(const SupervisorConfig& c, Box* box, ReadyMessage* ready) {
   rlimits::Plan rl = rlimits::MakePlan(c.jail, applied.memory, applied.pids);
   ready->limits = applied.limits;
   ready->limits.push_back("disk " + std::to_string(c.jail.disk_bytes >> 20) +
-                          " MiB (tmpfs size; /tmp, /var/tmp, /root, " + c.jail.workdir +
+                          " MiB (tmpfs size; /tmp, /var/tmp, /root, /data, " + c.jail.workdir +
                           ", /dev/shm share it)");
   for (const auto& d : rl.descriptions) ready->limits.push_back(d);
   ready->limits.push_back("network: none (loopback only, own network namespace)");

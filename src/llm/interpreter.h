@@ -54,8 +54,7 @@ struct InterpreterOptions {
   std::string system_prompt;  // empty: the built-in one for the mode
 
   BoxOptions box;
-  // Host paths, copied to /data/<basename> (/tmp/data/<basename> where the box's root is
-  // read-only, as in the jail); the model is told where they are.
+  // Host paths, copied to /data/<basename>; the model is told where they are.
   std::vector<std::string> input_files;
   std::string output_dir;  // when set, what the code left in the box workdir is copied here
 

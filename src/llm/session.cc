@@ -65,19 +65,8 @@ Status Session::Open() {
   runner_ = std::move(*runner);
   transcript_.driver = runner_->driver();
   if (options_.input_files.empty()) return Status::Ok();
-  // /data where the box's root is writable; drivers that keep the root read-only (the jail
-  // makes only /tmp, /var/tmp, /root and the workdir writable) get /tmp/data. The model is
-  // told the real paths, so either works.
-  std::string input_dir;
-  for (const char* dir : {"/data", "/tmp/data"}) {
-    ASSIGN_OR_RETURN(ExecResult mk, runner_->Exec({"mkdir", "-p", dir}));
-    if (mk.ok()) {
-      input_dir = dir;
-      break;
-    }
-    CODEBOX_LOG(kDebug, "mkdir " << dir << " in the box: " << mk.stderr_data);
-  }
-  if (input_dir.empty()) return IoError("create a directory for input files in the box");
+  // Every driver keeps /data writable for inputs; copying creates it.
+  const std::string input_dir = "/data";
   for (const std::string& f : options_.input_files) {
     std::string box_path = input_dir + "/" + BoxName(f);
     RETURN_IF_ERROR(runner_->CopyIn(f, box_path).WithContext("copy " + f + " into the box"));

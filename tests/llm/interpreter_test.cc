@@ -222,7 +222,7 @@ TEST_P(InterpreterTest, FilesGoInAndResultsComeOut) {
   EXPECT_EQ(results[1]["stdout"], "3\n");  // the file written by step 1 is there in step 2
   EXPECT_TRUE(fs::exists(dir / "out" / "result.txt"));
   std::string system = server_.Requests()[0]["body"]["messages"][0]["content"];
-  EXPECT_NE(system.find("/data/input.csv"), std::string::npos);  // /data or /tmp/data
+  EXPECT_NE(system.find("/data/input.csv"), std::string::npos);
   fs::remove_all(dir);
 }
 
