@@ -16,8 +16,16 @@ Status ErrnoStatus(std::string_view what, int err) {
 Status ErrnoStatus(std::string_view what) { return ErrnoStatus(what, errno); }
 
 Status WriteAll(int fd, std::string_view data) {
+  bool is_socket = true;
   while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
+    // send(MSG_NOSIGNAL) on sockets: a peer that died is an EPIPE error, not a SIGPIPE that
+    // kills the caller's process.
+    ssize_t n = -1;
+    if (is_socket) {
+      n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno == ENOTSOCK) is_socket = false;
+    }
+    if (!is_socket) n = ::write(fd, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus("write");

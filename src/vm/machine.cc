@@ -115,7 +115,7 @@ class Machine::Impl {
     std::string out;
     std::string qemu = TailLines(ReadTail(qemu_log, 4096), 5);
     if (!qemu.empty()) out += "\nqemu: " + qemu;
-    std::string console = TailLines(ReadTail(console_log, kConsoleKeepBytes), 20);
+    std::string console = ConsoleExcerpt(ReadTail(console_log, kConsoleKeepBytes), 20);
     out += console.empty() ? "\n(guest console is empty)" : "\nguest console:\n" + console;
     return out;
   }
@@ -251,11 +251,7 @@ std::string Machine::ConsoleTail(size_t max_lines) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   std::string text =
       impl_->destroyed ? impl_->saved_console : ReadTail(impl_->console_log, kConsoleKeepBytes);
-  std::string clean;
-  for (char c : text) {
-    if (c != '\r') clean.push_back(c);
-  }
-  return TailLines(clean, max_lines);
+  return ConsoleExcerpt(text, max_lines);
 }
 
 bool Machine::Alive() const {

@@ -88,6 +88,21 @@ std::string FindProgram(const std::string& name) {
   return "";
 }
 
+std::string ConsoleExcerpt(const std::string& console, size_t max_lines) {
+  std::string clean;
+  for (char c : console) {
+    if (c != '\r') clean.push_back(c);
+  }
+  std::string tail = TailLines(clean, max_lines);
+  size_t panic = clean.find("Kernel panic");
+  if (panic == std::string::npos || tail.find("Kernel panic") != std::string::npos) return tail;
+  size_t start = clean.rfind('\n', panic);
+  start = start == std::string::npos ? 0 : start + 1;
+  size_t end = clean.find('\n', panic);
+  return clean.substr(start, end == std::string::npos ? std::string::npos : end - start) +
+         "\n...\n" + tail;
+}
+
 std::string TailLines(const std::string& text, size_t max_lines) {
   size_t end = text.size();
   while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == '\r')) --end;

@@ -48,6 +48,10 @@ std::string FindProgram(const std::string& name);
 
 // Last `max_lines` lines of text (for error messages).
 std::string TailLines(const std::string& text, size_t max_lines);
+// The last max_lines of a guest console, carriage returns dropped. A panic's stack trace
+// pushes its cause out of any short tail, so the "Kernel panic" line is put first when the
+// tail lacks it.
+std::string ConsoleExcerpt(const std::string& console, size_t max_lines);
 
 }  // namespace codebox::vm
 

@@ -131,5 +131,12 @@ TEST(Fs, TailLinesKeepsTheEnd) {
   EXPECT_EQ(TailLines("", 3), "");
 }
 
+TEST(Fs, ConsoleExcerptKeepsThePanicLine) {
+  std::string console = "boot\r\nKernel panic - not syncing: sysrq\ntrace 1\ntrace 2\ntrace 3\n";
+  EXPECT_EQ(ConsoleExcerpt(console, 2), "Kernel panic - not syncing: sysrq\n...\ntrace 2\ntrace 3");
+  EXPECT_EQ(ConsoleExcerpt(console, 4), "Kernel panic - not syncing: sysrq\ntrace 1\ntrace 2\ntrace 3");
+  EXPECT_EQ(ConsoleExcerpt("a\r\nb\n", 5), "a\nb");
+}
+
 }  // namespace
 }  // namespace codebox::vm

@@ -278,6 +278,11 @@ TEST(VmCrash, QemuKilledFromOutsideFailsPendingExec) {
   killer.join();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kBoxCrashed) << r.status().ToString();
+  // QEMU's sockets close before it becomes a zombie that waitpid can see: allow a moment.
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (b->machine->Alive() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
   EXPECT_FALSE(b->machine->Alive());
   EXPECT_FALSE(b->client->connection_status().ok());
 }
