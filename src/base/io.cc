@@ -1,5 +1,6 @@
 #include "base/io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -78,6 +79,18 @@ Status WriteFile(const std::string& path, std::string_view data, bool atomic) {
     return st;
   }
   return Status::Ok();
+}
+
+std::vector<std::string> ListDirectory(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    ::closedir(d);
+  }
+  return names;
 }
 
 StatusOr<std::pair<UniqueFd, UniqueFd>> SocketPair() {

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "base/unique_fd.h"
 #include "codebox/status.h"
@@ -23,6 +24,9 @@ Status ReadExact(int fd, char* out, size_t n);
 StatusOr<std::string> ReadFile(const std::string& path);
 // Writes a whole file (O_TRUNC), atomically via a temp file and rename when atomic is set.
 Status WriteFile(const std::string& path, std::string_view data, bool atomic = false);
+
+// Names in a directory, without "." and ".."; empty if it cannot be opened.
+std::vector<std::string> ListDirectory(const std::string& dir);
 
 // socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC).
 StatusOr<std::pair<UniqueFd, UniqueFd>> SocketPair();

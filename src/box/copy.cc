@@ -1,7 +1,7 @@
 #include "box/copy.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -32,21 +32,16 @@ Status CopyHostToBox(protocol::AgentClient& agent, const std::string& host_path,
     return InvalidArgument("copy in: " + host_path + " is neither a file nor a directory");
   }
   RETURN_IF_ERROR(agent.MakeDir(box_path, st.st_mode & 07777).WithContext("copy in: mkdir " + box_path));
-  DIR* dir = ::opendir(host_path.c_str());
-  if (dir == nullptr) return base::ErrnoStatus("copy in: open directory " + host_path);
-  Status result;
-  errno = 0;
-  while (dirent* entry = ::readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name == "." || name == "..") continue;
+  if (::access(host_path.c_str(), R_OK | X_OK) != 0) {
+    return base::ErrnoStatus("copy in: open directory " + host_path);
+  }
+  for (const std::string& name : base::ListDirectory(host_path)) {
     std::string child = Join(host_path, name);
     struct stat child_st;
     if (::lstat(child.c_str(), &child_st) != 0 || S_ISLNK(child_st.st_mode)) continue;
-    result = CopyHostToBox(agent, child, Join(box_path, name));
-    if (!result.ok()) break;
+    RETURN_IF_ERROR(CopyHostToBox(agent, child, Join(box_path, name)));
   }
-  ::closedir(dir);
-  return result;
+  return Status::Ok();
 }
 
 Status CopyBoxToHost(protocol::AgentClient& agent, const std::string& box_path,

@@ -1,6 +1,5 @@
 #include "image/build_steps.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -63,20 +62,8 @@ Status WriteTreeFile(const std::string& rootfs, const std::string& rel, const st
   return Status::Ok();
 }
 
-std::vector<std::string> DirEntries(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (struct dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name != "." && name != "..") names.push_back(name);
-    }
-    ::closedir(d);
-  }
-  return names;
-}
-
 Status RemoveChildrenExcept(const std::string& dir, const std::vector<std::string>& keep) {
-  for (const std::string& name : DirEntries(dir)) {
+  for (const std::string& name : base::ListDirectory(dir)) {
     if (std::find(keep.begin(), keep.end(), name) != keep.end()) continue;
     RETURN_IF_ERROR(RemoveTree(dir + "/" + name));
   }
@@ -212,12 +199,12 @@ Status StripTree(const std::string& rootfs) {
   RETURN_IF_ERROR(RemoveChildrenExcept(rootfs + "/var/lib/apt/lists/partial", {}));
   RETURN_IF_ERROR(RemoveChildrenExcept(rootfs + "/var/cache/apt/archives", {"partial", "lock"}));
   RETURN_IF_ERROR(RemoveChildrenExcept(rootfs + "/var/cache/apt/archives/partial", {}));
-  for (const std::string& name : DirEntries(rootfs + "/var/cache/apt")) {
+  for (const std::string& name : base::ListDirectory(rootfs + "/var/cache/apt")) {
     if (name.ends_with(".bin")) RETURN_IF_ERROR(RemoveTree(rootfs + "/var/cache/apt/" + name));
   }
   // Documentation goes, licences stay: usr/share/doc/PKG/copyright is kept.
   std::string doc = rootfs + "/usr/share/doc";
-  for (const std::string& pkg : DirEntries(doc)) {
+  for (const std::string& pkg : base::ListDirectory(doc)) {
     struct stat st;
     if (::lstat((doc + "/" + pkg).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       RETURN_IF_ERROR(RemoveChildrenExcept(doc + "/" + pkg, {"copyright"}));

@@ -1,6 +1,5 @@
 #include "vm/kernel.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -21,18 +20,6 @@ std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   size_t start = s.find_first_not_of(" \t");
   return start == std::string::npos ? "" : s.substr(start);
-}
-
-std::vector<std::string> ListDir(const std::string& path) {
-  std::vector<std::string> names;
-  if (DIR* dir = ::opendir(path.c_str())) {
-    while (struct dirent* e = ::readdir(dir)) {
-      std::string name = e->d_name;
-      if (name != "." && name != "..") names.push_back(name);
-    }
-    ::closedir(dir);
-  }
-  return names;
 }
 
 Kernel KernelAt(const std::string& home, const std::string& release) {
@@ -78,14 +65,14 @@ StatusOr<Kernel> FetchKernel(const std::string& home) {
     argv.push_back(package);
     RETURN_IF_ERROR(RunCommand(argv, tmp).status().WithContext("apt-get download " + package));
     std::string deb;
-    for (const auto& name : ListDir(tmp)) {
+    for (const auto& name : base::ListDirectory(tmp)) {
       if (name.size() > 4 && name.substr(name.size() - 4) == ".deb") deb = tmp + "/" + name;
     }
     if (deb.empty()) return NotFound("apt-get download " + package + " left no .deb");
     auto version = RunCommand({"dpkg-deb", "-f", deb, "Version"});
     RETURN_IF_ERROR(version.status());
     RETURN_IF_ERROR(RunCommand({"dpkg-deb", "-x", deb, tmp + "/root"}).status());
-    std::vector<std::string> releases = ListDir(tmp + "/root/lib/modules");
+    std::vector<std::string> releases = base::ListDirectory(tmp + "/root/lib/modules");
     if (releases.size() != 1) return NotFound(package + ": expected one lib/modules/<release>");
     const std::string& release = releases[0];
     std::string out = tmp + "/out";
