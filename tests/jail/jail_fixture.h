@@ -27,7 +27,9 @@ inline std::string PythonRootfs(std::string* why) {
   return image->rootfs;
 }
 
-inline std::string AgentPath() { return CODEBOX_TEST_AGENT; }
+// Beside the test binary, or $CODEBOX_AGENT (the sanitizer build points it at the static
+// release agent: a box has no sanitizer runtime).
+inline std::string AgentPath() { return base::FindHelperBinary("codebox-agent"); }
 
 class JailTest : public ::testing::Test {
  protected:
