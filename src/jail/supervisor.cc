@@ -76,18 +76,21 @@ void ResetSignals() {
   // Our parent is the single-threaded supervisor, so this really is "the supervisor died".
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ResetSignals();
-  WaitForGo(go_fd);
-  ::close(go_fd);
+  WaitForGo(go_fd);  // the id maps are written
   auto step = [&](const Status& st, const char* what) {
     if (!st.ok()) ChildFail(err_fd, st.WithContext(what));
   };
   step(privileges::BecomeBoxRoot(), "become box root");
-  // Now that the parent has moved us into the box's cgroups, they become our cgroup root.
-  if (::unshare(CLONE_NEWCGROUP) != 0) ChildFail(err_fd, ErrnoStatus("cgroup namespace"));
   step(ns::SetHostname(c.jail.hostname), "uts namespace");
   step(ns::BringUpLoopback(), "network namespace");
   step(mounts::BuildRootAndPivot(c), "build root");
   step(rlimits::Apply(rl), "rlimits");
+  // The parent moves us into the box's cgroups while we built the root (a cgroup v1 move
+  // waits ~10 ms for an RCU grace period); nothing of the box runs before it is done.
+  WaitForGo(go_fd);
+  ::close(go_fd);
+  // Now that we are in the box's cgroups, they become our cgroup root.
+  if (::unshare(CLONE_NEWCGROUP) != 0) ChildFail(err_fd, ErrnoStatus("cgroup namespace"));
   int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd < 0 || ::dup2(null_fd, 0) < 0 || ::dup2(null_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) {
     ChildFail(err_fd, ErrnoStatus("stdio"));
@@ -162,11 +165,14 @@ Status StartBox(const SupervisorConfig& c, Box* box, ReadyMessage* ready) {
   box->log = std::move(log.read);
 
   RETURN_IF_ERROR(ns::WriteIdMaps(pid, ids).WithContext("user namespace"));
-  RETURN_IF_ERROR(cgroups::Join(box->cgroups, pid));
   RETURN_IF_ERROR(base::WriteAll(go.write.get(), "g").WithContext("release child"));
+  Status joined = cgroups::Join(box->cgroups, pid);
+  // A child that failed meanwhile has closed its end: its own error is the one to report.
+  if (joined.ok()) (void)base::WriteAll(go.write.get(), "j");
   go.write.reset();
   std::string failure = ReadAll(err.read.get());
   if (!failure.empty()) return StartFailed(failure);
+  RETURN_IF_ERROR(joined);
   ready->box_pid = pid;
   return Status::Ok();
 }
