@@ -98,6 +98,10 @@ StatusOr<std::pair<UniqueFd, UniqueFd>> SocketPair() {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return ErrnoStatus("socketpair");
   }
+  // Unix stream sockets bound data in flight by the sender's buffer (default ~208 KiB, one
+  // 256 KiB data frame does not fit): ask for 4 MiB, which the kernel caps at wmem_max.
+  const int kBuffer = 4 << 20;
+  for (int fd : fds) (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kBuffer, sizeof kBuffer);
   return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
 }
 

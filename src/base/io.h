@@ -28,7 +28,7 @@ Status WriteFile(const std::string& path, std::string_view data, bool atomic = f
 // Names in a directory, without "." and ".."; empty if it cannot be opened.
 std::vector<std::string> ListDirectory(const std::string& dir);
 
-// socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC).
+// socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC), with send buffers as large as allowed.
 StatusOr<std::pair<UniqueFd, UniqueFd>> SocketPair();
 
 // Sets or clears O_NONBLOCK / FD_CLOEXEC.
