@@ -36,6 +36,14 @@ def box_unavailable_reason() -> str | None:
     return _probe
 
 
+@pytest.fixture(autouse=True)
+def no_box_left_from_earlier_tests() -> Iterator[None]:
+    """Every test starts with none of this process's box processes alive (a box torn down in
+    the background by an earlier test must be gone by then), so counts compare cleanly."""
+    assert wait_no_box_processes(0) == 0, "box processes of an earlier test are still alive"
+    yield
+
+
 @pytest.fixture
 def need_box() -> None:
     """Skips the test, with the reason, when no box driver can run on this host."""

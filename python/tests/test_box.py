@@ -280,6 +280,11 @@ def test_cancel_while_starting_leaves_nothing(need_box: None) -> None:
             await task
 
     asyncio.run(main())
+    # The start goes on in a worker thread and the box is destroyed once it is up: give it
+    # the time to appear, then it must go.
+    deadline = time.monotonic() + 2
+    while len(box_processes()) <= before and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert wait_no_box_processes(before) == before
 
 
