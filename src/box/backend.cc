@@ -61,7 +61,8 @@ StatusOr<DriverChoice> ChooseDriver(const BoxOptions& options) {
       return Unavailable("vm driver: " + vm_reason + "; use --driver jail or --allow-emulation");
     }
   }
-  Status jail_ok = jail::ProbeJailSupport();
+  // The probe starts a helper process: once per process is enough (as for the vm probe).
+  static const Status jail_ok = jail::ProbeJailSupport();
   if (jail_ok.ok()) {
     return DriverChoice{DriverKind::kJail, false,
                         want_jail ? "jail (asked for)" : "jail: vm not at full speed: " + vm_reason};
