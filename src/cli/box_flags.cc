@@ -20,11 +20,11 @@ const char kBoxFlagsHelp[] = R"(box options:
   --workdir DIR        working directory in the box (default /work)
 )";
 
-static StatusOr<double> ParseNumber(const std::string& text, const std::string& flag) {
+static StatusOr<double> ParseNumber(const std::string& text) {
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
   if (text.empty() || end == nullptr || *end != '\0' || !(v >= 0)) {
-    return InvalidArgument(flag + ": '" + text + "' is not a non-negative number");
+    return InvalidArgument("'" + text + "' is not a non-negative number");
   }
   return v;
 }
@@ -39,8 +39,9 @@ StatusOr<uint64_t> ParseMebibytes(const std::string& text) {
       scale = unit == 'G' ? 1024 : unit == 'K' ? 1.0 / 1024 : 1;
     }
   }
-  ASSIGN_OR_RETURN(double v, ParseNumber(number, "size"));
-  return static_cast<uint64_t>(v * scale);
+  auto v = ParseNumber(number);
+  if (!v.ok()) return InvalidArgument("'" + text + "' is not a size (e.g. 512, 512M, 2G)");
+  return static_cast<uint64_t>(*v * scale);
 }
 
 StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text) {
@@ -53,8 +54,37 @@ StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text) {
     scale = number.back() == 'm' ? 60'000 : 1000;
     number.pop_back();
   }
-  ASSIGN_OR_RETURN(double v, ParseNumber(number, "duration"));
-  return std::chrono::milliseconds(static_cast<int64_t>(v * scale));
+  auto v = ParseNumber(number);
+  if (!v.ok()) return InvalidArgument("'" + text + "' is not a duration (e.g. 30, 1.5, 500ms, 2m)");
+  return std::chrono::milliseconds(static_cast<int64_t>(*v * scale));
+}
+
+static Status ApplyBoxFlag(const std::string& flag, const std::string& value, BoxOptions* options) {
+  if (flag == "--image") {
+    options->image = value;
+  } else if (flag == "--driver") {
+    ASSIGN_OR_RETURN(options->driver, ParseDriverKind(value));
+  } else if (flag == "--timeout") {
+    ASSIGN_OR_RETURN(options->exec_timeout, ParseDuration(value));
+  } else if (flag == "--box-timeout") {
+    ASSIGN_OR_RETURN(options->box_timeout, ParseDuration(value));
+  } else if (flag == "--memory") {
+    ASSIGN_OR_RETURN(options->memory_mib, ParseMebibytes(value));
+  } else if (flag == "--disk") {
+    ASSIGN_OR_RETURN(options->disk_mib, ParseMebibytes(value));
+  } else if (flag == "--cpus") {
+    ASSIGN_OR_RETURN(options->cpus, ParseNumber(value));
+  } else if (flag == "--pids") {
+    ASSIGN_OR_RETURN(double pids, ParseNumber(value));
+    options->max_processes = static_cast<uint32_t>(pids);
+  } else if (flag == "--env") {
+    size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0) return InvalidArgument("wants K=V, got '" + value + "'");
+    options->env[value.substr(0, eq)] = value.substr(eq + 1);
+  } else if (flag == "--workdir") {
+    options->workdir = value;
+  }
+  return Status::Ok();
 }
 
 StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, BoxOptions* options) {
@@ -71,30 +101,8 @@ StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, Box
   if (!known) return false;
   if (*i + 1 >= args.size()) return InvalidArgument(flag + " needs a value");
   const std::string& value = args[++*i];
-  if (flag == "--image") {
-    options->image = value;
-  } else if (flag == "--driver") {
-    ASSIGN_OR_RETURN(options->driver, ParseDriverKind(value));
-  } else if (flag == "--timeout") {
-    ASSIGN_OR_RETURN(options->exec_timeout, ParseDuration(value));
-  } else if (flag == "--box-timeout") {
-    ASSIGN_OR_RETURN(options->box_timeout, ParseDuration(value));
-  } else if (flag == "--memory") {
-    ASSIGN_OR_RETURN(options->memory_mib, ParseMebibytes(value));
-  } else if (flag == "--disk") {
-    ASSIGN_OR_RETURN(options->disk_mib, ParseMebibytes(value));
-  } else if (flag == "--cpus") {
-    ASSIGN_OR_RETURN(options->cpus, ParseNumber(value, flag));
-  } else if (flag == "--pids") {
-    ASSIGN_OR_RETURN(double pids, ParseNumber(value, flag));
-    options->max_processes = static_cast<uint32_t>(pids);
-  } else if (flag == "--env") {
-    size_t eq = value.find('=');
-    if (eq == std::string::npos || eq == 0) return InvalidArgument("--env wants K=V, got '" + value + "'");
-    options->env[value.substr(0, eq)] = value.substr(eq + 1);
-  } else if (flag == "--workdir") {
-    options->workdir = value;
-  }
+  Status st = ApplyBoxFlag(flag, value, options);
+  if (!st.ok()) return st.WithContext(flag);
   return true;
 }
 

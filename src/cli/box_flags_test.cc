@@ -39,7 +39,7 @@ TEST(BoxFlagsTest, BadValuesSayWhichFlag) {
   size_t i = 0;
   auto r = ParseBoxFlag(args, &i, &options);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("--env wants K=V"), std::string::npos);
+  EXPECT_NE(r.status().message().find("--env: wants K=V"), std::string::npos);
   std::vector<std::string> missing = {"--image"};
   i = 0;
   EXPECT_FALSE(ParseBoxFlag(missing, &i, &options).ok());
