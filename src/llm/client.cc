@@ -75,6 +75,12 @@ StatusOr<CompletionResult> ChatClient::Complete(
     const std::vector<Message>& messages, const std::vector<ToolSpec>& tools,
     const std::function<void(std::string_view)>& on_text) {
   const ClientOptions& o = options_;
+  // OpenAI itself always wants a key (local servers usually do not): say so before the
+  // request rather than relay a bare 401 or a network error.
+  if (o.api_key.empty() && o.base_url == kDefaultBaseUrl) {
+    return PermissionDenied("OPENAI_API_KEY is not set; export it for " + o.base_url +
+                           ", or point OPENAI_BASE_URL (or --base-url) at a local server");
+  }
   HttpRequest request;
   request.url = o.base_url + "/chat/completions";
   request.headers = {"Content-Type: application/json",
