@@ -83,6 +83,16 @@ TEST_F(ClientTest, UnauthorizedSaysCheckTheKey) {
   EXPECT_EQ(server_.Requests().size(), 1u);  // 401 is not retried
 }
 
+TEST_F(ClientTest, MissingKeyForOpenAiIsSaidBeforeAnyRequest) {
+  ClientOptions o;  // the default endpoint, which always wants a key
+  o.api_key.clear();
+  ChatClient client(o);
+  auto r = client.Complete(Hello(), {}, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(r.status().message().find("OPENAI_API_KEY is not set"), std::string::npos);
+}
+
 TEST_F(ClientTest, UnknownModelSaysCheckTheModelAndUrl) {
   ChatClient client = Start("model_not_found.json");
   auto r = client.Complete(Hello(), {});
