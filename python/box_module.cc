@@ -179,6 +179,8 @@ BoxOptions BoxOptionsFromDict(const py::dict& kwargs) {
       o.output_limit_bytes = value.cast<uint64_t>();
     } else if (key == "box_timeout") {
       o.box_timeout = value.is_none() ? std::chrono::milliseconds(0) : Seconds(value.cast<double>(), "box_timeout");
+    } else if (key == "prestart") {
+      o.prestart = value.cast<bool>();
     } else if (key == "home") {
       o.home = value.is_none() ? "" : value.cast<std::string>();
     } else {

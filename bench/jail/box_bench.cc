@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/paths.h"
+#include "box/jail_spares.h"
 #include "codebox/box.h"
 #include "image/store.h"
 
@@ -120,10 +121,21 @@ int main(int argc, char** argv) {
     auto out = (*box)->Run("print(1)");
     return out.ok() && *out == "1\n";
   });
+  double prestarted = TimeMedian(runs, [] {
+    codebox::BoxOptions o = JailOptions();
+    o.prestart = true;
+    auto box = codebox::Box::Create(o);
+    if (!box.ok()) return false;
+    auto out = (*box)->Run("print(1)");
+    return out.ok() && *out == "1\n";
+  });
+  codebox::box::DestroyPrestartedJails();
   double via_cli = TimeMedian(runs, [&] { return Spawn({cli, "run", "--driver", "jail", "print(1)"}) == 0; });
   std::printf("  %-44s %8.1f   1.00x\n", "bare /usr/bin/python3 -c 'print(1)'", bare);
   std::printf("  %-44s %8.1f   %.2fx\n", "bwrap (all namespaces, ro image root)", bwrap, bwrap / bare);
   std::printf("  %-44s %8.1f   %.2fx   (target <= 1.5x)\n", "codebox jail box via C++ API", api, api / bare);
+  std::printf("  %-44s %8.1f   %.2fx\n", "codebox jail box via C++ API, prestart", prestarted,
+              prestarted / bare);
   std::printf("  %-44s %8.1f   %.2fx\n", "codebox jail box via CLI", via_cli, via_cli / bare);
 
   {

@@ -50,6 +50,10 @@ struct BoxOptions {
   Network network = Network::kNone;
   // Bytes of stdout and of stderr kept per exec; the rest is dropped and flagged.
   uint64_t output_limit_bytes = 16ull << 20;
+  // jail driver: keep one started, never-used spare jail with these options, so the next
+  // Box::Create with the same options takes it instead of waiting for a start (~10 ms).
+  // The spare is an idle box (about 1 MiB of host memory) for as long as this process runs.
+  bool prestart = false;
   // Where images and kernels live; empty = $CODEBOX_HOME, else /var/lib/codebox for root,
   // else ~/.local/share/codebox.
   std::string home;

@@ -121,6 +121,7 @@ class _Options:
     output_limit_bytes: int = 16 << 20
     box_timeout: float | None = None
     home: str | None = None
+    prestart: bool = False
 
     def create(self) -> Any:
         """Starts a box (blocking; the GIL is released while it starts)."""
@@ -138,6 +139,7 @@ class _Options:
             output_limit_bytes=self.output_limit_bytes,
             box_timeout=self.box_timeout,
             home=os.fspath(self.home) if self.home else "",
+            prestart=self.prestart,
         )
 
 
@@ -202,6 +204,7 @@ class _Base:
         output_limit_bytes: int = 16 << 20,
         box_timeout: float | None = None,
         home: str | os.PathLike[str] | None = None,
+        prestart: bool = False,
     ) -> None:
         _check_seconds(timeout, "timeout")
         _check_seconds(box_timeout, "box_timeout")
@@ -219,6 +222,7 @@ class _Base:
             output_limit_bytes=output_limit_bytes,
             box_timeout=box_timeout,
             home=os.fspath(home) if home else None,
+            prestart=prestart,
         )
         self._box: Any = None
         self._closed = False
@@ -401,6 +405,9 @@ class CodeBox(_Base):
         workdir: the working directory inside the box.
         max_processes, output_limit_bytes, box_timeout, home: further limits and the store
             location (keyword only).
+        prestart: keep one started, never-used spare jail with these options so the next box
+            with the same options starts without waiting (keyword only; the spare is an idle
+            box for as long as this process runs).
 
     The box starts on ``async with`` (or ``await start()``) and is destroyed when the block
     ends, also on an exception or when the task is cancelled. Blocking work runs in worker
@@ -456,6 +463,7 @@ class CodeBox(_Base):
             o.image, o.driver, o.memory_mib, o.cpus, o.timeout, o.env, o.allow_emulation,
             o.disk_mib, o.workdir, max_processes=o.max_processes,
             output_limit_bytes=o.output_limit_bytes, box_timeout=o.box_timeout, home=o.home,
+            prestart=o.prestart,
         ).start()
         return self._sync
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/paths.h"
+#include "box/jail_spares.h"
 #include "jail/jail.h"
 #include "vm/vm.h"
 
@@ -92,7 +93,8 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
     config.max_processes = options.max_processes;
     config.max_open_files = options.max_open_files;
     config.cpus = options.cpus;
-    ASSIGN_OR_RETURN(auto jail, jail::Jail::Start(config));
+    ASSIGN_OR_RETURN(auto jail, options.prestart ? TakePrestartedJail(config)
+                                                 : jail::Jail::Start(config));
     return std::unique_ptr<Backend>(new JailBackend(std::move(jail)));
   }
   vm::VmConfig config;

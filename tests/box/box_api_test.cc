@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/io.h"
+#include "box/jail_spares.h"
 #include "tests/box/box_test_util.h"
 
 namespace codebox {
@@ -120,6 +121,23 @@ TEST(BoxApiTest, ManyBoxesAtOnce) {
   for (auto& t : threads) t.join();
   if (skipped == 8) GTEST_SKIP() << "no box can be created here";
   EXPECT_EQ(good.load(), 8);
+}
+
+TEST(BoxApiTest, PrestartedBoxesAreFreshAndLeaveNothingBehind) {
+  int before = testing::CountOurBoxProcesses();
+  BoxOptions options = TestBoxOptions();
+  options.prestart = true;
+  for (int i = 0; i < 3; ++i) {
+    CODEBOX_MAKE_BOX_OR_SKIP(box, options);
+    // Each box must be new: nothing an earlier one wrote is there.
+    auto r = box->Exec({"sh", "-c", "ls /work /tmp; touch /work/was-here /tmp/was-here"});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_data.find("was-here"), std::string::npos) << "box " << i << " reused";
+    EXPECT_EQ(*box->Run("print(6 * 7)"), "42\n");
+  }
+  EXPECT_GT(testing::CountOurBoxProcesses(), before) << "a spare should be waiting";
+  box::DestroyPrestartedJails();
+  EXPECT_EQ(testing::CountOurBoxProcesses(), before);
 }
 
 TEST(BoxApiTest, UseAfterDestroyIsAClearError) {

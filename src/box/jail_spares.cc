@@ -1,0 +1,70 @@
+#include "box/jail_spares.h"
+
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace codebox::box {
+namespace {
+
+using StartedJail = StatusOr<std::unique_ptr<jail::Jail>>;
+
+std::string KeyOf(const jail::JailConfig& c) {
+  return c.rootfs + '\n' + c.agent_path + '\n' + c.workdir + '\n' + c.hostname + '\n' +
+         std::to_string(c.memory_bytes) + '\n' + std::to_string(c.disk_bytes) + '\n' +
+         std::to_string(c.max_processes) + '\n' + std::to_string(c.max_open_files) + '\n' +
+         std::to_string(c.cpus);
+}
+
+class Spares {
+ public:
+  StartedJail Take(const jail::JailConfig& config) {
+    std::future<StartedJail> spare;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& slot = spares_[KeyOf(config)];
+      spare = std::move(slot);
+      // The next caller's spare starts now, while this caller uses the one it takes.
+      slot = std::async(std::launch::async, [config] { return jail::Jail::Start(config); });
+    }
+    if (spare.valid()) {
+      StartedJail taken = spare.get();
+      if (taken.ok()) return taken;
+      // A spare that failed to start says nothing certain about now: start one directly.
+    }
+    return jail::Jail::Start(config);
+  }
+
+  void DestroyAll() {
+    std::map<std::string, std::future<StartedJail>> spares;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      spares.swap(spares_);
+    }
+    for (auto& [key, spare] : spares) {
+      if (!spare.valid()) continue;
+      StartedJail jail = spare.get();
+      if (jail.ok()) (void)(*jail)->Destroy();
+    }
+  }
+
+  ~Spares() { DestroyAll(); }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::future<StartedJail>> spares_;
+};
+
+Spares& Instance() {
+  static Spares spares;
+  return spares;
+}
+
+}  // namespace
+
+StartedJail TakePrestartedJail(const jail::JailConfig& config) { return Instance().Take(config); }
+
+void DestroyPrestartedJails() { Instance().DestroyAll(); }
+
+}  // namespace codebox::box
