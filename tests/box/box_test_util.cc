@@ -95,17 +95,20 @@ int CountOurBoxProcesses() {
   return count;
 }
 
-int CountDirEntries(const std::string& dir, const std::string& needle) {
+int CountDirEntries(const std::string& dir, const std::string& prefix) {
   int count = 0;
   ForEachEntry(dir, [&](const std::string& name) {
-    if (name.find(needle) != std::string::npos) ++count;
+    if (name.rfind(prefix, 0) == 0) ++count;
   });
   return count;
 }
 
 int CountOpenFds() { return CountDirEntries("/proc/self/fd"); }
 
-int CountCodeboxCgroups() {
+std::string OurJailIdPrefix() { return std::to_string(::getpid()) + "-"; }
+
+int CountOurCgroups() {
+  const std::string ours = "codebox-" + OurJailIdPrefix();
   int count = 0;
   std::function<void(const std::string&, int)> walk = [&](const std::string& dir, int depth) {
     if (depth > 3) return;
@@ -114,7 +117,7 @@ int CountCodeboxCgroups() {
       DIR* d = ::opendir(path.c_str());
       if (d == nullptr) return;
       ::closedir(d);
-      if (name.rfind("codebox", 0) == 0) ++count;
+      if (name.rfind(ours, 0) == 0) ++count;
       walk(path, depth + 1);
     });
   };

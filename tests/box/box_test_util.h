@@ -23,12 +23,14 @@ int CountHostProcesses(const std::string& needle);
 // Processes that belong to this process's boxes: its descendants, and jail supervisors that
 // name it as their parent (other programs' boxes on the machine are not counted).
 int CountOurBoxProcesses();
-// Entries in a directory (0 if it does not exist) whose name contains `needle`.
-int CountDirEntries(const std::string& dir, const std::string& needle = "");
+// Entries in a directory (0 if it does not exist) whose name starts with `prefix`.
+int CountDirEntries(const std::string& dir, const std::string& prefix = "");
 // Open fds of this process.
 int CountOpenFds();
-// Cgroup directories named codebox* under every mounted hierarchy.
-int CountCodeboxCgroups();
+// Jail ids start with the pid of the process that made them: "<pid>-".
+std::string OurJailIdPrefix();
+// Cgroup directories of this process's jails ("codebox-<pid>-...") in every hierarchy.
+int CountOurCgroups();
 
 }  // namespace codebox::testing
 
