@@ -54,7 +54,7 @@ int DoctorCommand(const std::vector<std::string>& args) {
     Line(name.c_str(), found.ok(), found.ok() ? found->id : "not built: codebox image build " + name);
   }
 
-  std::printf("\nlimits of a %s box here:\n", std::string(DriverKindName(options.driver)).c_str());
+  std::printf("\nlimits of a box here (--driver %s):\n", std::string(DriverKindName(options.driver)).c_str());
   auto box = Box::Create(options);
   if (!box.ok()) {
     std::printf("  cannot start one: %s\n", box.status().message().c_str());
