@@ -1,15 +1,12 @@
 // Hostile code in a jail box: each case must end with a clear result, the host unaffected.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <thread>
 
-#include "base/unique_fd.h"
 #include "tests/box/box_test_util.h"
+#include "tests/common/loopback_listener.h"
 
 namespace codebox {
 namespace {
@@ -143,15 +140,9 @@ TEST(BoxHostileTest, HostEnvironmentAndFilesStayOut) {
 }
 
 TEST(BoxHostileTest, NoNetworkEvenToTheHostsLoopback) {
-  base::UniqueFd server(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(server.get(), 4), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::getsockname(server.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  int port = ntohs(addr.sin_port);
+  auto server = testing::ListenOnLoopback();
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  int port = server->port;
   CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
   auto r = box->RunPython(
       "import socket\ntry:\n    socket.create_connection(('127.0.0.1', " + std::to_string(port) +

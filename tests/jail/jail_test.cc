@@ -1,13 +1,10 @@
 // Isolation: what code inside a jail can see and do.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <cstdlib>
 #include <fstream>
 
-#include "base/unique_fd.h"
 #include "jail_fixture.h"
+#include "tests/common/loopback_listener.h"
 
 namespace codebox::jail::testing {
 namespace {
@@ -58,16 +55,9 @@ TEST_F(JailTest, ProcShowsOnlyTheBox) {
 
 TEST_F(JailTest, OnlyLoopbackAndNoWayToHost) {
   // A server on the host's loopback: the box's 127.0.0.1 is its own, so it must not reach it.
-  base::UniqueFd server(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  ASSERT_TRUE(server.valid());
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(server.get(), 4), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::getsockname(server.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  int port = ntohs(addr.sin_port);
+  auto server = codebox::testing::ListenOnLoopback();
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  int port = server->port;
 
   StartBox(Config());
   auto ifaces = Sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
