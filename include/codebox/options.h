@@ -61,6 +61,10 @@ struct BoxOptions {
   Status Validate() const;
 };
 
+// Every name non-empty without '=' or NUL, every value without NUL; used for BoxOptions::env
+// and ExecOptions::env alike.
+Status ValidateEnvironment(const std::map<std::string, std::string>& env);
+
 struct ExecOptions {
   std::map<std::string, std::string> env;  // added to BoxOptions::env
   std::string cwd;                         // empty = BoxOptions::workdir

@@ -50,13 +50,9 @@ class Box::Impl {
                    {"HOME", "/root"},
                    {"LANG", "C.UTF-8"},
                    {"MPLBACKEND", "Agg"}};  // charts render to files; there is no display
+    RETURN_IF_ERROR(ValidateEnvironment(options.env).WithContext("exec"));
     for (const auto& [k, v] : options_.env) request.env[k] = v;
-    for (const auto& [k, v] : options.env) {
-      if (k.empty() || k.find('=') != std::string::npos) {
-        return InvalidArgument("exec: environment variable name '" + k + "' is not valid");
-      }
-      request.env[k] = v;
-    }
+    for (const auto& [k, v] : options.env) request.env[k] = v;
     request.cwd = options.cwd.empty() ? options_.workdir : ResolveBoxPath(options_.workdir, options.cwd);
     request.stdin_data = options.stdin_data;
     request.timeout = options.timeout.value_or(options_.exec_timeout);

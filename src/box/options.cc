@@ -44,6 +44,10 @@ Status BoxOptions::Validate() const {
   if (workdir.empty() || workdir[0] != '/') {
     return InvalidArgument("workdir must be an absolute path inside the box, got '" + workdir + "'");
   }
+  return ValidateEnvironment(env);
+}
+
+Status ValidateEnvironment(const std::map<std::string, std::string>& env) {
   for (const auto& [key, value] : env) {
     if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos) {
       return InvalidArgument("environment variable name '" + key + "' is not valid");

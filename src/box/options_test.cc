@@ -31,6 +31,15 @@ TEST(BoxOptionsTest, RejectsNonsenseWithAMessageNamingTheField) {
   }
 }
 
+TEST(BoxOptionsTest, EnvironmentNamesAndValuesAreChecked) {
+  EXPECT_TRUE(ValidateEnvironment({{"A", "1"}, {"PATH", "/bin"}}).ok());
+  EXPECT_EQ(ValidateEnvironment({{"", "1"}}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateEnvironment({{"A=B", "1"}}).code(), StatusCode::kInvalidArgument);
+  Status nul = ValidateEnvironment({{"A", std::string("x\0y", 3)}});
+  EXPECT_EQ(nul.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(nul.message().find("NUL"), std::string::npos);
+}
+
 TEST(BoxOptionsTest, ParsesDriverNames) {
   EXPECT_EQ(*ParseDriverKind("jail"), DriverKind::kJail);
   EXPECT_EQ(*ParseDriverKind("vm"), DriverKind::kVm);
