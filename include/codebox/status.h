@@ -23,6 +23,7 @@ enum class StatusCode {
   kProtocolError,      // the other side sent something malformed
   kIoError,            // a syscall failed
   kPermissionDenied,
+  kLimitExceeded,      // a host-side limit on what a box sends was reached (file, listing size)
   kInternal,           // a bug of ours
 };
 
@@ -58,6 +59,7 @@ inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExc
 inline Status ProtocolError(std::string m) { return {StatusCode::kProtocolError, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
+inline Status LimitExceeded(std::string m) { return {StatusCode::kLimitExceeded, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 template <typename T>

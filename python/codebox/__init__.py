@@ -28,6 +28,7 @@ from .errors import (
     BoxError,
     BoxFileNotFoundError,
     BoxInvalidArgumentError,
+    BoxLimitExceededError,
     BoxTimeoutError,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "BoxFileNotFoundError",
     "BoxInfo",
     "BoxInvalidArgumentError",
+    "BoxLimitExceededError",
     "BoxTimeoutError",
     "CodeBox",
     "ExecResult",

@@ -34,10 +34,15 @@ class BoxInvalidArgumentError(BoxError, ValueError):
     """An option or argument is not valid."""
 
 
+class BoxLimitExceededError(BoxError):
+    """What a box sent passed a host-side limit (a copied-out file or listing too large)."""
+
+
 _BY_CODE: dict[str, type[BoxError]] = {
     "closed": BoxClosedError,
     "deadline_exceeded": BoxTimeoutError,
     "invalid_argument": BoxInvalidArgumentError,
+    "limit_exceeded": BoxLimitExceededError,
 }
 
 

@@ -14,6 +14,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kProtocolError: return "protocol_error";
     case StatusCode::kIoError: return "io_error";
     case StatusCode::kPermissionDenied: return "permission_denied";
+    case StatusCode::kLimitExceeded: return "limit_exceeded";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";

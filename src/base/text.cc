@@ -1,0 +1,62 @@
+#include "base/text.h"
+
+#include <cstdint>
+
+namespace codebox::base {
+namespace {
+
+void AppendEscape(std::string* out, unsigned char byte) {
+  static const char kHex[] = "0123456789abcdef";
+  out->append("\\x");
+  out->push_back(kHex[byte >> 4]);
+  out->push_back(kHex[byte & 0xf]);
+}
+
+// Length of the valid UTF-8 sequence at text[i] (2..4), or 0 if there is none.
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  unsigned char b0 = byte(i);
+  size_t len = b0 >= 0xf0 ? 4 : b0 >= 0xe0 ? 3 : b0 >= 0xc2 ? 2 : 0;
+  if (len == 0 || b0 > 0xf4 || i + len > text.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+  }
+  unsigned char b1 = byte(i + 1);
+  if (b0 == 0xe0 && b1 < 0xa0) return 0;  // overlong
+  if (b0 == 0xed && b1 >= 0xa0) return 0;  // UTF-16 surrogates
+  if (b0 == 0xf0 && b1 < 0x90) return 0;  // overlong
+  if (b0 == 0xf4 && b1 >= 0x90) return 0;  // above U+10FFFF
+  if (b0 == 0xc2 && b1 < 0xa0) return 0;  // C1 controls U+0080..U+009F
+  return len;
+}
+
+}  // namespace
+
+std::string TerminalSafe(std::string_view text, size_t max_bytes) {
+  size_t cut = 0;
+  if (text.size() > max_bytes) {
+    cut = text.size() - max_bytes;
+    text = text.substr(0, max_bytes);
+  }
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    auto b = static_cast<unsigned char>(text[i]);
+    if (b == '\n' || b == '\t' || (b >= 0x20 && b < 0x7f)) {
+      out.push_back(static_cast<char>(b));
+      ++i;
+      continue;
+    }
+    if (size_t len = b >= 0x80 ? Utf8SequenceLength(text, i) : 0; len > 0) {
+      out.append(text.substr(i, len));
+      i += len;
+      continue;
+    }
+    AppendEscape(&out, b);
+    ++i;
+  }
+  if (cut > 0) out += "...[" + std::to_string(cut) + " bytes cut]";
+  return out;
+}
+
+}  // namespace codebox::base

@@ -1,0 +1,20 @@
+// Text from a box made safe to show on a terminal or in a log.
+#ifndef CODEBOX_BASE_TEXT_H_
+#define CODEBOX_BASE_TEXT_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace codebox::base {
+
+// Returns `text` with every byte a terminal could act on written as a visible escape:
+// C0 controls but newline and tab become "\xNN", as do DEL, C1 controls (U+0080..U+009F) and
+// bytes that are not valid UTF-8. So an agent log line, a guest console tail or an error text
+// from a box cannot move the cursor, set the title, change colours or hide text.
+// At most `max_bytes` of input are kept; the rest becomes "...[N bytes cut]".
+std::string TerminalSafe(std::string_view text, size_t max_bytes = 64u << 10);
+
+}  // namespace codebox::base
+
+#endif  // CODEBOX_BASE_TEXT_H_
