@@ -4,6 +4,7 @@
 
 #include "base/paths.h"
 #include "box/jail_spares.h"
+#include "box/leftovers.h"
 #include "jail/jail.h"
 #include "vm/vm.h"
 
@@ -78,6 +79,9 @@ StatusOr<DriverChoice> ChooseDriver(const BoxOptions& options) {
 StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
                                                 const DriverChoice& choice,
                                                 const std::string& image_rootfs) {
+  // Cleans up after codebox processes that were killed before they could (once
+  // per process).
+  CollectLeftoversOnce(base::CodeboxHome(options.home));
   std::string agent = AgentPath();
   if (agent.empty()) {
     return NotFound("codebox-agent binary not found beside codebox or in $CODEBOX_LIBEXEC; "

@@ -3,6 +3,7 @@
 
 #include "base/paths.h"
 #include "box/backend.h"
+#include "box/leftovers.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
 #include "codebox/box.h"
@@ -53,6 +54,18 @@ int DoctorCommand(const std::vector<std::string>& args) {
     auto found = image::FindImage(home, name);
     Line(name.c_str(), found.ok(), found.ok() ? found->id : "not built: codebox image build " + name);
   }
+
+  // Before Box::Create below, which removes leftovers itself (once per
+  // process).
+  box::LeftoverOptions leftovers;
+  leftovers.home = home;
+  leftovers.dry_run = true;
+  box::LeftoverReport found = box::CollectLeftovers(leftovers);
+  std::printf(
+      "\nleftovers of killed codebox processes: %zu%s\n", found.removed.size(),
+      found.removed.empty() ? " (none)"
+                            : " (`codebox gc` removes them; so does the "
+                              "next box start, except cgroups elsewhere)");
 
   std::printf("\nlimits of a box here (--driver %s):\n", std::string(DriverKindName(options.driver)).c_str());
   auto box = Box::Create(options);

@@ -8,7 +8,8 @@
 
 namespace {
 
-constexpr const char kUsage[] = R"(codebox: run untrusted code in a disposable isolated box
+constexpr const char kUsage[] =
+    R"(codebox: run untrusted code in a disposable isolated box
 
 usage: codebox COMMAND [options]
 
@@ -18,6 +19,7 @@ commands:
   ask [options] TASK                  let a model write code, run it in a box, answer
   doctor                              which drivers and limits this host supports, and why
   image build|ls|rm [NAME]            build, list or remove images (default image: python)
+  gc [--dry-run]                      remove leftovers of codebox processes that were killed
 
 run `codebox COMMAND --help` for a command's options.
 )";
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
   if (command == "ask") return AskCommand(args);
   if (command == "doctor") return DoctorCommand(args);
   if (command == "image") return ImageCommand(args);
+  if (command == "gc")
+    return GcCommand(args);
   if (command == "--version" || command == "version") {
     std::puts("codebox 0.1.0");
     return 0;

@@ -20,6 +20,7 @@
 
 #include "base/io.h"
 #include "base/log.h"
+#include "base/owner.h"
 #include "base/paths.h"
 #include "jail/cgroups.h"
 #include "jail/control.h"
@@ -34,19 +35,30 @@ using base::UniqueFd;
 constexpr auto kStartTimeout = std::chrono::seconds(20);
 constexpr auto kDestroyTimeout = std::chrono::seconds(5);
 
+// "<pid>-<start>-<n>-<random>": the owner tag lets `codebox gc` and the next
+// process tell a dead owner's leftovers (staging dir, cgroups) from a live
+// one's (base/owner.h).
 std::string NewId() {
   static std::atomic<uint64_t> counter{0};
   std::random_device rd;
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%d-%llu-%08x", static_cast<int>(::getpid()),
+  std::snprintf(buf, sizeof buf, "-%llu-%08x",
                 static_cast<unsigned long long>(counter.fetch_add(1)), rd());
-  return buf;
+  return base::OwnerTag() + buf;
 }
+
+} // namespace
+
+std::string StagingParentPath() {
+  return ::geteuid() == 0 ? "/run/codebox-jail"
+                          : "/tmp/codebox-jail-" + std::to_string(::geteuid());
+}
+
+namespace {
 
 // Where staging directories go: a directory only we can write (it holds mount points).
 StatusOr<std::string> StagingParent() {
-  std::string dir =
-      ::geteuid() == 0 ? "/run/codebox-jail" : "/tmp/codebox-jail-" + std::to_string(::geteuid());
+  std::string dir = StagingParentPath();
   // 0711: box root (an unprivileged id on the host) must traverse it to mount on its child.
   if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return ErrnoStatus("mkdir " + dir);
   struct stat st {};
@@ -145,7 +157,7 @@ void WaitOrKill(pid_t pid, int pidfd, std::chrono::milliseconds timeout) {
   }
 }
 
-}  // namespace
+} // namespace
 
 class Jail::Impl {
  public:

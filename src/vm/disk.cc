@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "base/io.h"
+#include "base/owner.h"
 #include "vm/fs.h"
 #include "vm/process.h"
 
@@ -45,8 +46,8 @@ StatusOr<std::string> EnsureErofsDisk(const std::string& home, const std::string
   }
   // Built under a unique temp name and renamed: a box never sees a half-written disk, and
   // two processes building at once both end with a complete file.
-  std::string tmp =
-      disk + ".tmp." + std::to_string(::getpid()) + "." + HashHex(std::to_string(::gettid()));
+  std::string tmp = disk + ".tmp." + base::OwnerTag() + "." +
+                    HashHex(std::to_string(::gettid()));
   // --preserve-mtime: without it erofs-utils stores compact inodes stamped with the build
   // time, every .pyc then mismatches its source's mtime and Python recompiles the standard
   // library on each box's first run (~1 s under tcg).

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/io.h"
+#include "base/owner.h"
 #include "base/unique_fd.h"
 #include "vm/fs.h"
 #include "vm/process.h"
@@ -54,7 +55,9 @@ StatusOr<std::string> ResolveKernelPackage() {
 // a half-unpacked kernel is never seen.
 StatusOr<Kernel> FetchKernel(const std::string& home) {
   ASSIGN_OR_RETURN(std::string package, ResolveKernelPackage());
-  ASSIGN_OR_RETURN(std::string tmp, MakeTempDir(home + "/kernels", ".fetch-"));
+  ASSIGN_OR_RETURN(
+      std::string tmp,
+      MakeTempDir(home + "/kernels", ".fetch-" + base::OwnerTag() + "-"));
   auto fetch = [&]() -> StatusOr<Kernel> {
     // As root apt drops to _apt for downloads, which cannot write our temp dir.
     std::vector<std::string> argv = {"apt-get", "download", "-q"};

@@ -1,5 +1,6 @@
-// Machine: one QEMU microvm per box. Start prepares the cached artifacts, starts QEMU as a
-// separate process (scrubbed env, only its two sockets and log fds), and waits until the
+// Machine: one QEMU microvm per box. Start prepares the cached artifacts,
+// starts QEMU under its codebox-vm-keeper (keeper.h: QEMU dies with the owner
+// process; scrubbed env, only its two sockets and log fds), and waits until the
 // agent speaks; Destroy ends QEMU and removes the box's run directory.
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,10 +20,13 @@
 
 #include "base/io.h"
 #include "base/log.h"
+#include "base/owner.h"
+#include "base/paths.h"
 #include "vm/accel.h"
 #include "vm/disk.h"
 #include "vm/fs.h"
 #include "vm/initramfs.h"
+#include "vm/keeper.h"
 #include "vm/kernel.h"
 #include "vm/process.h"
 #include "vm/qemu.h"
@@ -55,30 +59,7 @@ std::string DescribeExit(int wstatus) {
   return "QEMU ended";
 }
 
-// Run dirs of boxes whose host process died without Destroy: QEMU is gone (its pid file
-// names a dead process), so the directory is only litter.
-void SweepStaleRunDirs(const std::string& run_root) {
-  DIR* dir = ::opendir(run_root.c_str());
-  if (dir == nullptr) return;
-  time_t now = ::time(nullptr);
-  while (struct dirent* e = ::readdir(dir)) {
-    std::string name = e->d_name;
-    if (name.rfind("vm-", 0) != 0) continue;
-    std::string path = run_root + "/" + name;
-    auto pid_text = base::ReadFile(path + "/qemu.pid");
-    struct stat st;
-    bool stale;
-    if (pid_text.ok()) {
-      pid_t pid = static_cast<pid_t>(std::atol(pid_text->c_str()));
-      stale = pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
-    } else {
-      // No pid file: being set up right now, or abandoned before QEMU started.
-      stale = ::stat(path.c_str(), &st) == 0 && st.st_mtime + 600 < now;
-    }
-    if (stale) (void)RemoveTree(path);
-  }
-  ::closedir(dir);
-}
+constexpr auto kKeeperReportTimeout = std::chrono::seconds(10);
 
 }  // namespace
 
@@ -88,7 +69,14 @@ class Machine::Impl {
   std::string run_dir;
   std::string console_log;
   std::string qemu_log;
-  pid_t pid = -1;
+  pid_t keeper =
+      -1; // codebox-vm-keeper, our child; QEMU is its child (keeper.h)
+  base::UniqueFd keeper_fd;
+  std::string keeper_buf;
+  std::string keeper_error; // "error ..." from the keeper
+  pid_t pid = -1;     // QEMU's, as the keeper reported it; -1 once it ended
+  bool ended = false; // QEMU ended (reported), or the keeper is gone
+  bool keeper_lost = false; // the keeper went without reporting QEMU's end
   int wstatus = 0;
   base::UniqueFd agent_fd;
   base::UniqueFd qmp_fd;
@@ -97,18 +85,87 @@ class Machine::Impl {
   bool destroyed = false;
   std::string saved_console;  // kept across Destroy, which removes the log file
 
-  // Non-blocking reap; pid becomes -1 once QEMU is gone. Caller holds mu.
-  bool ReapLocked(bool block) {
-    if (pid < 0) return true;
-    pid_t got;
-    do {
-      got = ::waitpid(pid, &wstatus, block ? 0 : WNOHANG);
-    } while (got < 0 && errno == EINTR);
-    if (got == pid || got < 0) {
-      pid = -1;
-      return true;
+  // Reads the keeper's lines for up to `timeout`; true once QEMU has ended.
+  // Caller holds mu.
+  bool PumpKeeperLocked(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!ended) {
+      if (!keeper_fd.valid()) {
+        MarkKeeperGone();
+        break;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      struct pollfd p = {keeper_fd.get(), POLLIN, 0};
+      int rc =
+          ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+      if (rc < 0 && errno == EINTR)
+        continue;
+      if (rc <= 0)
+        break;
+      char buf[256];
+      ssize_t n = ::recv(keeper_fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        continue;
+      if (n <= 0) {
+        MarkKeeperGone();
+        break;
+      }
+      keeper_buf.append(buf, static_cast<size_t>(n));
+      for (size_t nl;
+           !ended && (nl = keeper_buf.find('\n')) != std::string::npos;) {
+        std::string line = keeper_buf.substr(0, nl);
+        keeper_buf.erase(0, nl + 1);
+        if (line.starts_with("qemu ")) {
+          pid = static_cast<pid_t>(std::atol(line.c_str() + 5));
+        } else if (line.starts_with("exit ")) {
+          wstatus = std::atoi(line.c_str() + 5);
+          ended = true;
+          pid = -1;
+        } else if (line.starts_with("error ")) {
+          keeper_error = line.substr(6, 400);
+          MarkKeeperGone();
+        }
+      }
+      if (keeper_buf.size() > 4096)
+        keeper_buf.clear(); // not a keeper of ours
     }
-    return false;
+    if (ended)
+      ReapKeeper(std::chrono::milliseconds(500));
+    return ended;
+  }
+
+  void MarkKeeperGone() {
+    if (!ended)
+      keeper_lost = keeper_error.empty();
+    ended = true;
+    pid = -1;
+  }
+
+  // The keeper exits right after its last line; SIGKILL if it does not (QEMU
+  // then gets its PR_SET_PDEATHSIG).
+  void ReapKeeper(std::chrono::milliseconds timeout) {
+    if (keeper < 0)
+      return;
+    int ignored;
+    if (!WaitChild(keeper, timeout, &ignored)) {
+      ::kill(keeper, SIGKILL);
+      WaitChild(keeper, std::chrono::milliseconds(1000), &ignored);
+    }
+    keeper = -1;
+  }
+
+  bool ReapLocked(bool block) {
+    return PumpKeeperLocked(block ? std::chrono::milliseconds(2000)
+                                  : std::chrono::milliseconds(0));
+  }
+
+  std::string DescribeEnd() const {
+    if (!keeper_error.empty())
+      return "QEMU did not start: " + keeper_error;
+    if (keeper_lost)
+      return "the codebox-vm-keeper process of the box ended (QEMU with it)";
+    return DescribeExit(wstatus);
   }
 
   std::string Diagnostics() const {
@@ -121,14 +178,22 @@ class Machine::Impl {
   }
 
   Status StopLocked() {
-    if (pid > 0) {
+    if (!ended) {
       if (qmp_fd.valid()) (void)QmpQuit(qmp_fd.get());
-      if (!WaitChild(pid, std::chrono::milliseconds(400), &wstatus)) {
-        ::kill(pid, SIGKILL);
-        WaitChild(pid, std::chrono::milliseconds(500), &wstatus);
+      if (!PumpKeeperLocked(std::chrono::milliseconds(400))) {
+        // The keeper SIGKILLs QEMU and reports; failing that, the keeper itself
+        // goes.
+        if (keeper_fd.valid())
+          (void)::send(keeper_fd.get(), "k", 1, MSG_NOSIGNAL);
+        if (!PumpKeeperLocked(std::chrono::milliseconds(500))) {
+          if (keeper > 0)
+            ::kill(keeper, SIGKILL);
+          (void)PumpKeeperLocked(std::chrono::milliseconds(500));
+        }
       }
-      ReapLocked(/*block=*/true);
     }
+    ReapKeeper(std::chrono::milliseconds(500));
+    keeper_fd.reset();
     agent_fd.reset();
     qmp_fd.reset();
     return Status::Ok();
@@ -157,8 +222,15 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
 
   auto impl = std::make_unique<Impl>();
   impl->accel = accel;
-  SweepStaleRunDirs(home + "/run");
-  auto run_dir = MakeTempDir(home + "/run", "vm-");
+  std::string keeper_path = base::FindHelperBinary("codebox-vm-keeper");
+  if (keeper_path.empty()) {
+    return NotFound("start vm box: codebox-vm-keeper not found beside the "
+                    "executable (or in "
+                    "$CODEBOX_LIBEXEC); build target codebox-vm-keeper");
+  }
+  // The owner tag in the name lets `codebox gc` tell a dead owner's run dir
+  // (base/owner.h).
+  auto run_dir = MakeTempDir(home + "/run", "vm-" + base::OwnerTag() + "-");
   if (!run_dir.ok()) return run_dir.status().WithContext("start vm box");
   ::chmod(run_dir->c_str(), 0700);
   impl->run_dir = *run_dir;
@@ -175,6 +247,13 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
 
   QemuLaunch launch;
   launch.qemu = QemuBinary();
+  if (!launch.qemu.empty() && launch.qemu[0] != '/') {
+    char *abs = ::realpath(launch.qemu.c_str(), nullptr);
+    launch.qemu = abs != nullptr ? abs : "";
+    std::free(abs);
+  }
+  if (launch.qemu.empty())
+    return NotFound("start vm box: qemu-system-x86_64 not found");
   launch.accel = accel;
   launch.kernel = kernel->vmlinuz;
   launch.initramfs = *initramfs;
@@ -187,22 +266,47 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
 
   ASSIGN_OR_RETURN(auto agent_pair, base::SocketPair());
   ASSIGN_OR_RETURN(auto qmp_pair, base::SocketPair());
+  ASSIGN_OR_RETURN(auto keeper_pair, base::SocketPair());
   base::UniqueFd log(::open(m.qemu_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!log.valid()) return base::ErrnoStatus("start vm box: open " + m.qemu_log);
   SpawnSpec spec;
-  spec.argv = QemuArgv(launch);
+  spec.argv = {keeper_path, "--parent", std::to_string(::getpid()),
+               "--run-dir", m.run_dir,  "--"};
+  for (auto &arg : QemuArgv(launch))
+    spec.argv.push_back(std::move(arg));
   spec.fds = {{log.get(), 1},
               {log.get(), 2},
               {agent_pair.second.get(), kQemuAgentFd},
-              {qmp_pair.second.get(), kQemuQmpFd}};
-  spec.max_file_bytes = kMaxLogBytes;
-  auto pid = Spawn(spec);
-  if (!pid.ok()) return pid.status().WithContext("start vm box: qemu");
-  m.pid = *pid;
-  (void)base::WriteFile(m.run_dir + "/qemu.pid", std::to_string(m.pid) + "\n");
+              {qmp_pair.second.get(), kQemuQmpFd},
+              {keeper_pair.second.get(), kKeeperStatusFd}};
+  spec.max_file_bytes = kMaxLogBytes; // inherited by QEMU
+  auto keeper = Spawn(spec);
+  if (!keeper.ok())
+    return keeper.status().WithContext("start vm box: codebox-vm-keeper");
+  m.keeper = *keeper;
+  m.keeper_fd = std::move(keeper_pair.first);
+  keeper_pair.second.reset();
+  agent_pair.second.reset();
+  qmp_pair.second.reset();
   m.agent_fd = std::move(agent_pair.first);
   m.qmp_fd = std::move(qmp_pair.first);
-  CODEBOX_LOG(kDebug, "vm: started qemu pid " << m.pid << " in " << m.run_dir);
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    auto deadline = std::chrono::steady_clock::now() + kKeeperReportTimeout;
+    while (m.pid < 0 && !m.ended &&
+           std::chrono::steady_clock::now() < deadline) {
+      m.PumpKeeperLocked(std::chrono::milliseconds(100));
+    }
+    if (m.ended)
+      return StartFailed("vm box did not start: " + m.DescribeEnd() +
+                         m.Diagnostics());
+    if (m.pid < 0)
+      return StartFailed(
+          "vm box did not start: codebox-vm-keeper did not report");
+  }
+  CODEBOX_LOG(kDebug, "vm: started qemu pid " << m.pid << " (keeper "
+                                              << m.keeper << ") in "
+                                              << m.run_dir);
 
   // Ready = the agent's hello has arrived (it speaks first); the bytes stay queued for the
   // protocol client. QEMU's exit closes its socket end, which wakes the poll too.
@@ -216,7 +320,8 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
     if (readable) break;
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.ReapLocked(/*block=*/false)) {
-      return StartFailed("vm box did not start: " + DescribeExit(m.wstatus) + m.Diagnostics());
+      return StartFailed("vm box did not start: " + m.DescribeEnd() +
+                         m.Diagnostics());
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       std::string diag = m.Diagnostics();
@@ -263,7 +368,8 @@ Status Machine::ExitStatus() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->destroyed) return BoxCrashed("vm box was destroyed");
   if (!impl_->ReapLocked(/*block=*/false)) return Status::Ok();
-  return BoxCrashed("vm box ended: " + DescribeExit(impl_->wstatus) + impl_->Diagnostics());
+  return BoxCrashed("vm box ended: " + impl_->DescribeEnd() +
+                    impl_->Diagnostics());
 }
 
 const std::vector<std::string>& Machine::limits() const { return impl_->limits; }
