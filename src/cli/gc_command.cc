@@ -49,8 +49,8 @@ int GcCommand(const std::vector<std::string> &args) {
     std::fprintf(stderr, "codebox gc: could not remove %s\n",
                  base::TerminalSafe(line).c_str());
   }
-  std::printf("%zu leftover%s %s", report.removed.size(),
-              report.removed.size() == 1 ? "" : "s", verb);
+  std::printf("%zu leftover%s %s", report.removed.size(), report.removed.size() == 1 ? "" : "s",
+              options.dry_run ? "to remove" : "removed");
   if (report.live > 0)
     std::printf(", %d of running codebox processes kept", report.live);
   if (!report.failed.empty())

@@ -335,6 +335,30 @@ TEST_F(BoxLifetimeTest, VmQemuDiesWithItsSigkilledOwner) {
   KillOwnerAndExpectNothingLeft(o, t);
 }
 
+// The other half of the keeper's design: the box is tied to the owner *process*, not to the
+// thread that created it (PR_SET_PDEATHSIG on QEMU itself would kill it here).
+TEST_F(BoxLifetimeTest, VmBoxOutlivesTheThreadThatMadeIt) {
+  vm::AcceleratorProbe probe = vm::ProbeAccelerators();
+  if (!probe.tcg_usable && !probe.kvm_usable) GTEST_SKIP() << "no QEMU: " << probe.tcg_reason;
+  BoxOptions options = testing::TestBoxOptions();
+  options.driver = DriverKind::kVm;
+  options.allow_emulation = true;
+  options.exec_timeout = std::chrono::seconds(60);
+  StatusOr<std::unique_ptr<Box>> made = Unavailable("not made");
+  std::thread([&] { made = Box::Create(options); }).join();
+  if (!made.ok() && (made.status().code() == StatusCode::kNotFound ||
+                     made.status().code() == StatusCode::kUnavailable)) {
+    GTEST_SKIP() << "cannot boot a vm box here: " << made.status().message();
+  }
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto r = (*made)->Exec({"echo", "still here"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "still here\n");
+  EXPECT_TRUE((*made)->Destroy().ok());
+  EXPECT_EQ(testing::CountOurBoxProcesses(), 0);
+}
+
 // A pid and start time of a process that has ended.
 base::OwnerRef DeadOwner() {
   pid_t pid = ::fork();
