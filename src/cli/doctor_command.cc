@@ -62,10 +62,9 @@ int DoctorCommand(const std::vector<std::string>& args) {
   leftovers.dry_run = true;
   box::LeftoverReport found = box::CollectLeftovers(leftovers);
   std::printf(
-      "\nleftovers of killed codebox processes: %zu%s\n", found.removed.size(),
-      found.removed.empty() ? " (none)"
-                            : " (`codebox gc` removes them; so does the "
-                              "next box start, except cgroups elsewhere)");
+      "\nleftovers of killed codebox processes: %zu (`codebox gc` removes them, and so does\n"
+      "  the next box start; a box that ends normally cleans up after itself)\n",
+      found.removed.size());
 
   std::printf("\nlimits of a box here (--driver %s):\n", std::string(DriverKindName(options.driver)).c_str());
   auto box = Box::Create(options);
