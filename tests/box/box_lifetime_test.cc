@@ -376,6 +376,55 @@ std::string Tag(const base::OwnerRef &o) {
   return std::to_string(o.pid) + "-" + std::to_string(o.start);
 }
 
+TEST(OwnerTest, TagParsesBackAndTellsLiveFromDeadAndReused) {
+  const base::OwnerRef self{::getpid(), base::ProcessStartTime(::getpid())};
+  ASSERT_GT(self.start, 0u);
+  base::OwnerRef parsed;
+  ASSERT_TRUE(base::ParseOwnerTag(base::OwnerTag() + "-7-0badc0de", &parsed));
+  EXPECT_EQ(parsed.pid, self.pid);
+  EXPECT_EQ(parsed.start, self.start);
+  EXPECT_TRUE(base::OwnerAlive(self));
+  EXPECT_FALSE(base::OwnerAlive({self.pid, self.start + 1})) << "a reused pid is not the owner";
+  EXPECT_FALSE(base::OwnerAlive(DeadOwner()));
+  for (const char* bad : {"", "abc", "12", "12-", "12-x", "0-5", "-3-4"}) {
+    EXPECT_FALSE(base::ParseOwnerTag(bad, &parsed)) << bad;
+  }
+  ASSERT_TRUE(base::ParseOwnerTag("12-3-abc", &parsed, /*with_start=*/false));
+  EXPECT_EQ(parsed.pid, 12);
+  EXPECT_EQ(parsed.start, 0u);
+
+  // A zombie (exited, not yet reaped) is gone: its code has ended.
+  int tag_pipe[2], go_pipe[2];
+  ASSERT_EQ(::pipe(tag_pipe), 0);
+  ASSERT_EQ(::pipe(go_pipe), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    // A forked child gets its own tag, not its parent's cached one.
+    std::string tag = base::OwnerTag();
+    (void)!::write(tag_pipe[1], tag.data(), tag.size());
+    ::close(go_pipe[1]);
+    char b;
+    (void)!::read(go_pipe[0], &b, 1);  // until the parent lets go
+    ::_exit(0);
+  }
+  ::close(tag_pipe[1]);
+  ::close(go_pipe[0]);
+  char buf[64] = {};
+  ASSERT_GT(::read(tag_pipe[0], buf, sizeof buf - 1), 0);
+  ::close(tag_pipe[0]);
+  base::OwnerRef kid;
+  ASSERT_TRUE(base::ParseOwnerTag(buf, &kid)) << buf;
+  EXPECT_EQ(kid.pid, child);
+  EXPECT_TRUE(base::OwnerAlive(kid));
+  ::close(go_pipe[1]);
+  for (int i = 0; i < 400 && Running(child); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_FALSE(base::OwnerAlive(kid)) << "a zombie owner counts as gone";
+  ::waitpid(child, nullptr, 0);
+  EXPECT_FALSE(base::OwnerAlive(kid));
+}
+
 TEST(BoxGcTest, RemovesOnlyLeftoversOfDeadOwners) {
   char tmpl[] = "/tmp/codebox-gc-test-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
