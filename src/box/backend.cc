@@ -79,8 +79,7 @@ StatusOr<DriverChoice> ChooseDriver(const BoxOptions& options) {
 StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
                                                 const DriverChoice& choice,
                                                 const std::string& image_rootfs) {
-  // Cleans up after codebox processes that were killed before they could (once
-  // per process).
+  // Cleans up after codebox processes that were killed before they could (once per process).
   CollectLeftoversOnce(base::CodeboxHome(options.home));
   std::string agent = AgentPath();
   if (agent.empty()) {

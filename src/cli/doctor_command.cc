@@ -55,8 +55,7 @@ int DoctorCommand(const std::vector<std::string>& args) {
     Line(name.c_str(), found.ok(), found.ok() ? found->id : "not built: codebox image build " + name);
   }
 
-  // Before Box::Create below, which removes leftovers itself (once per
-  // process).
+  // Before Box::Create below, which removes leftovers itself (once per process).
   box::LeftoverOptions leftovers;
   leftovers.home = home;
   leftovers.dry_run = true;

@@ -1,7 +1,6 @@
-// `codebox gc`: removes what codebox processes that died without cleaning up
-// (SIGKILL, a crash) left behind. Boxes clean up after themselves, and each
-// codebox process also does this once on its first box start; this is for hosts
-// where none starts again soon.
+// `codebox gc`: removes what codebox processes that died without cleaning up (SIGKILL, a crash)
+// left behind. Boxes clean up after themselves, and each codebox process also does this once on its
+// first box start; this is for hosts where none starts again soon.
 #include <cstdio>
 
 #include "base/paths.h"
@@ -12,7 +11,7 @@
 
 namespace codebox::cli {
 
-int GcCommand(const std::vector<std::string> &args) {
+int GcCommand(const std::vector<std::string>& args) {
   box::LeftoverOptions options;
   options.walk_all_cgroups = true;
   std::string home;
@@ -41,22 +40,19 @@ int GcCommand(const std::vector<std::string> &args) {
   }
   options.home = base::CodeboxHome(home);
   box::LeftoverReport report = box::CollectLeftovers(options);
-  const char *verb = options.dry_run ? "would remove" : "removed";
-  for (const auto &line : report.removed) {
+  const char* verb = options.dry_run ? "would remove" : "removed";
+  for (const auto& line : report.removed) {
     std::printf("%s %s\n", verb, base::TerminalSafe(line).c_str());
   }
-  for (const auto &line : report.failed) {
-    std::fprintf(stderr, "codebox gc: could not remove %s\n",
-                 base::TerminalSafe(line).c_str());
+  for (const auto& line : report.failed) {
+    std::fprintf(stderr, "codebox gc: could not remove %s\n", base::TerminalSafe(line).c_str());
   }
   std::printf("%zu leftover%s %s", report.removed.size(), report.removed.size() == 1 ? "" : "s",
               options.dry_run ? "to remove" : "removed");
-  if (report.live > 0)
-    std::printf(", %d of running codebox processes kept", report.live);
-  if (!report.failed.empty())
-    std::printf(", %zu failed", report.failed.size());
+  if (report.live > 0) std::printf(", %d of running codebox processes kept", report.live);
+  if (!report.failed.empty()) std::printf(", %zu failed", report.failed.size());
   std::printf("\n");
   return report.failed.empty() ? 0 : 1;
 }
 
-} // namespace codebox::cli
+}  // namespace codebox::cli

@@ -8,8 +8,7 @@
 
 namespace {
 
-constexpr const char kUsage[] =
-    R"(codebox: run untrusted code in a disposable isolated box
+constexpr const char kUsage[] = R"(codebox: run untrusted code in a disposable isolated box
 
 usage: codebox COMMAND [options]
 
@@ -40,8 +39,7 @@ int main(int argc, char** argv) {
   if (command == "ask") return AskCommand(args);
   if (command == "doctor") return DoctorCommand(args);
   if (command == "image") return ImageCommand(args);
-  if (command == "gc")
-    return GcCommand(args);
+  if (command == "gc") return GcCommand(args);
   if (command == "--version" || command == "version") {
     std::puts("codebox 0.1.0");
     return 0;

@@ -35,9 +35,8 @@ using base::UniqueFd;
 constexpr auto kStartTimeout = std::chrono::seconds(20);
 constexpr auto kDestroyTimeout = std::chrono::seconds(5);
 
-// "<pid>-<start>-<n>-<random>": the owner tag lets `codebox gc` and the next
-// process tell a dead owner's leftovers (staging dir, cgroups) from a live
-// one's (base/owner.h).
+// "<pid>-<start>-<n>-<random>": the owner tag lets `codebox gc` and the next process tell a
+// dead owner's leftovers (staging dir, cgroups) from a live one's (base/owner.h).
 std::string NewId() {
   static std::atomic<uint64_t> counter{0};
   std::random_device rd;
@@ -47,11 +46,10 @@ std::string NewId() {
   return base::OwnerTag() + buf;
 }
 
-} // namespace
+}  // namespace
 
 std::string StagingParentPath() {
-  return ::geteuid() == 0 ? "/run/codebox-jail"
-                          : "/tmp/codebox-jail-" + std::to_string(::geteuid());
+  return ::geteuid() == 0 ? "/run/codebox-jail" : "/tmp/codebox-jail-" + std::to_string(::geteuid());
 }
 
 namespace {
@@ -157,7 +155,7 @@ void WaitOrKill(pid_t pid, int pidfd, std::chrono::milliseconds timeout) {
   }
 }
 
-} // namespace
+}  // namespace
 
 class Jail::Impl {
  public:

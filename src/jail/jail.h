@@ -26,9 +26,8 @@ struct JailConfig {
 };
 
 // Parent of the per-jail staging directories: /run/codebox-jail for root, else
-// /tmp/codebox-jail-<uid>. Each jail's is "<parent>/<id>", id =
-// "<pid>-<start>-<n>-<random>" (base/owner.h), also its cgroups'
-// "codebox-<id>"; `codebox gc` uses that to find leftovers.
+// /tmp/codebox-jail-<uid>. Each jail's is "<parent>/<id>", id = "<pid>-<start>-<n>-<random>"
+// (base/owner.h), also its cgroups' "codebox-<id>"; `codebox gc` uses that to find leftovers.
 std::string StagingParentPath();
 
 // Whether this host can run jails, and if not, why (for `codebox doctor` and `auto`).

@@ -253,8 +253,7 @@ int RunBox(pid_t parent) {
     ready.ok = false;
     ready.error = st.message();
     KillBox(box);
-    if (config.ok())
-      ::rmdir(config->staging_dir.c_str());
+    if (config.ok()) ::rmdir(config->staging_dir.c_str());
     (void)SendPacket(kSupervisorControlFd, EncodeReady(ready));
     return 1;
   }
@@ -262,9 +261,8 @@ int RunBox(pid_t parent) {
   (void)SendPacket(kSupervisorControlFd, EncodeReady(ready));
   int status = Watch(box, parent_pidfd.get(), sig_fd.get());
   KillBox(box);
-  // Empty once the box's mount namespace is gone. Removed here because the
-  // library may be gone (SIGKILLed) and will not do it; it tolerates ENOENT
-  // when it is alive.
+  // Empty once the box's mount namespace is gone. Removed here because the library may be gone
+  // (SIGKILLed) and will not do it; it tolerates ENOENT when it is alive.
   ::rmdir(config->staging_dir.c_str());
   (void)SendPacket(kSupervisorControlFd, "exited=" + std::to_string(status) + "\n");
   return 0;

@@ -46,8 +46,7 @@ StatusOr<std::string> EnsureErofsDisk(const std::string& home, const std::string
   }
   // Built under a unique temp name and renamed: a box never sees a half-written disk, and
   // two processes building at once both end with a complete file.
-  std::string tmp = disk + ".tmp." + base::OwnerTag() + "." +
-                    HashHex(std::to_string(::gettid()));
+  std::string tmp = disk + ".tmp." + base::OwnerTag() + "." + HashHex(std::to_string(::gettid()));
   // --preserve-mtime: without it erofs-utils stores compact inodes stamped with the build
   // time, every .pyc then mismatches its source's mtime and Python recompiles the standard
   // library on each box's first run (~1 s under tcg).

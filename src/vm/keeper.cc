@@ -21,32 +21,27 @@
 namespace codebox::vm {
 namespace {
 
-void Say(const std::string &line) {
-  (void)base::WriteAll(kKeeperStatusFd, line + "\n");
-}
+void Say(const std::string& line) { (void)base::WriteAll(kKeeperStatusFd, line + "\n"); }
 
-void KillAndReap(pid_t pid, int *wstatus) {
+void KillAndReap(pid_t pid, int* wstatus) {
   ::kill(pid, SIGKILL);
   while (::waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {
   }
 }
 
-} // namespace
+}  // namespace
 
-int RunKeeper(pid_t parent, const std::string &run_dir, char **qemu_argv,
-              char **envp) {
+int RunKeeper(pid_t parent, const std::string& run_dir, char** qemu_argv, char** envp) {
   ::signal(SIGPIPE, SIG_IGN);
-  // Own session: a ^C for the caller's process group must not end the box
-  // before the caller has cleaned up (it may catch SIGINT). QEMU inherits it.
+  // Own session: a ^C for the caller's process group must not end the box before the caller has
+  // cleaned up (it may catch SIGINT). QEMU inherits it.
   ::setsid();
-  base::UniqueFd parent_pidfd(
-      static_cast<int>(::syscall(SYS_pidfd_open, parent, 0)));
+  base::UniqueFd parent_pidfd(static_cast<int>(::syscall(SYS_pidfd_open, parent, 0)));
   if (!parent_pidfd.valid()) {
     Say(std::string("error pidfd_open of the owner: ") + std::strerror(errno));
     return 1;
   }
-  // Opened, then checked: if the owner died before, we are not its child any
-  // more.
+  // Opened, then checked: if the owner died before, we are not its child any more.
   if (::getppid() != parent) {
     (void)RemoveTree(run_dir);
     return 1;
@@ -71,16 +66,14 @@ int RunKeeper(pid_t parent, const std::string &run_dir, char **qemu_argv,
   if (qemu == 0) {
     // Correct here, unlike in the library: we are single-threaded.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != keeper)
-      ::_exit(127);
-    ::close(kKeeperStatusFd); // the library must see EOF when we go, not when
-                              // QEMU goes
+    if (::getppid() != keeper) ::_exit(127);
+    ::close(kKeeperStatusFd);  // the library must see EOF when we go, not when
+                               // QEMU goes
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(
-        SIGPIPE,
-        SIG_DFL); // SIGXFSZ stays ignored: the log cap fails writes instead
+    ::signal(SIGPIPE,
+             SIG_DFL);  // SIGXFSZ stays ignored: the log cap fails writes instead
     ::execve(qemu_argv[0], qemu_argv, envp);
     int err = errno;
     (void)!::write(err_write.get(), &err, sizeof err);
@@ -94,23 +87,19 @@ int RunKeeper(pid_t parent, const std::string &run_dir, char **qemu_argv,
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
     ::waitpid(qemu, nullptr, 0);
-    Say(std::string("error exec ") + qemu_argv[0] + ": " +
-        std::strerror(exec_errno));
+    Say(std::string("error exec ") + qemu_argv[0] + ": " + std::strerror(exec_errno));
     return 1;
   }
-  // Only QEMU holds the box's socket ends now: the library sees EOF when QEMU
-  // dies.
+  // Only QEMU holds the box's socket ends now: the library sees EOF when QEMU dies.
   ::close(kQemuAgentFd);
   ::close(kQemuQmpFd);
   Say("qemu " + std::to_string(qemu));
 
   for (;;) {
-    pollfd fds[3] = {{sig_fd.get(), POLLIN, 0},
-                     {parent_pidfd.get(), POLLIN, 0},
-                     {kKeeperStatusFd, POLLIN, 0}};
+    pollfd fds[3] = {
+        {sig_fd.get(), POLLIN, 0}, {parent_pidfd.get(), POLLIN, 0}, {kKeeperStatusFd, POLLIN, 0}};
     if (::poll(fds, 3, -1) < 0) {
-      if (errno == EINTR)
-        continue;
+      if (errno == EINTR) continue;
       break;
     }
     if (fds[0].revents != 0) {
@@ -131,18 +120,16 @@ int RunKeeper(pid_t parent, const std::string &run_dir, char **qemu_argv,
     if (fds[2].revents != 0) {
       char cmd[64];
       ssize_t got = ::recv(kKeeperStatusFd, cmd, sizeof cmd, MSG_DONTWAIT);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN))
-        continue;
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       // "k", or EOF / an error (the library let go of the box): QEMU goes now.
       int wstatus = 0;
       KillAndReap(qemu, &wstatus);
       Say("exit " + std::to_string(wstatus));
       if (got <= 0) {
-        // A dying owner's fds close before its pidfd fires: if it is exiting,
-        // nobody else will remove the run directory.
+        // A dying owner's fds close before its pidfd fires: if it is exiting, nobody else will
+        // remove the run directory.
         pollfd owner = {parent_pidfd.get(), POLLIN, 0};
-        if (::poll(&owner, 1, 1000) > 0)
-          (void)RemoveTree(run_dir);
+        if (::poll(&owner, 1, 1000) > 0) (void)RemoveTree(run_dir);
       }
       return 0;
     }
@@ -151,4 +138,4 @@ int RunKeeper(pid_t parent, const std::string &run_dir, char **qemu_argv,
   return 1;
 }
 
-} // namespace codebox::vm
+}  // namespace codebox::vm

@@ -1,5 +1,5 @@
-// codebox-vm-keeper: the per-box process that ties QEMU's life to its owner
-// (see keeper.h). Started by Machine::Start; not meant to be run by hand.
+// codebox-vm-keeper: the per-box process that ties QEMU's life to its owner (see keeper.h). Started
+// by Machine::Start; not meant to be run by hand.
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -9,19 +9,19 @@
 
 #include "vm/keeper.h"
 
-int main(int argc, char **argv, char **envp) {
+int main(int argc, char** argv, char** envp) {
   // Whatever the spawner leaked, only 0-5 survive.
   ::syscall(SYS_close_range, 6u, ~0u, 0u);
   if (argc >= 7 && std::strcmp(argv[1], "--parent") == 0 &&
-      std::strcmp(argv[3], "--run-dir") == 0 &&
-      std::strcmp(argv[5], "--") == 0 && argv[6][0] == '/') {
+      std::strcmp(argv[3], "--run-dir") == 0 && std::strcmp(argv[5], "--") == 0 &&
+      argv[6][0] == '/') {
     pid_t parent = static_cast<pid_t>(std::atol(argv[2]));
-    if (parent > 0)
-      return codebox::vm::RunKeeper(parent, argv[4], argv + 6, envp);
+    if (parent > 0) return codebox::vm::RunKeeper(parent, argv[4], argv + 6, envp);
   }
-  static const char kUsage[] = "usage: codebox-vm-keeper --parent PID "
-                               "--run-dir DIR -- /path/to/qemu ARGS... "
-                               "(started by libcodebox)\n";
+  static const char kUsage[] =
+      "usage: codebox-vm-keeper --parent PID "
+      "--run-dir DIR -- /path/to/qemu ARGS... "
+      "(started by libcodebox)\n";
   (void)!::write(2, kUsage, sizeof kUsage - 1);
   return 2;
 }

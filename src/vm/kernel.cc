@@ -55,9 +55,8 @@ StatusOr<std::string> ResolveKernelPackage() {
 // a half-unpacked kernel is never seen.
 StatusOr<Kernel> FetchKernel(const std::string& home) {
   ASSIGN_OR_RETURN(std::string package, ResolveKernelPackage());
-  ASSIGN_OR_RETURN(
-      std::string tmp,
-      MakeTempDir(home + "/kernels", ".fetch-" + base::OwnerTag() + "-"));
+  ASSIGN_OR_RETURN(std::string tmp,
+                   MakeTempDir(home + "/kernels", ".fetch-" + base::OwnerTag() + "-"));
   auto fetch = [&]() -> StatusOr<Kernel> {
     // As root apt drops to _apt for downloads, which cannot write our temp dir.
     std::vector<std::string> argv = {"apt-get", "download", "-q"};

@@ -1,7 +1,7 @@
-// Machine: one QEMU microvm per box. Start prepares the cached artifacts,
-// starts QEMU under its codebox-vm-keeper (keeper.h: QEMU dies with the owner
-// process; scrubbed env, only its two sockets and log fds), and waits until the
-// agent speaks; Destroy ends QEMU and removes the box's run directory.
+// Machine: one QEMU microvm per box. Start prepares the cached artifacts, starts QEMU under its
+// codebox-vm-keeper (keeper.h: QEMU dies with the owner process; scrubbed env, only its two
+// sockets and log fds), and waits until the agent speaks; Destroy ends QEMU and removes the
+// box's run directory.
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -69,14 +69,13 @@ class Machine::Impl {
   std::string run_dir;
   std::string console_log;
   std::string qemu_log;
-  pid_t keeper =
-      -1; // codebox-vm-keeper, our child; QEMU is its child (keeper.h)
+  pid_t keeper = -1;  // codebox-vm-keeper, our child; QEMU is its child (keeper.h)
   base::UniqueFd keeper_fd;
   std::string keeper_buf;
-  std::string keeper_error; // "error ..." from the keeper
-  pid_t pid = -1;     // QEMU's, as the keeper reported it; -1 once it ended
-  bool ended = false; // QEMU ended (reported), or the keeper is gone
-  bool keeper_lost = false; // the keeper went without reporting QEMU's end
+  std::string keeper_error;  // "error ..." from the keeper
+  pid_t pid = -1;            // QEMU's, as the keeper reported it; -1 once it ended
+  bool ended = false;        // QEMU ended (reported), or the keeper is gone
+  bool keeper_lost = false;  // the keeper went without reporting QEMU's end
   int wstatus = 0;
   base::UniqueFd agent_fd;
   base::UniqueFd qmp_fd;
@@ -85,8 +84,7 @@ class Machine::Impl {
   bool destroyed = false;
   std::string saved_console;  // kept across Destroy, which removes the log file
 
-  // Reads the keeper's lines for up to `timeout`; true once QEMU has ended.
-  // Caller holds mu.
+  // Reads the keeper's lines for up to `timeout`; true once QEMU has ended. Caller holds mu.
   bool PumpKeeperLocked(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!ended) {
@@ -97,23 +95,18 @@ class Machine::Impl {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       struct pollfd p = {keeper_fd.get(), POLLIN, 0};
-      int rc =
-          ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
-      if (rc < 0 && errno == EINTR)
-        continue;
-      if (rc <= 0)
-        break;
+      int rc = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc <= 0) break;
       char buf[256];
       ssize_t n = ::recv(keeper_fd.get(), buf, sizeof buf, MSG_DONTWAIT);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN))
-        continue;
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) {
         MarkKeeperGone();
         break;
       }
       keeper_buf.append(buf, static_cast<size_t>(n));
-      for (size_t nl;
-           !ended && (nl = keeper_buf.find('\n')) != std::string::npos;) {
+      for (size_t nl; !ended && (nl = keeper_buf.find('\n')) != std::string::npos;) {
         std::string line = keeper_buf.substr(0, nl);
         keeper_buf.erase(0, nl + 1);
         if (line.starts_with("qemu ")) {
@@ -127,26 +120,22 @@ class Machine::Impl {
           MarkKeeperGone();
         }
       }
-      if (keeper_buf.size() > 4096)
-        keeper_buf.clear(); // not a keeper of ours
+      if (keeper_buf.size() > 4096) keeper_buf.clear();  // not a keeper of ours
     }
-    if (ended)
-      ReapKeeper(std::chrono::milliseconds(500));
+    if (ended) ReapKeeper(std::chrono::milliseconds(500));
     return ended;
   }
 
   void MarkKeeperGone() {
-    if (!ended)
-      keeper_lost = keeper_error.empty();
+    if (!ended) keeper_lost = keeper_error.empty();
     ended = true;
     pid = -1;
   }
 
-  // The keeper exits right after its last line; SIGKILL if it does not (QEMU
-  // then gets its PR_SET_PDEATHSIG).
+  // The keeper exits right after its last line; SIGKILL if it does not (QEMU then gets its
+  // PR_SET_PDEATHSIG).
   void ReapKeeper(std::chrono::milliseconds timeout) {
-    if (keeper < 0)
-      return;
+    if (keeper < 0) return;
     int ignored;
     if (!WaitChild(keeper, timeout, &ignored)) {
       ::kill(keeper, SIGKILL);
@@ -156,15 +145,12 @@ class Machine::Impl {
   }
 
   bool ReapLocked(bool block) {
-    return PumpKeeperLocked(block ? std::chrono::milliseconds(2000)
-                                  : std::chrono::milliseconds(0));
+    return PumpKeeperLocked(block ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(0));
   }
 
   std::string DescribeEnd() const {
-    if (!keeper_error.empty())
-      return "QEMU did not start: " + keeper_error;
-    if (keeper_lost)
-      return "the codebox-vm-keeper process of the box ended (QEMU with it)";
+    if (!keeper_error.empty()) return "QEMU did not start: " + keeper_error;
+    if (keeper_lost) return "the codebox-vm-keeper process of the box ended (QEMU with it)";
     return DescribeExit(wstatus);
   }
 
@@ -181,13 +167,10 @@ class Machine::Impl {
     if (!ended) {
       if (qmp_fd.valid()) (void)QmpQuit(qmp_fd.get());
       if (!PumpKeeperLocked(std::chrono::milliseconds(400))) {
-        // The keeper SIGKILLs QEMU and reports; failing that, the keeper itself
-        // goes.
-        if (keeper_fd.valid())
-          (void)::send(keeper_fd.get(), "k", 1, MSG_NOSIGNAL);
+        // The keeper SIGKILLs QEMU and reports; failing that, the keeper itself goes.
+        if (keeper_fd.valid()) (void)::send(keeper_fd.get(), "k", 1, MSG_NOSIGNAL);
         if (!PumpKeeperLocked(std::chrono::milliseconds(500))) {
-          if (keeper > 0)
-            ::kill(keeper, SIGKILL);
+          if (keeper > 0) ::kill(keeper, SIGKILL);
           (void)PumpKeeperLocked(std::chrono::milliseconds(500));
         }
       }
@@ -224,9 +207,10 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   impl->accel = accel;
   std::string keeper_path = base::FindHelperBinary("codebox-vm-keeper");
   if (keeper_path.empty()) {
-    return NotFound("start vm box: codebox-vm-keeper not found beside the "
-                    "executable (or in "
-                    "$CODEBOX_LIBEXEC); build target codebox-vm-keeper");
+    return NotFound(
+        "start vm box: codebox-vm-keeper not found beside the "
+        "executable (or in "
+        "$CODEBOX_LIBEXEC); build target codebox-vm-keeper");
   }
   // The owner tag in the name lets `codebox gc` tell a dead owner's run dir
   // (base/owner.h).
@@ -248,12 +232,11 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   QemuLaunch launch;
   launch.qemu = QemuBinary();
   if (!launch.qemu.empty() && launch.qemu[0] != '/') {
-    char *abs = ::realpath(launch.qemu.c_str(), nullptr);
+    char* abs = ::realpath(launch.qemu.c_str(), nullptr);
     launch.qemu = abs != nullptr ? abs : "";
     std::free(abs);
   }
-  if (launch.qemu.empty())
-    return NotFound("start vm box: qemu-system-x86_64 not found");
+  if (launch.qemu.empty()) return NotFound("start vm box: qemu-system-x86_64 not found");
   launch.accel = accel;
   launch.kernel = kernel->vmlinuz;
   launch.initramfs = *initramfs;
@@ -270,19 +253,16 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   base::UniqueFd log(::open(m.qemu_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!log.valid()) return base::ErrnoStatus("start vm box: open " + m.qemu_log);
   SpawnSpec spec;
-  spec.argv = {keeper_path, "--parent", std::to_string(::getpid()),
-               "--run-dir", m.run_dir,  "--"};
-  for (auto &arg : QemuArgv(launch))
-    spec.argv.push_back(std::move(arg));
+  spec.argv = {keeper_path, "--parent", std::to_string(::getpid()), "--run-dir", m.run_dir, "--"};
+  for (auto& arg : QemuArgv(launch)) spec.argv.push_back(std::move(arg));
   spec.fds = {{log.get(), 1},
               {log.get(), 2},
               {agent_pair.second.get(), kQemuAgentFd},
               {qmp_pair.second.get(), kQemuQmpFd},
               {keeper_pair.second.get(), kKeeperStatusFd}};
-  spec.max_file_bytes = kMaxLogBytes; // inherited by QEMU
+  spec.max_file_bytes = kMaxLogBytes;  // inherited by QEMU
   auto keeper = Spawn(spec);
-  if (!keeper.ok())
-    return keeper.status().WithContext("start vm box: codebox-vm-keeper");
+  if (!keeper.ok()) return keeper.status().WithContext("start vm box: codebox-vm-keeper");
   m.keeper = *keeper;
   m.keeper_fd = std::move(keeper_pair.first);
   keeper_pair.second.reset();
@@ -293,20 +273,14 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   {
     std::lock_guard<std::mutex> lock(m.mu);
     auto deadline = std::chrono::steady_clock::now() + kKeeperReportTimeout;
-    while (m.pid < 0 && !m.ended &&
-           std::chrono::steady_clock::now() < deadline) {
+    while (m.pid < 0 && !m.ended && std::chrono::steady_clock::now() < deadline) {
       m.PumpKeeperLocked(std::chrono::milliseconds(100));
     }
-    if (m.ended)
-      return StartFailed("vm box did not start: " + m.DescribeEnd() +
-                         m.Diagnostics());
-    if (m.pid < 0)
-      return StartFailed(
-          "vm box did not start: codebox-vm-keeper did not report");
+    if (m.ended) return StartFailed("vm box did not start: " + m.DescribeEnd() + m.Diagnostics());
+    if (m.pid < 0) return StartFailed("vm box did not start: codebox-vm-keeper did not report");
   }
-  CODEBOX_LOG(kDebug, "vm: started qemu pid " << m.pid << " (keeper "
-                                              << m.keeper << ") in "
-                                              << m.run_dir);
+  CODEBOX_LOG(kDebug,
+              "vm: started qemu pid " << m.pid << " (keeper " << m.keeper << ") in " << m.run_dir);
 
   // Ready = the agent's hello has arrived (it speaks first); the bytes stay queued for the
   // protocol client. QEMU's exit closes its socket end, which wakes the poll too.
@@ -320,8 +294,7 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
     if (readable) break;
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.ReapLocked(/*block=*/false)) {
-      return StartFailed("vm box did not start: " + m.DescribeEnd() +
-                         m.Diagnostics());
+      return StartFailed("vm box did not start: " + m.DescribeEnd() + m.Diagnostics());
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       std::string diag = m.Diagnostics();
@@ -368,8 +341,7 @@ Status Machine::ExitStatus() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->destroyed) return BoxCrashed("vm box was destroyed");
   if (!impl_->ReapLocked(/*block=*/false)) return Status::Ok();
-  return BoxCrashed("vm box ended: " + impl_->DescribeEnd() +
-                    impl_->Diagnostics());
+  return BoxCrashed("vm box ended: " + impl_->DescribeEnd() + impl_->Diagnostics());
 }
 
 const std::vector<std::string>& Machine::limits() const { return impl_->limits; }

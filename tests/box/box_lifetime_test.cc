@@ -1,8 +1,7 @@
-// No box outlives its host process, and what a killed host process left behind
-// is collected. The owner here is the real thing: the `codebox` CLI running
-// `exec` in a box, SIGKILLed in the middle of the run. Within 2 s nothing of
-// its box may be left: no process (supervisor or keeper, agent, QEMU, box code,
-// a daemon), no cgroup, no mount, no staging or run directory.
+// No box outlives its host process, and what a killed host process left behind is collected. The
+// owner here is the real thing: the `codebox` CLI running `exec` in a box, SIGKILLed in the middle
+// of the run. Within 2 s nothing of its box may be left: no process (supervisor or keeper, agent,
+// QEMU, box code, a daemon), no cgroup, no mount, no staging or run directory.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -45,24 +44,19 @@ struct ProcInfo {
 
 std::map<int, ProcInfo> Processes() {
   std::map<int, ProcInfo> out;
-  for (const auto &name : base::ListDirectory("/proc")) {
-    if (name.empty() ||
-        name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
+  for (const auto& name : base::ListDirectory("/proc")) {
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     auto stat = base::ReadFile("/proc/" + name + "/stat");
-    if (!stat.ok())
-      continue;
+    if (!stat.ok()) continue;
     size_t close = stat->rfind(')');
-    if (close == std::string::npos)
-      continue;
+    if (close == std::string::npos) continue;
     ProcInfo p;
     std::istringstream rest(stat->substr(close + 2));
     rest >> p.state >> p.ppid;
     auto cmd = base::ReadFile("/proc/" + name + "/cmdline");
     if (cmd.ok()) {
       p.cmd = *cmd;
-      for (char &c : p.cmd)
-        c = c == '\0' ? ' ' : c;
+      for (char& c : p.cmd) c = c == '\0' ? ' ' : c;
     }
     out[std::stoi(name)] = p;
   }
@@ -73,17 +67,15 @@ std::map<int, ProcInfo> Processes() {
 std::map<int, std::string> Descendants(int root) {
   auto procs = Processes();
   std::map<int, std::string> out;
-  for (const auto &[pid, p] : procs) {
-    if (p.state == 'Z' || p.state == 'X')
-      continue;
+  for (const auto& [pid, p] : procs) {
+    if (p.state == 'Z' || p.state == 'X') continue;
     for (int up = p.ppid, hops = 0; up > 1 && hops < 64; ++hops) {
       if (up == root) {
         out[pid] = p.cmd;
         break;
       }
       auto it = procs.find(up);
-      if (it == procs.end())
-        break;
+      if (it == procs.end()) break;
       up = it->second.ppid;
     }
   }
@@ -92,26 +84,24 @@ std::map<int, std::string> Descendants(int root) {
 
 bool Running(int pid) {
   auto stat = base::ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat.ok())
-    return false;
+  if (!stat.ok()) return false;
   size_t close = stat->rfind(')');
-  return close != std::string::npos && close + 2 < stat->size() &&
-         (*stat)[close + 2] != 'Z' && (*stat)[close + 2] != 'X';
+  return close != std::string::npos && close + 2 < stat->size() && (*stat)[close + 2] != 'Z' &&
+         (*stat)[close + 2] != 'X';
 }
 
-bool Exists(const std::string &path) {
+bool Exists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-// Cgroup directories named for jails of `pid` where this process's jails would
-// go.
+// Cgroup directories named for jails of `pid` where this process's jails would go.
 std::vector<std::string> CgroupsOf(int pid) {
   std::vector<std::string> out;
   jail::cgroups::Plan plan = jail::cgroups::MakePlan("probe");
-  for (const auto &d : plan.dirs) {
+  for (const auto& d : plan.dirs) {
     std::string parent = d.path.substr(0, d.path.rfind('/'));
-    for (const auto &name : base::ListDirectory(parent)) {
+    for (const auto& name : base::ListDirectory(parent)) {
       if (name.starts_with("codebox-" + std::to_string(pid) + "-"))
         out.push_back(parent + "/" + name);
     }
@@ -119,12 +109,10 @@ std::vector<std::string> CgroupsOf(int pid) {
   return out;
 }
 
-std::vector<std::string> EntriesWithPrefix(const std::string &dir,
-                                           const std::string &prefix) {
+std::vector<std::string> EntriesWithPrefix(const std::string& dir, const std::string& prefix) {
   std::vector<std::string> out;
-  for (const auto &name : base::ListDirectory(dir)) {
-    if (name.starts_with(prefix))
-      out.push_back(dir + "/" + name);
+  for (const auto& name : base::ListDirectory(dir)) {
+    if (name.starts_with(prefix)) out.push_back(dir + "/" + name);
   }
   return out;
 }
@@ -136,21 +124,17 @@ struct Owner {
   std::string err_path;
 };
 
-Owner StartOwner(const std::vector<std::string> &args) {
+Owner StartOwner(const std::vector<std::string>& args) {
   Owner o;
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    return o;
+  if (::pipe2(fds, O_CLOEXEC) != 0) return o;
   base::UniqueFd rd(fds[0]), wr(fds[1]);
-  o.err_path = ::testing::TempDir() + "/lifetime_owner_" +
-               std::to_string(::getpid()) + ".err";
-  base::UniqueFd err(::open(o.err_path.c_str(),
-                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  o.err_path = ::testing::TempDir() + "/lifetime_owner_" + std::to_string(::getpid()) + ".err";
+  base::UniqueFd err(::open(o.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   std::vector<std::string> argv = {Codebox()};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char *> cargv;
-  for (auto &a : argv)
-    cargv.push_back(a.data());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -164,28 +148,23 @@ Owner StartOwner(const std::vector<std::string> &args) {
   return o;
 }
 
-// Reads the owner's stdout until `word` shows up; false on EOF (the owner
-// exited) or timeout.
-bool WaitForOutput(const Owner &o, const std::string &word,
-                   std::chrono::seconds timeout) {
+// Reads the owner's stdout until `word` shows up; false on EOF (the owner exited) or timeout.
+bool WaitForOutput(const Owner& o, const std::string& word, std::chrono::seconds timeout) {
   std::string got;
   auto deadline = steady_clock::now() + timeout;
   while (steady_clock::now() < deadline) {
     pollfd p = {o.out.get(), POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
+    if (::poll(&p, 1, 100) <= 0) continue;
     char buf[256];
     ssize_t n = ::read(o.out.get(), buf, sizeof buf);
-    if (n <= 0)
-      return false;
+    if (n <= 0) return false;
     got.append(buf, static_cast<size_t>(n));
-    if (got.find(word) != std::string::npos)
-      return true;
+    if (got.find(word) != std::string::npos) return true;
   }
   return false;
 }
 
-std::string OwnerStderr(const Owner &o) {
+std::string OwnerStderr(const Owner& o) {
   auto text = base::ReadFile(o.err_path);
   return text.ok() ? *text : "";
 }
@@ -193,20 +172,18 @@ std::string OwnerStderr(const Owner &o) {
 // Everything of the owner's box that must vanish with it.
 struct BoxTraces {
   std::map<int, std::string> processes;
-  std::vector<std::string> paths; // staging dir, run dir, cgroup dirs
-  std::string mount_needle;       // a path no mount of ours may name afterwards
+  std::vector<std::string> paths;  // staging dir, run dir, cgroup dirs
+  std::string mount_needle;        // a path no mount of ours may name afterwards
 };
 
 // What is still there (empty when nothing is).
-std::string StillThere(const BoxTraces &t) {
+std::string StillThere(const BoxTraces& t) {
   std::string left;
-  for (const auto &[pid, cmd] : t.processes) {
-    if (Running(pid))
-      left += "process " + std::to_string(pid) + " (" + cmd + "); ";
+  for (const auto& [pid, cmd] : t.processes) {
+    if (Running(pid)) left += "process " + std::to_string(pid) + " (" + cmd + "); ";
   }
-  for (const auto &p : t.paths) {
-    if (Exists(p))
-      left += p + "; ";
+  for (const auto& p : t.paths) {
+    if (Exists(p)) left += p + "; ";
   }
   if (!t.mount_needle.empty()) {
     auto mounts = base::ReadFile("/proc/self/mountinfo");
@@ -218,7 +195,7 @@ std::string StillThere(const BoxTraces &t) {
 }
 
 // Kills the owner and waits (at most kCleanupDeadline) for its box to be gone.
-void KillOwnerAndExpectNothingLeft(Owner &o, const BoxTraces &traces) {
+void KillOwnerAndExpectNothingLeft(Owner& o, const BoxTraces& traces) {
   ASSERT_EQ(::kill(o.pid, SIGKILL), 0);
   auto killed = steady_clock::now();
   ::waitpid(o.pid, nullptr, 0);
@@ -228,34 +205,26 @@ void KillOwnerAndExpectNothingLeft(Owner &o, const BoxTraces &traces) {
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
     left = StillThere(traces);
-    if (left.empty())
-      break;
+    if (left.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
-      steady_clock::now() - killed);
-  EXPECT_EQ(left, "") << "left " << took.count()
-                      << " ms after the owner was SIGKILLed";
-  std::cerr << "[ info ] box gone " << took.count()
-            << " ms after its owner was SIGKILLed\n";
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - killed);
+  EXPECT_EQ(left, "") << "left " << took.count() << " ms after the owner was SIGKILLed";
+  std::cerr << "[ info ] box gone " << took.count() << " ms after its owner was SIGKILLed\n";
 }
 
 class BoxLifetimeTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    if (::access(Codebox().c_str(), X_OK) != 0)
-      GTEST_SKIP() << "no codebox CLI at " << Codebox();
+    if (::access(Codebox().c_str(), X_OK) != 0) GTEST_SKIP() << "no codebox CLI at " << Codebox();
     auto image = image::FindImage(base::CodeboxHome(""), "python");
-    if (!image.ok())
-      GTEST_SKIP() << "image 'python' is not built: "
-                   << image.status().message();
+    if (!image.ok()) GTEST_SKIP() << "image 'python' is not built: " << image.status().message();
   }
 };
 
 TEST_F(BoxLifetimeTest, JailDiesWithItsSigkilledOwner) {
-  // A long command plus a daemon that left its parent (double fork, own
-  // session).
+  // A long command plus a daemon that left its parent (double fork, own session).
   Owner o = StartOwner({"exec", "--driver", "jail", "--", "sh", "-c",
                         "(setsid sleep 1001 &) ; echo started; sleep 1000"});
   ASSERT_GT(o.pid, 0);
@@ -263,8 +232,7 @@ TEST_F(BoxLifetimeTest, JailDiesWithItsSigkilledOwner) {
     ::kill(o.pid, SIGKILL);
     ::waitpid(o.pid, nullptr, 0);
     std::string err = OwnerStderr(o);
-    if (err.find("jail") != std::string::npos &&
-        err.find("nable") != std::string::npos) {
+    if (err.find("jail") != std::string::npos && err.find("nable") != std::string::npos) {
       GTEST_SKIP() << "no jail here: " << err;
     }
     FAIL() << "the box did not start: " << err;
@@ -274,20 +242,15 @@ TEST_F(BoxLifetimeTest, JailDiesWithItsSigkilledOwner) {
   for (int i = 0; i < 100; ++i) {
     t.processes = Descendants(o.pid);
     int sleeps = 0;
-    for (const auto &[pid, cmd] : t.processes)
-      sleeps += cmd.starts_with("sleep 100");
-    if (sleeps == 2)
-      break;
+    for (const auto& [pid, cmd] : t.processes) sleeps += cmd.starts_with("sleep 100");
+    if (sleeps == 2) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::set<std::string> kinds;
-  for (const auto &[pid, cmd] : t.processes)
-    kinds.insert(cmd.substr(0, cmd.find(' ')));
-  ASSERT_TRUE(kinds.count("codebox-jail") && kinds.count("codebox-agent") &&
-              kinds.count("sleep"))
+  for (const auto& [pid, cmd] : t.processes) kinds.insert(cmd.substr(0, cmd.find(' ')));
+  ASSERT_TRUE(kinds.count("codebox-jail") && kinds.count("codebox-agent") && kinds.count("sleep"))
       << "box processes not found under the owner";
-  t.paths =
-      EntriesWithPrefix(jail::StagingParentPath(), std::to_string(o.pid) + "-");
+  t.paths = EntriesWithPrefix(jail::StagingParentPath(), std::to_string(o.pid) + "-");
   ASSERT_EQ(t.paths.size(), 1u) << "staging directory of the owner's jail";
   t.mount_needle = t.paths[0];
   std::vector<std::string> cgroups = CgroupsOf(o.pid);
@@ -299,20 +262,16 @@ TEST_F(BoxLifetimeTest, JailDiesWithItsSigkilledOwner) {
 
 TEST_F(BoxLifetimeTest, VmQemuDiesWithItsSigkilledOwner) {
   vm::AcceleratorProbe probe = vm::ProbeAccelerators();
-  if (!probe.tcg_usable && !probe.kvm_usable)
-    GTEST_SKIP() << "no QEMU: " << probe.tcg_reason;
-  Owner o =
-      StartOwner({"exec", "--driver", "vm", "--allow-emulation", "--", "sh",
-                  "-c", "(setsid sleep 1001 &) ; echo started; sleep 1000"});
+  if (!probe.tcg_usable && !probe.kvm_usable) GTEST_SKIP() << "no QEMU: " << probe.tcg_reason;
+  Owner o = StartOwner({"exec", "--driver", "vm", "--allow-emulation", "--", "sh", "-c",
+                        "(setsid sleep 1001 &) ; echo started; sleep 1000"});
   ASSERT_GT(o.pid, 0);
   if (!WaitForOutput(o, "started", std::chrono::seconds(120))) {
     ::kill(o.pid, SIGKILL);
     ::waitpid(o.pid, nullptr, 0);
     std::string err = OwnerStderr(o);
-    // No kernel (no network to fetch one) or no erofs tools: this host cannot
-    // boot a vm box.
-    if (err.find("kernel") != std::string::npos ||
-        err.find("not found") != std::string::npos ||
+    // No kernel (no network to fetch one) or no erofs tools: this host cannot boot a vm box.
+    if (err.find("kernel") != std::string::npos || err.find("not found") != std::string::npos ||
         err.find("nable") != std::string::npos) {
       GTEST_SKIP() << "cannot boot a vm box here: " << err;
     }
@@ -321,22 +280,20 @@ TEST_F(BoxLifetimeTest, VmQemuDiesWithItsSigkilledOwner) {
   BoxTraces t;
   t.processes = Descendants(o.pid);
   std::set<std::string> kinds;
-  for (const auto &[pid, cmd] : t.processes) {
+  for (const auto& [pid, cmd] : t.processes) {
     std::string exe = cmd.substr(0, cmd.find(' '));
     kinds.insert(exe.substr(exe.rfind('/') + 1));
   }
-  ASSERT_TRUE(kinds.count("codebox-vm-keeper") &&
-              kinds.count("qemu-system-x86_64"))
+  ASSERT_TRUE(kinds.count("codebox-vm-keeper") && kinds.count("qemu-system-x86_64"))
       << "keeper and QEMU not found under the owner";
-  t.paths = EntriesWithPrefix(base::CodeboxHome("") + "/run",
-                              "vm-" + std::to_string(o.pid) + "-");
+  t.paths = EntriesWithPrefix(base::CodeboxHome("") + "/run", "vm-" + std::to_string(o.pid) + "-");
   ASSERT_EQ(t.paths.size(), 1u) << "run directory of the owner's vm";
 
   KillOwnerAndExpectNothingLeft(o, t);
 }
 
-// The other half of the keeper's design: the box is tied to the owner *process*, not to the
-// thread that created it (PR_SET_PDEATHSIG on QEMU itself would kill it here).
+// The other half of the keeper's design: the box is tied to the owner *process*, not to the thread
+// that created it (PR_SET_PDEATHSIG on QEMU itself would kill it here).
 TEST_F(BoxLifetimeTest, VmBoxOutlivesTheThreadThatMadeIt) {
   vm::AcceleratorProbe probe = vm::ProbeAccelerators();
   if (!probe.tcg_usable && !probe.kvm_usable) GTEST_SKIP() << "no QEMU: " << probe.tcg_reason;
@@ -372,7 +329,7 @@ base::OwnerRef DeadOwner() {
   return dead;
 }
 
-std::string Tag(const base::OwnerRef &o) {
+std::string Tag(const base::OwnerRef& o) {
   return std::to_string(o.pid) + "-" + std::to_string(o.start);
 }
 
@@ -432,38 +389,31 @@ TEST(BoxGcTest, RemovesOnlyLeftoversOfDeadOwners) {
   const base::OwnerRef dead = DeadOwner();
   ASSERT_GT(dead.start, 0u);
   const base::OwnerRef self{::getpid(), base::ProcessStartTime(::getpid())};
-  // Our pid with another start time: what a dead owner's name looks like once
-  // its pid has been reused by a live process.
+  // Our pid with another start time: what a dead owner's name looks like once its pid has been
+  // reused by a live process.
   const base::OwnerRef reused{self.pid, self.start + 1};
   ASSERT_EQ(base::OwnerTag(), Tag(self));
 
   std::vector<std::string> gone, kept;
-  auto plant_dir = [](const std::string &path) {
-    ASSERT_TRUE(vm::MakeDirs(path).ok()) << path;
-  };
-  auto plant_file = [](const std::string &path) {
+  auto plant_dir = [](const std::string& path) { ASSERT_TRUE(vm::MakeDirs(path).ok()) << path; };
+  auto plant_file = [](const std::string& path) {
     ASSERT_TRUE(vm::MakeDirs(path.substr(0, path.rfind('/'))).ok());
     ASSERT_TRUE(base::WriteFile(path, "x").ok()) << path;
   };
   // vm run directories (with a file inside: the whole tree goes).
-  for (auto [owner, list] :
-       {std::pair{dead, &gone}, {reused, &gone}, {self, &kept}}) {
+  for (auto [owner, list] : {std::pair{dead, &gone}, {reused, &gone}, {self, &kept}}) {
     std::string dir = home + "/run/vm-" + Tag(owner) + "-gcTest";
     plant_file(dir + "/console.log");
     list->push_back(dir);
   }
   // Image builder temp dirs (pid-only names; a live build also holds flock).
   plant_dir(home + "/images/.tmp-0123456789abcdef-" + std::to_string(dead.pid));
-  gone.push_back(home + "/images/.tmp-0123456789abcdef-" +
-                 std::to_string(dead.pid));
+  gone.push_back(home + "/images/.tmp-0123456789abcdef-" + std::to_string(dead.pid));
   plant_dir(home + "/images/.tmp-0123456789abcdef-" + std::to_string(self.pid));
-  kept.push_back(home + "/images/.tmp-0123456789abcdef-" +
-                 std::to_string(self.pid));
+  kept.push_back(home + "/images/.tmp-0123456789abcdef-" + std::to_string(self.pid));
   // vm disk temp files beside an image tree and in disks/.
-  plant_file(home + "/images/0123456789abcdef/rootfs.erofs.tmp." + Tag(dead) +
-             ".abc");
-  gone.push_back(home + "/images/0123456789abcdef/rootfs.erofs.tmp." +
-                 Tag(dead) + ".abc");
+  plant_file(home + "/images/0123456789abcdef/rootfs.erofs.tmp." + Tag(dead) + ".abc");
+  gone.push_back(home + "/images/0123456789abcdef/rootfs.erofs.tmp." + Tag(dead) + ".abc");
   plant_file(home + "/disks/feed.erofs.tmp." + Tag(self) + ".abc");
   kept.push_back(home + "/disks/feed.erofs.tmp." + Tag(self) + ".abc");
   // Jail staging directories (the real parent: gc looks there).
@@ -471,17 +421,15 @@ TEST(BoxGcTest, RemovesOnlyLeftoversOfDeadOwners) {
   if (::mkdir(staging.c_str(), 0711) != 0) {
     ASSERT_EQ(errno, EEXIST);
   }
-  for (auto [owner, list] :
-       {std::pair{dead, &gone}, {reused, &gone}, {self, &kept}}) {
+  for (auto [owner, list] : {std::pair{dead, &gone}, {reused, &gone}, {self, &kept}}) {
     std::string dir = staging + "/" + Tag(owner) + "-999-0badc0de";
     plant_dir(dir);
     list->push_back(dir);
   }
-  // Jail cgroups, where this process's jails would put theirs (when we may
-  // create them).
+  // Jail cgroups, where this process's jails would put theirs (when we may create them).
   jail::cgroups::Plan plan = jail::cgroups::MakePlan("probe");
   std::vector<std::string> cgroup_dirs;
-  for (const auto &d : plan.dirs) {
+  for (const auto& d : plan.dirs) {
     std::string parent = d.path.substr(0, d.path.rfind('/'));
     for (auto [owner, list] : {std::pair{dead, &gone}, {self, &kept}}) {
       std::string dir = parent + "/codebox-" + Tag(owner) + "-998-0badc0de";
@@ -496,37 +444,28 @@ TEST(BoxGcTest, RemovesOnlyLeftoversOfDeadOwners) {
   Owner gc = StartOwner({"gc", "--home", home});
   std::string out;
   char buf[4096];
-  for (ssize_t n; (n = ::read(gc.out.get(), buf, sizeof buf)) > 0;)
-    out.append(buf, n);
+  for (ssize_t n; (n = ::read(gc.out.get(), buf, sizeof buf)) > 0;) out.append(buf, n);
   int wstatus = 0;
   ::waitpid(gc.pid, &wstatus, 0);
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
-      << OwnerStderr(gc);
-  for (const auto &path : gone) {
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << OwnerStderr(gc);
+  for (const auto& path : gone) {
     EXPECT_FALSE(Exists(path)) << "leftover of a dead owner kept: " << path;
     EXPECT_NE(out.find("removed "), std::string::npos);
-    EXPECT_NE(out.find(path), std::string::npos)
-        << "not reported: " << path << "\n"
-        << out;
+    EXPECT_NE(out.find(path), std::string::npos) << "not reported: " << path << "\n" << out;
   }
-  for (const auto &path : kept) {
-    EXPECT_TRUE(Exists(path))
-        << "removed although its owner (this test) runs: " << path;
+  for (const auto& path : kept) {
+    EXPECT_TRUE(Exists(path)) << "removed although its owner (this test) runs: " << path;
     EXPECT_EQ(out.find(path), std::string::npos) << out;
   }
   std::cerr << "[ info ] codebox gc said:\n" << out;
 
-  // Once this process is gone, what it owns is fair game; until then, a second
-  // pass keeps it.
+  // Once this process is gone, what it owns is fair game; until then, a second pass keeps it.
   box::LeftoverReport again = box::CollectLeftovers({home, false, false});
-  for (const auto &line : again.removed)
-    ADD_FAILURE() << "second pass removed " << line;
-  for (const auto &dir : cgroup_dirs)
-    ::rmdir(dir.c_str());
-  for (const auto &path : kept)
-    (void)vm::RemoveTree(path);
+  for (const auto& line : again.removed) ADD_FAILURE() << "second pass removed " << line;
+  for (const auto& dir : cgroup_dirs) ::rmdir(dir.c_str());
+  for (const auto& path : kept) (void)vm::RemoveTree(path);
   (void)vm::RemoveTree(home);
 }
 
-} // namespace
-} // namespace codebox
+}  // namespace
+}  // namespace codebox
