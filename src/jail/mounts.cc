@@ -107,12 +107,10 @@ Status MountImageRoot(const std::string& skeleton, const std::string& rootfs,
 // and Docker do: files by /dev/null, directories by an empty read-only tmpfs. cmdline and
 // config.gz too: the host kernel's command line can carry infrastructure details or secrets,
 // and its configuration helps only someone choosing a kernel exploit.
-constexpr const char* kMaskedProcFiles[] = {"kcore",         "keys",        "timer_list",
-                                            "sched_debug",   "latency_stats", "timer_stats",
-                                            "interrupts",    "cmdline",     "config.gz",
-                                            "kallsyms",      "kpagecount",  "kpageflags",
-                                            "kpagecgroup",   "sysrq-trigger"};
-constexpr const char* kMaskedProcDirs[] = {"acpi", "scsi", "asound", "driver"};
+constexpr const char* kMaskedProcFiles[] = {
+    "kcore",       "keys",     "timer_list", "sched_debug", "latency_stats", "timer_stats",
+    "interrupts",  "cmdline",  "config.gz",  "kallsyms",    "sysrq-trigger"};
+constexpr const char* kMaskedProcDirs[] = {"acpi", "scsi", "asound"};
 // Readable, never writable (runc's read-only paths).
 constexpr const char* kReadOnlyProc[] = {"sys", "irq", "bus", "fs"};
 
@@ -121,9 +119,8 @@ Status MaskProc(const std::string& proc) {
     std::string target = proc + "/" + name;
     struct stat sb {};
     if (::lstat(target.c_str(), &sb) != 0) continue;  // not in this kernel's config
+    // Reads give EOF, writes vanish; nothing to gain from a read-only flag (a mount each).
     RETURN_IF_ERROR(Mount(std::string("mask /proc/") + name, "/dev/null", target, nullptr, MS_BIND));
-    RETURN_IF_ERROR(SetAttr(std::string("/proc/") + name, target,
-                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false));
   }
   for (const char* name : kMaskedProcDirs) {
     std::string target = proc + "/" + name;

@@ -23,6 +23,7 @@
 #include "base/io.h"
 #include "jail/cgroups.h"
 #include "jail/control.h"
+#include "jail/log_relay.h"
 #include "jail/mounts.h"
 #include "jail/namespaces.h"
 #include "jail/privileges.h"
@@ -223,7 +224,10 @@ Status StartBox(const SupervisorConfig& c, Box* box, ReadyMessage* ready) {
 
 // Until the box ends, the library says destroy, or the library's process is gone.
 int Watch(Box& box, int parent_pidfd, int sig_fd) {
-  size_t relayed = 0;
+  LogRelay relay(kMaxRelayedLog);
+  auto relay_out = [](const std::string& text) {
+    if (!text.empty()) (void)base::WriteAll(2, text);
+  };
   for (;;) {
     pollfd fds[4] = {{kSupervisorControlFd, POLLIN, 0},
                      {sig_fd, POLLIN, 0},
@@ -236,11 +240,12 @@ int Watch(Box& box, int parent_pidfd, int sig_fd) {
     if (fds[3].revents != 0) {
       char buf[4096];
       ssize_t n = ::read(box.log.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
+        relay_out(relay.Finish());
         box.log.reset();
-      } else if (relayed < kMaxRelayedLog) {
-        relayed += static_cast<size_t>(n);
-        (void)!::write(2, buf, static_cast<size_t>(n));
+      } else {
+        relay_out(relay.Feed(std::string_view(buf, static_cast<size_t>(n))));
       }
     }
     if (fds[1].revents != 0) {
