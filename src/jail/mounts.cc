@@ -120,7 +120,8 @@ Status MaskProc(const std::string& proc) {
     struct stat sb {};
     if (::lstat(target.c_str(), &sb) != 0) continue;  // not in this kernel's config
     // Reads give EOF, writes vanish; nothing to gain from a read-only flag (a mount each).
-    RETURN_IF_ERROR(Mount(std::string("mask /proc/") + name, "/dev/null", target, nullptr, MS_BIND));
+    RETURN_IF_ERROR(
+        Mount(std::string("mask /proc/") + name, "/dev/null", target, nullptr, MS_BIND));
   }
   for (const char* name : kMaskedProcDirs) {
     std::string target = proc + "/" + name;

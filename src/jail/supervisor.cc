@@ -99,7 +99,8 @@ StatusOr<UniqueFd> SealedAgentCopy(const std::string& path) {
   UniqueFd copy(fd);
   off_t offset = 0;
   while (offset < st.st_size) {
-    ssize_t n = ::sendfile(copy.get(), src.get(), &offset, static_cast<size_t>(st.st_size - offset));
+    ssize_t n =
+        ::sendfile(copy.get(), src.get(), &offset, static_cast<size_t>(st.st_size - offset));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return n < 0 ? ErrnoStatus("copy " + path) : IoError(path + " shrank while copied");
   }

@@ -100,7 +100,8 @@ TEST_F(JailTest, BoxCodeCannotReachTheAgentsMemoryOrFds) {
 TEST_F(JailTest, MountTableShowsNoHostPath) {
   StartBox(Config());
   auto r = Sh("cat /proc/self/mountinfo; echo ===; cat /proc/self/mounts; echo ===; "
-              "cat /proc/1/mountinfo 2>/dev/null; test -e /.codebox/codebox-agent && echo AGENT-FILE; "
+              "cat /proc/1/mountinfo 2>/dev/null; "
+              "test -e /.codebox/codebox-agent && echo AGENT-FILE; "
               "true");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string agent = AgentPath();
@@ -209,7 +210,8 @@ TEST_F(JailTest, SeccompRefusesLdtSecretMemoryAndOddSocketFamilies) {
       "    call('socketpair_' + name, 53, fam, 1, 0, buf)\n"
       // What model code uses keeps working.
       "a, b = socket.socketpair(); a.send(b'x'); print('unix', b.recv(1))\n"
-      "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM); s.bind(('127.0.0.1', 0)); s.listen()\n"
+      "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
+      "s.bind(('127.0.0.1', 0)); s.listen()\n"
       "c = socket.create_connection(s.getsockname()); print('inet', 'ok')\n"
       "s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); print('inet6', 'ok')\n"
       "n = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('netlink', 'ok')\n"
@@ -244,7 +246,8 @@ TEST_F(JailTest, OrdinaryPythonWorksUnderTheFilter) {
       "with cf.ThreadPoolExecutor(4) as ex: print('threads', sum(ex.map(abs, [-1, 2])))\n"
       "print('subprocess', subprocess.run(['sh', '-c', 'echo hi'], capture_output=True).stdout)\n"
       "print('uuid', len(str(uuid.uuid4())), uuid.getnode() > 0)\n"
-      "print('ssl', ssl.create_default_context() is not None, hashlib.sha256(b'').hexdigest()[:4])\n"
+      "print('ssl', ssl.create_default_context() is not None,\n"
+      "      hashlib.sha256(b'').hexdigest()[:4])\n"
       "print('sqlite', sqlite3.connect(':memory:').execute('select 6*7').fetchone()[0])\n"
       "print('hostname', socket.gethostname())\n"
       "try:\n"
@@ -256,7 +259,8 @@ TEST_F(JailTest, OrdinaryPythonWorksUnderTheFilter) {
       "    a = np.arange(100000, dtype=np.float64)\n"
       "    df = pd.DataFrame({'x': range(10)})\n"
       "    plt.plot([1, 2, 3]); plt.savefig('/tmp/p.png')\n"
-      "    print('scientific', float(a @ a) > 0, int(df.x.sum()), os.path.getsize('/tmp/p.png') > 0)\n",
+      "    print('scientific', float(a @ a) > 0, int(df.x.sum()),\n"
+      "          os.path.getsize('/tmp/p.png') > 0)\n",
       60000);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::string common =
