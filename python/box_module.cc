@@ -131,7 +131,7 @@ ExecResult ExecBox(PyBox& box, const std::vector<std::string>& argv,
   options.env = env;
   options.cwd = cwd;
   if (stdin_data) options.stdin_data = std::string(*stdin_data);
-  if (timeout) options.timeout = Seconds(*timeout, "timeout");
+  if (timeout) options.timeout = TimeoutSeconds(py::float_(*timeout), "timeout");
   py::gil_scoped_release release;
   return box.Exec(argv, options);
 }
@@ -143,10 +143,22 @@ ExecResult ExecBox(PyBox& box, const std::vector<std::string>& argv,
 }
 
 std::chrono::milliseconds Seconds(double seconds, const char* what) {
-  if (!std::isfinite(seconds) || seconds < 0 || seconds > 1e9) {
+  if (std::isnan(seconds) || seconds < 0 || (std::isfinite(seconds) && seconds > 1e9)) {
     throw py::value_error(std::string(what) + " must be a non-negative number of seconds");
   }
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
+}
+
+std::chrono::milliseconds TimeoutSeconds(const py::handle& value, const char* what) {
+  if (value.is_none()) return kNoTimeout;
+  double seconds = value.cast<double>();
+  if (std::isinf(seconds) && seconds > 0) return kNoTimeout;
+  // Under 1 ms would round to 0, which must never read as "no limit".
+  if (!(seconds >= 0.001)) {
+    throw py::value_error(std::string(what) + " must be at least 0.001 s (or None for no limit), got " +
+                          py::str(value).cast<std::string>());
+  }
+  return Seconds(seconds, what);
 }
 
 BoxOptions BoxOptionsFromDict(const py::dict& kwargs) {
@@ -164,7 +176,7 @@ BoxOptions BoxOptionsFromDict(const py::dict& kwargs) {
     } else if (key == "cpus") {
       o.cpus = value.cast<double>();
     } else if (key == "timeout") {
-      o.exec_timeout = value.is_none() ? std::chrono::milliseconds(0) : Seconds(value.cast<double>(), "timeout");
+      o.exec_timeout = TimeoutSeconds(value, "timeout");
     } else if (key == "env") {
       if (!value.is_none()) o.env = value.cast<std::map<std::string, std::string>>();
     } else if (key == "allow_emulation") {
@@ -178,7 +190,7 @@ BoxOptions BoxOptionsFromDict(const py::dict& kwargs) {
     } else if (key == "output_limit_bytes") {
       o.output_limit_bytes = value.cast<uint64_t>();
     } else if (key == "box_timeout") {
-      o.box_timeout = value.is_none() ? std::chrono::milliseconds(0) : Seconds(value.cast<double>(), "box_timeout");
+      o.box_timeout = TimeoutSeconds(value, "box_timeout");
     } else if (key == "prestart") {
       o.prestart = value.cast<bool>();
     } else if (key == "home") {

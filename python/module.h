@@ -24,6 +24,9 @@ struct StatusError {
 
 // Seconds (a Python float) as milliseconds; ValueError unless finite and non-negative.
 std::chrono::milliseconds Seconds(double seconds, const char* what);
+// A timeout from Python: None or math.inf -> kNoTimeout; else seconds, at least 0.001
+// (ValueError below: it would round to 0, which must never read as "no limit").
+std::chrono::milliseconds TimeoutSeconds(const pybind11::handle& value, const char* what);
 
 // BoxOptions from the keyword arguments of CodeBox (image, driver, memory_mib, cpus, timeout,
 // env, allow_emulation, disk_mib, workdir, max_processes, output_limit_bytes, box_timeout,

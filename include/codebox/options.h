@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "codebox/status.h"
 
@@ -27,6 +28,15 @@ enum class Network {
   kNone,  // only loopback inside the box; the only mode today
 };
 
+// An explicit "no limit" for BoxOptions::exec_timeout, box_timeout and ExecOptions::timeout.
+// A zero or negative timeout is an error, never a silent "no limit".
+inline constexpr std::chrono::milliseconds kNoTimeout = std::chrono::milliseconds::max();
+
+// Sizes the kernel and the protocol allow for what an exec carries; checked before anything
+// is sent, so an oversized request is a clear error instead of a dead box.
+inline constexpr size_t kMaxArgBytes = 128u << 10;        // one argv string (MAX_ARG_STRLEN)
+inline constexpr size_t kMaxEnvironmentBytes = 256u << 10;  // all of "K=V\0" together
+
 struct BoxOptions {
   // Image name from images/ (built with `codebox image build NAME`).
   std::string image = "python";
@@ -39,10 +49,12 @@ struct BoxOptions {
   uint64_t disk_mib = 256;  // writable scratch layer (tmpfs) size
   uint32_t max_processes = 128;
   uint32_t max_open_files = 1024;
-  // Default wall-clock limit of each exec; ExecOptions::timeout overrides it.
+  // Default wall-clock limit of each exec (at least 1 ms, or kNoTimeout); ExecOptions::timeout
+  // overrides it.
   std::chrono::milliseconds exec_timeout{30'000};
-  // Wall-clock limit of the whole box (0 = none): past it every exec fails and the box ends.
-  std::chrono::milliseconds box_timeout{0};
+  // Wall-clock limit of the whole box (at least 1 ms, or kNoTimeout): past it every exec fails
+  // and the box ends.
+  std::chrono::milliseconds box_timeout = kNoTimeout;
   // Environment of every exec (PATH, HOME, LANG are set unless given). Nothing of the host's
   // environment enters the box.
   std::map<std::string, std::string> env;
@@ -61,14 +73,23 @@ struct BoxOptions {
   Status Validate() const;
 };
 
-// Every name non-empty without '=' or NUL, every value without NUL; used for BoxOptions::env
-// and ExecOptions::env alike.
+// Every name non-empty without '=' or NUL, every value without NUL, each "K=V" within
+// kMaxArgBytes and all of them within kMaxEnvironmentBytes; used for BoxOptions::env and
+// ExecOptions::env alike.
 Status ValidateEnvironment(const std::map<std::string, std::string>& env);
+
+// A timeout is at least 1 ms, or kNoTimeout; `what` names it in the error.
+Status ValidateTimeout(std::chrono::milliseconds timeout, std::string_view what);
+
+// Every argument non-NUL and within kMaxArgBytes. (Box::Exec sends a longer `python3 -c`
+// program as a file before it checks.)
+Status ValidateArgv(const std::vector<std::string>& argv);
 
 struct ExecOptions {
   std::map<std::string, std::string> env;  // added to BoxOptions::env
   std::string cwd;                         // empty = BoxOptions::workdir
   std::optional<std::string> stdin_data;   // empty = stdin is /dev/null
+  // nullopt: BoxOptions::exec_timeout; else at least 1 ms, or kNoTimeout.
   std::optional<std::chrono::milliseconds> timeout;
   // Streaming: called from an internal thread as chunks arrive (the result still holds the
   // captured output). Must not call back into the same Box.

@@ -144,10 +144,16 @@ class _Options:
 
 
 def _check_seconds(value: float | None, what: str) -> None:
-    if value is None:
+    """A timeout is None, math.inf (no limit) or at least 1 ms: smaller would round to 0."""
+    if value is None or value == math.inf:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what} must be a non-negative number of seconds or None, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{what} must be a number of seconds or None, got {value!r}")
+    if value < 0.001:
+        raise ValueError(
+            f"{what} must be at least 0.001 s, got {value!r}; for no limit pass None "
+            "(CodeBox(timeout=None)) or math.inf (exec(..., timeout=math.inf))"
+        )
 
 
 def _argv(cmd: Sequence[Any]) -> list[str]:
@@ -368,7 +374,8 @@ class SyncCodeBox(_Base):
         """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
 
         ``env`` adds to the box's environment, ``cwd`` defaults to the workdir (relative paths
-        are under it), ``timeout`` in seconds overrides the box's, ``stdin`` is fed to the
+        are under it), ``timeout`` in seconds overrides the box's (``math.inf``: no limit;
+        at least 0.001), ``stdin`` is fed to the
         process (else it reads /dev/null). A timeout is reported as ``timed_out=True``.
         """
         return self._exec_call(cmd, env, cwd, timeout, stdin)()
@@ -398,7 +405,8 @@ class CodeBox(_Base):
         driver: ``"auto"`` (the strongest this host runs at full speed), ``"jail"`` or ``"vm"``.
         memory_mib: memory limit of the box.
         cpus: CPU share (1.0 = one core).
-        timeout: default wall-clock limit of each exec/run, seconds (None: none).
+        timeout: default wall-clock limit of each exec/run, seconds, at least 0.001 (None: no
+            limit; 0 is an error, never a silent "no limit").
         env: environment of every command (nothing of the host's environment enters the box).
         allow_emulation: let the ``vm`` driver use software emulation (slow) without kvm.
         disk_mib: size of the box's writable scratch layer.
@@ -494,7 +502,8 @@ class CodeBox(_Base):
         """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
 
         ``env`` adds to the box's environment, ``cwd`` defaults to the workdir (relative paths
-        are under it), ``timeout`` in seconds overrides the box's, ``stdin`` is fed to the
+        are under it), ``timeout`` in seconds overrides the box's (``math.inf``: no limit;
+        at least 0.001), ``stdin`` is fed to the
         process (else it reads /dev/null). A timeout is reported as ``timed_out=True``.
         Cancelling the awaiting task does not stop the command; closing the box does.
         """

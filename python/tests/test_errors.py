@@ -82,3 +82,32 @@ def test_exec_argument_checks() -> None:
             b.exec("cat", stdin=123)  # type: ignore[arg-type]
         with pytest.raises(ValueError):
             b.exec("true", timeout=-2)
+
+
+def test_zero_or_tiny_timeouts_are_errors_and_none_is_no_limit() -> None:
+    # 0 or anything under 1 ms would round to 0 ms, which must never mean "no limit".
+    for bad in (0, 0.0, 0.0004):
+        with pytest.raises(ValueError, match="at least 0.001"):
+            codebox.SyncCodeBox(timeout=bad)
+        with pytest.raises(ValueError, match="at least 0.001"):
+            codebox.SyncCodeBox(box_timeout=bad)
+    if box_unavailable_reason() is not None:
+        pytest.skip(box_unavailable_reason() or "")
+    with codebox.SyncCodeBox(timeout=None, box_timeout=None) as b:
+        assert b.run("import time; time.sleep(0.2); print('ok')") == "ok\n"
+        with pytest.raises(ValueError, match="at least 0.001"):
+            b.exec("true", timeout=0)
+        r = b.exec("python3", "-c", "print('inf')", timeout=float("inf"))
+        assert r.exit_code == 0 and r.stdout == "inf\n"
+
+
+def test_huge_program_and_environment() -> None:
+    if box_unavailable_reason() is not None:
+        pytest.skip(box_unavailable_reason() or "")
+    with pytest.raises(ValueError, match="BIG"):
+        codebox.SyncCodeBox(env={"BIG": "x" * (2 << 20)}).start()
+    with codebox.SyncCodeBox() as b:
+        code = "x = 41\n" + "#" * (5 << 20) + "\nprint(x + 1)\n"
+        assert b.run(code) == "42\n"
+        with pytest.raises(ValueError, match="NUL"):
+            b.exec("echo", "a\0b")

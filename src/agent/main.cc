@@ -20,6 +20,17 @@
 namespace codebox::agent {
 namespace {
 
+// Box code runs as the agent's uid. While the agent is dumpable that code may open
+// /proc/1/mem (and environ, maps, fd/, ...) and rewrite PID 1; once it is not, each of those
+// needs CAP_SYS_PTRACE over the box's user namespace, which nothing in a box has. execve makes
+// a process dumpable again, so the agent does this itself, in a .preinit_array entry: before
+// any constructor, allocation or thread of its own runs. Its children inherit "not dumpable"
+// until their execve, and the kernel closes their close-on-exec fds (the protocol socket)
+// before it makes them dumpable.
+void NotDumpable(int, char**, char**) { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+[[gnu::section(".preinit_array"), gnu::used]] void (*const kNotDumpable)(int, char**,
+                                                                       char**) = NotDumpable;
+
 struct Args {
   int fd = -1;
   std::vector<std::string> mounts;
@@ -75,6 +86,15 @@ Status MountOne(const std::string& spec) {
 }
 
 int Main(int argc, char** argv) {
+  // Checked, not assumed: should a toolchain drop the .preinit_array entry, this is the
+  // latest safe point (nothing of the box runs before the agent execs it).
+  if (::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) {
+      std::fputs("codebox-agent: cannot make itself non-dumpable\n", stderr);
+      return 1;
+    }
+  }
   auto args = ParseArgs(argc, argv);
   if (!args.ok()) {
     std::fprintf(stderr, "codebox-agent: %s\n", args.status().message().c_str());

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/text.h"
+
 namespace codebox::base {
 
 static LogLevel ThresholdFromEnv() {
@@ -21,10 +23,12 @@ bool LogEnabled(LogLevel level) {
   return level >= threshold;
 }
 
+// Log lines often carry text from a box (agent errors, paths): escaped so they cannot drive
+// the terminal they land on.
 void LogLine(LogLevel level, const std::string& line) {
   static const char* const kNames[] = {"debug", "info", "warn", "error"};
   std::string out = "codebox[" + std::to_string(::getpid()) + "] " +
-                    kNames[static_cast<int>(level)] + ": " + line + "\n";
+                    kNames[static_cast<int>(level)] + ": " + TerminalSafe(line) + "\n";
   // One write so lines from many threads do not interleave.
   (void)!::write(STDERR_FILENO, out.data(), out.size());
 }

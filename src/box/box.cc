@@ -1,5 +1,7 @@
 #include "codebox/box.h"
 
+#include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <condition_variable>
 #include <mutex>
@@ -7,6 +9,7 @@
 
 #include "base/log.h"
 #include "base/paths.h"
+#include "base/text.h"
 #include "box/backend.h"
 #include "box/copy.h"
 #include "image/store.h"
@@ -17,6 +20,13 @@ namespace codebox {
 namespace {
 
 constexpr std::chrono::milliseconds kHandshakeTimeout{60'000};  // a VM under tcg is slow
+
+// `python3 -c PROGRAM ...`: a program this long is sent as a file instead of an argument.
+constexpr size_t kInlineProgramBytes = 64u << 10;
+
+bool IsInlinePython(const std::vector<std::string>& argv) {
+  return argv.size() >= 3 && (argv[0] == "python3" || argv[0] == "python") && argv[1] == "-c";
+}
 
 std::string ResolveBoxPath(const std::string& workdir, const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
@@ -33,7 +43,7 @@ class Box::Impl {
         backend_(std::move(backend)),
         agent_(std::move(agent)),
         info_(backend_->Info()) {
-    if (options_.box_timeout.count() > 0) {
+    if (options_.box_timeout != kNoTimeout) {
       deadline_ = std::chrono::steady_clock::now() + options_.box_timeout;
       watchdog_ = std::thread([this] { Watchdog(); });
     }
@@ -41,33 +51,53 @@ class Box::Impl {
 
   ~Impl() { (void)Destroy(); }
 
-  StatusOr<ExecResult> Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
-    if (argv.empty()) return InvalidArgument("exec: argv is empty");
+  StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) {
+    // A program too long to be an argument (the kernel's limit is 128 KiB) goes as a file.
+    std::optional<std::string> program;
+    if (IsInlinePython(argv) && argv[2].size() >= kInlineProgramBytes) {
+      if (size_t nul = argv[2].find('\0'); nul != std::string::npos) {
+        return InvalidArgument("exec: the python3 -c program contains a NUL byte at offset " +
+                               std::to_string(nul) + "; Python source cannot hold NUL bytes");
+      }
+      program = std::move(argv[2]);
+      argv[2].clear();
+    }
+    RETURN_IF_ERROR(ValidateArgv(argv));
+    if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "exec timeout"));
     RETURN_IF_ERROR(CheckUsable());
     protocol::ExecRequest request;
-    request.argv = argv;
+    request.argv = std::move(argv);
     request.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
                    {"HOME", "/root"},
                    {"LANG", "C.UTF-8"},
                    {"MPLBACKEND", "Agg"}};  // charts render to files; there is no display
-    RETURN_IF_ERROR(ValidateEnvironment(options.env).WithContext("exec"));
     for (const auto& [k, v] : options_.env) request.env[k] = v;
     for (const auto& [k, v] : options.env) request.env[k] = v;
+    RETURN_IF_ERROR(ValidateEnvironment(request.env).WithContext("exec"));
     request.cwd = options.cwd.empty() ? options_.workdir : ResolveBoxPath(options_.workdir, options.cwd);
     request.stdin_data = options.stdin_data;
-    request.timeout = options.timeout.value_or(options_.exec_timeout);
+    std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
     if (deadline_) {  // an exec may not outlive the box
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           *deadline_ - std::chrono::steady_clock::now());
-      if (request.timeout.count() == 0 || left < request.timeout) request.timeout = left;
+      timeout = std::min(timeout, std::max(left, std::chrono::milliseconds(1)));
     }
+    request.timeout = timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout;  // 0: none
     request.output_limit = options_.output_limit_bytes;
     request.on_stdout = options.on_stdout;
     request.on_stderr = options.on_stderr;
 
+    if (program) {
+      std::string path = "/tmp/.codebox-program-" + std::to_string(next_program_++) + ".py";
+      RETURN_IF_ERROR(Explain(agent_->WriteFile(path, *program, 0600), "exec: send program"));
+      program.reset();
+      // Compiled as "<string>" like -c, and removed before it runs; nothing enters its globals.
+      request.argv[2] = "exec((lambda p: (compile(open(p, 'rb').read(), '<string>', 'exec'), "
+                        "__import__('os').unlink(p))[0])('" + path + "'))";
+    }
     uint64_t oom_before = backend_->OomKillCount();
     auto result = agent_->Exec(request);
-    if (!result.ok()) return Explain(result.status(), "exec " + argv[0]);
+    if (!result.ok()) return Explain(result.status(), "exec " + request.argv[0]);
     // The cgroup's count is the authoritative word on OOM kills in a jail.
     if (result->signal == SIGKILL && !result->timed_out &&
         backend_->OomKillCount() > oom_before) {
@@ -136,7 +166,8 @@ class Box::Impl {
     }
     if (!what.empty()) st = st.WithContext(what);
     if (st.code() == StatusCode::kBoxCrashed) {
-      std::string diag = backend_->Diagnostics();
+      // The guest console and the agent's log are box-controlled text.
+      std::string diag = base::TerminalSafe(backend_->Diagnostics());
       if (!diag.empty()) st = Status(st.code(), st.message() + "\n" + diag);
     }
     return st;
@@ -162,6 +193,7 @@ class Box::Impl {
   bool destroyed_ = false;
   bool expired_ = false;
   std::thread watchdog_;
+  std::atomic<uint64_t> next_program_{0};
 };
 
 StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
@@ -175,7 +207,7 @@ StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
   auto agent = protocol::AgentClient::Connect((*backend)->TakeAgentFd(), kHandshakeTimeout);
   if (!agent.ok()) {
     Status st = agent.status().WithContext("create box: connect to agent");
-    std::string diag = (*backend)->Diagnostics();
+    std::string diag = base::TerminalSafe((*backend)->Diagnostics());
     (void)(*backend)->Destroy();
     if (!diag.empty()) st = Status(st.code(), st.message() + "\n" + diag);
     return st;

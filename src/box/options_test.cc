@@ -20,6 +20,8 @@ TEST(BoxOptionsTest, RejectsNonsenseWithAMessageNamingTheField) {
       {[](BoxOptions& o) { o.workdir = "work"; }, "workdir"},
       {[](BoxOptions& o) { o.env["A=B"] = "x"; }, "environment variable name"},
       {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(-1); }, "timeout"},
+      {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(0); }, "at least 1 ms"},
+      {[](BoxOptions& o) { o.box_timeout = std::chrono::milliseconds(0); }, "box timeout"},
       {[](BoxOptions& o) { o.output_limit_bytes = 0; }, "output limit"},
   };
   for (const Case& c : cases) {
@@ -38,6 +40,43 @@ TEST(BoxOptionsTest, EnvironmentNamesAndValuesAreChecked) {
   Status nul = ValidateEnvironment({{"A", std::string("x\0y", 3)}});
   EXPECT_EQ(nul.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(nul.message().find("NUL"), std::string::npos);
+}
+
+TEST(BoxOptionsTest, NoTimeoutIsAskedForExplicitly) {
+  BoxOptions options;
+  options.exec_timeout = kNoTimeout;
+  options.box_timeout = kNoTimeout;
+  EXPECT_TRUE(options.Validate().ok());
+  EXPECT_TRUE(ValidateTimeout(std::chrono::milliseconds(1), "t").ok());
+  Status zero = ValidateTimeout(std::chrono::milliseconds(0), "exec timeout");
+  EXPECT_EQ(zero.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(zero.message().find("none explicitly"), std::string::npos) << zero.message();
+}
+
+TEST(BoxOptionsTest, EnvironmentSizeIsLimitedBeforeAnyBoxStarts) {
+  Status one = ValidateEnvironment({{"BIG", std::string(2 << 20, 'x')}});
+  EXPECT_EQ(one.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(one.message().find("BIG"), std::string::npos) << one.message();
+  std::map<std::string, std::string> many;
+  for (int i = 0; i < 8; ++i) many["V" + std::to_string(i)] = std::string(100 << 10, 'x');
+  Status total = ValidateEnvironment(many);
+  EXPECT_EQ(total.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(total.message().find("all variables together"), std::string::npos) << total.message();
+  BoxOptions options;
+  options.env["BIG"] = std::string(2 << 20, 'x');
+  EXPECT_EQ(options.Validate().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(BoxOptionsTest, ArgvWithNulOrOversizedArgumentsIsRefused) {
+  EXPECT_TRUE(ValidateArgv({"python3", "-c", "print(1)"}).ok());
+  EXPECT_EQ(ValidateArgv({}).code(), StatusCode::kInvalidArgument);
+  Status nul = ValidateArgv({"echo", std::string("a\0b", 3)});
+  EXPECT_EQ(nul.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(nul.message().find("argument 1 contains a NUL byte at offset 1"), std::string::npos)
+      << nul.message();
+  Status big = ValidateArgv({"echo", std::string(kMaxArgBytes, 'x')});
+  EXPECT_EQ(big.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(big.message().find("per argument"), std::string::npos) << big.message();
 }
 
 TEST(BoxOptionsTest, ParsesDriverNames) {

@@ -3,14 +3,16 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/text.h"
+
 namespace codebox::cli {
 
 const char kBoxFlagsHelp[] = R"(box options:
   --image NAME         image to run (default python; build with `codebox image build NAME`)
   --driver D           auto (default), jail or vm
   --allow-emulation    vm driver: allow QEMU tcg emulation where there is no kvm (slow)
-  --timeout T          wall-clock limit per exec: seconds, or 500ms, 2m (default 30)
-  --box-timeout T      wall-clock limit for the whole box (default none)
+  --timeout T          wall-clock limit per exec: seconds, or 500ms, 2m, or none (default 30)
+  --box-timeout T      wall-clock limit for the whole box, or none (default none)
   --memory SIZE        memory limit, MiB or with M/G suffix (default 512)
   --cpus N             CPU share, may be fractional (default 1)
   --disk SIZE          writable scratch space (default 256M)
@@ -56,7 +58,19 @@ StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text) {
   }
   auto v = ParseNumber(number);
   if (!v.ok()) return InvalidArgument("'" + text + "' is not a duration (e.g. 30, 1.5, 500ms, 2m)");
+  // Below 1 ms it would truncate to 0, which must never read as "no limit".
+  if (*v * scale < 1) {
+    return InvalidArgument("'" + text + "' is under 1 ms; a duration is at least 1ms");
+  }
+  if (*v * scale > 1e12) return InvalidArgument("'" + text + "' is too long a duration");
   return std::chrono::milliseconds(static_cast<int64_t>(*v * scale));
+}
+
+StatusOr<std::chrono::milliseconds> ParseTimeout(const std::string& text) {
+  if (text == "none") return kNoTimeout;
+  auto d = ParseDuration(text);
+  if (!d.ok()) return InvalidArgument(d.status().message() + " (or none for no limit)");
+  return d;
 }
 
 static Status ApplyBoxFlag(const std::string& flag, const std::string& value, BoxOptions* options) {
@@ -65,9 +79,9 @@ static Status ApplyBoxFlag(const std::string& flag, const std::string& value, Bo
   } else if (flag == "--driver") {
     ASSIGN_OR_RETURN(options->driver, ParseDriverKind(value));
   } else if (flag == "--timeout") {
-    ASSIGN_OR_RETURN(options->exec_timeout, ParseDuration(value));
+    ASSIGN_OR_RETURN(options->exec_timeout, ParseTimeout(value));
   } else if (flag == "--box-timeout") {
-    ASSIGN_OR_RETURN(options->box_timeout, ParseDuration(value));
+    ASSIGN_OR_RETURN(options->box_timeout, ParseTimeout(value));
   } else if (flag == "--memory") {
     ASSIGN_OR_RETURN(options->memory_mib, ParseMebibytes(value));
   } else if (flag == "--disk") {
@@ -107,7 +121,9 @@ StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, Box
 }
 
 void PrintError(const std::string& command, const Status& status) {
-  std::fprintf(stderr, "codebox %s: %s\n", command.c_str(), status.message().c_str());
+  // Error texts may quote the box (names, agent messages, the guest console).
+  std::string message = base::TerminalSafe(status.message());
+  std::fprintf(stderr, "codebox %s: %s\n", command.c_str(), message.c_str());
 }
 
 }  // namespace codebox::cli

@@ -23,8 +23,10 @@ StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, Box
 
 // "512", "512M", "2G", "1.5G" -> MiB.
 StatusOr<uint64_t> ParseMebibytes(const std::string& text);
-// "30", "1.5", "500ms", "2m" -> milliseconds.
+// "30", "1.5", "500ms", "2m" -> milliseconds; at least 1 ms.
 StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text);
+// A duration, or "none" -> kNoTimeout.
+StatusOr<std::chrono::milliseconds> ParseTimeout(const std::string& text);
 
 // Prints "codebox: <message>" to stderr (and a hint on a second line when given).
 void PrintError(const std::string& command, const Status& status);

@@ -14,6 +14,17 @@ TEST(BoxFlagsTest, ParsesSizesAndDurations) {
   EXPECT_EQ(ParseDuration("500ms")->count(), 500);
   EXPECT_EQ(ParseDuration("2m")->count(), 120000);
   EXPECT_FALSE(ParseDuration("-1").ok());
+  // Under 1 ms truncates to 0, which must not silently mean "no limit".
+  for (const char* tiny : {"0", "0ms", "0.0004", "0.5ms"}) {
+    auto d = ParseDuration(tiny);
+    ASSERT_FALSE(d.ok()) << tiny;
+    EXPECT_NE(d.status().message().find("at least 1ms"), std::string::npos) << d.status().message();
+  }
+  EXPECT_EQ(*ParseTimeout("none"), kNoTimeout);
+  EXPECT_EQ(ParseTimeout("1ms")->count(), 1);
+  auto zero = ParseTimeout("0");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("none for no limit"), std::string::npos);
 }
 
 TEST(BoxFlagsTest, ConsumesBoxFlagsAndLeavesOthers) {

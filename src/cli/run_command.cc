@@ -135,6 +135,15 @@ void WriteOut(FILE* stream, std::string_view data) {
   std::fflush(stream);
 }
 
+// Serializes straight to stdout: escaped binary output is up to 6x its size, and must not
+// be built as one more string in memory first. Invalid UTF-8 becomes U+FFFD.
+void PrintJson(const nlohmann::json& j) {
+  nlohmann::detail::serializer<nlohmann::json> out(nlohmann::detail::output_adapter<char>(std::cout),
+                                                   ' ', nlohmann::json::error_handler_t::replace);
+  out.dump(j, /*pretty_print=*/true, /*ensure_ascii=*/false, /*indent_step=*/2);
+  std::cout << '\n' << std::flush;
+}
+
 int ExitStatusOf(const ExecResult& r) {
   if (r.timed_out) return kExitTimedOut;
   if (r.signal != 0) return 128 + r.signal;
@@ -172,8 +181,8 @@ int Execute(const std::string& command, const Invocation& inv) {
     }
   }
   if (inv.json) {
-    nlohmann::json j = {{"stdout", result->stdout_data},
-                        {"stderr", result->stderr_data},
+    nlohmann::json j = {{"stdout", std::move(result->stdout_data)},
+                        {"stderr", std::move(result->stderr_data)},
                         {"exit_code", result->exit_code},
                         {"signal", result->signal},
                         {"timed_out", result->timed_out},
@@ -181,7 +190,7 @@ int Execute(const std::string& command, const Invocation& inv) {
                         {"output_truncated", result->output_truncated},
                         {"duration_ms", result->duration.count()},
                         {"driver", result->driver}};
-    std::puts(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    PrintJson(j);
   } else {
     // Say plainly when a limit ended it, so empty output is never a mystery.
     if (result->timed_out) {

@@ -1,6 +1,5 @@
 #include "jail/mounts.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -8,9 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
-#include <set>
 #include <vector>
 
 #include "base/io.h"
@@ -83,47 +80,73 @@ std::vector<Writable> WritableDirs(const std::string& workdir) {
   return out;
 }
 
-// Top-level names the skeleton provides itself instead of binding them from the image.
-bool ProvidedBySkeleton(const std::string& name, const std::string& workdir) {
-  static const std::set<std::string> kOwn = {"proc", "dev", "sys", "tmp", "root", "data", ".codebox"};
-  return kOwn.count(name) > 0 || "/" + name == workdir;
+// The image as the box's root: a read-only overlay whose lower layers are a small skeleton
+// (the mount points the image may lack) above the image. Lower layers only: there is no upper
+// layer, so nothing is ever copied up, the overlay cannot be written, and the copy-up paths
+// behind the overlayfs-in-userns CVEs are never reached. What this buys over bind mounts of
+// the image: the overlay is its own superblock, so /proc/self/mountinfo shows "/" as its root
+// and "lowerdir=/proc/self/fd/N" as its options, never the image store's host path (a bind
+// mount shows its source path within the host filesystem, and that filesystem's device).
+Status MountImageRoot(const std::string& skeleton, const std::string& rootfs,
+                      const std::string& newroot) {
+  base::UniqueFd skel(::open(skeleton.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!skel.valid()) return ErrnoStatus("open skeleton");
+  base::UniqueFd image(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!image.valid()) return ErrnoStatus("open image " + rootfs);
+  // overlayfs keeps the option strings as given: fd paths name nothing on the host.
+  // redirect_dir/metacopy: follow no redirects or metacopy xattrs found in the layers.
+  std::string options = "lowerdir=/proc/self/fd/" + std::to_string(skel.get()) +
+                        ":/proc/self/fd/" + std::to_string(image.get()) +
+                        ",redirect_dir=nofollow,metacopy=off";
+  RETURN_IF_ERROR(Mount("image root (overlay)", "codebox", newroot, "overlay",
+                        MS_RDONLY | MS_NOSUID | MS_NODEV, options));
+  return SetAttr("image root", newroot, kReadOnly, false);
 }
 
-Status BindImage(const std::string& rootfs, const std::string& newroot,
-                 const std::string& workdir) {
-  DIR* dir = ::opendir(rootfs.c_str());
-  if (dir == nullptr) return ErrnoStatus("open image " + rootfs);
-  Status st;
-  while (dirent* e = ::readdir(dir)) {
-    std::string name = e->d_name;
-    if (name == "." || name == ".." || ProvidedBySkeleton(name, workdir)) continue;
-    std::string src = rootfs + "/" + name, dst = newroot + "/" + name;
+// /proc entries that describe the host rather than the box, masked as runc's default spec
+// and Docker do: files by /dev/null, directories by an empty read-only tmpfs. cmdline and
+// config.gz too: the host kernel's command line can carry infrastructure details or secrets,
+// and its configuration helps only someone choosing a kernel exploit.
+constexpr const char* kMaskedProcFiles[] = {
+    "kcore",       "keys",     "timer_list", "sched_debug", "latency_stats", "timer_stats",
+    "interrupts",  "cmdline",  "config.gz",  "kallsyms",    "sysrq-trigger"};
+constexpr const char* kMaskedProcDirs[] = {"acpi", "scsi", "asound"};
+// Readable, never writable (runc's read-only paths).
+constexpr const char* kReadOnlyProc[] = {"sys", "irq", "bus", "fs"};
+
+Status MaskProc(const std::string& proc) {
+  for (const char* name : kMaskedProcFiles) {
+    std::string target = proc + "/" + name;
     struct stat sb {};
-    if (::lstat(src.c_str(), &sb) != 0) {
-      st = ErrnoStatus("stat image " + src);
-      break;
-    }
-    if (S_ISLNK(sb.st_mode)) {
-      char target[PATH_MAX];
-      ssize_t n = ::readlink(src.c_str(), target, sizeof target - 1);
-      if (n < 0 || ::symlink(std::string(target, static_cast<size_t>(n)).c_str(), dst.c_str())) {
-        st = ErrnoStatus("copy image symlink /" + name);
-        break;
-      }
-    } else if (S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode)) {
-      st = S_ISDIR(sb.st_mode) ? MakeDir(dst, 0755) : MakeFile(dst);
-      // MS_REC: an image tree may itself be assembled from mounts; all of them go read-only.
-      if (st.ok()) st = Mount("image /" + name, src.c_str(), dst, nullptr, MS_BIND | MS_REC);
-      if (st.ok()) st = SetAttr("image /" + name, dst, kReadOnly, true);
-      if (!st.ok()) break;
-    }
+    if (::lstat(target.c_str(), &sb) != 0) continue;  // not in this kernel's config
+    // Reads give EOF, writes vanish; nothing to gain from a read-only flag (a mount each).
+    RETURN_IF_ERROR(
+        Mount(std::string("mask /proc/") + name, "/dev/null", target, nullptr, MS_BIND));
   }
-  ::closedir(dir);
-  return st;
+  for (const char* name : kMaskedProcDirs) {
+    std::string target = proc + "/" + name;
+    struct stat sb {};
+    if (::lstat(target.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
+    RETURN_IF_ERROR(Mount(std::string("mask /proc/") + name, "codebox-masked", target, "tmpfs",
+                          MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                          "size=4k,nr_inodes=2,mode=0555"));
+  }
+  for (const char* name : kReadOnlyProc) {
+    std::string target = proc + "/" + name;
+    struct stat sb {};
+    if (::lstat(target.c_str(), &sb) != 0) continue;
+    RETURN_IF_ERROR(Mount(std::string("/proc/") + name, target.c_str(), target, nullptr,
+                          MS_BIND | MS_REC));
+    RETURN_IF_ERROR(SetAttr(std::string("/proc/") + name, target,
+                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                MOUNT_ATTR_NOEXEC,
+                            true));
+  }
+  return Status::Ok();
 }
 
+// `dev` exists: the skeleton layer provides it.
 Status BuildDev(const std::string& dev, const std::string& data) {
-  RETURN_IF_ERROR(MakeDir(dev, 0755));
   RETURN_IF_ERROR(Mount("/dev tmpfs", "codebox-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
                         "size=64k,nr_inodes=64,mode=0755"));
   for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
@@ -175,7 +198,7 @@ Status ValidateWorkdir(const std::string& workdir) {
 
 Status BuildRootAndPivot(const SupervisorConfig& c) {
   const std::string& s = c.staging_dir;
-  const std::string newroot = s + "/root", data = s + "/data";
+  const std::string newroot = s + "/root", data = s + "/data", skel = s + "/skel";
   // Nothing we mount may propagate back to the host's namespace.
   RETURN_IF_ERROR(Mount("make / private", nullptr, "/", nullptr, MS_REC | MS_PRIVATE));
   // One tmpfs holds every writable byte, so its size is the box's disk limit.
@@ -183,16 +206,18 @@ Status BuildRootAndPivot(const SupervisorConfig& c) {
                         "size=" + std::to_string(c.jail.disk_bytes) + ",mode=0755"));
   RETURN_IF_ERROR(MakeDir(newroot, 0755));
   RETURN_IF_ERROR(MakeDir(data, 0755));
-  // A bind of itself makes the skeleton its own mount: pivot_root needs one, and it can be
-  // made read-only without touching the writable directories on the same tmpfs.
-  RETURN_IF_ERROR(Mount("root skeleton", newroot.c_str(), newroot, nullptr, MS_BIND));
-  RETURN_IF_ERROR(BindImage(c.jail.rootfs, newroot, c.jail.workdir));
+  RETURN_IF_ERROR(MakeDir(skel, 0755));
+  const auto writable = WritableDirs(c.jail.workdir);
+  // Top-level mount points come from the skeleton layer; deeper ones must exist in the image.
+  for (const char* name : {"proc", "dev", "sys"}) RETURN_IF_ERROR(MakeDir(skel + "/" + name, 0555));
+  for (const auto& w : writable) {
+    if (w.box_path.rfind('/') == 0) RETURN_IF_ERROR(MakeDir(skel + w.box_path, 0755));
+  }
+  RETURN_IF_ERROR(MountImageRoot(skel, c.jail.rootfs, newroot));
 
-  for (const auto& w : WritableDirs(c.jail.workdir)) {
+  for (const auto& w : writable) {
     RETURN_IF_ERROR(MakeDir(data + "/" + w.data_name, w.mode));
     std::string target = newroot + w.box_path;
-    // Top-level mount points are made on the skeleton; deeper ones must exist in the image.
-    if (w.box_path.rfind('/') == 0) RETURN_IF_ERROR(MakeDir(target, 0755));
     struct stat sb {};
     if (::stat(target.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
       if (w.box_path == "/var/tmp") continue;  // optional
@@ -204,15 +229,12 @@ Status BuildRootAndPivot(const SupervisorConfig& c) {
   }
   RETURN_IF_ERROR(MakeDir(data + "/shm", 01777));
 
-  RETURN_IF_ERROR(MakeDir(newroot + "/proc", 0555));
   RETURN_IF_ERROR(
       Mount("/proc", "proc", newroot + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC));
-  RETURN_IF_ERROR(MakeDir(newroot + "/sys", 0555));  // left empty: nothing in a box needs it
+  RETURN_IF_ERROR(MaskProc(newroot + "/proc"));
+  // /sys stays an empty directory: nothing in a box needs sysfs, and it is a large
+  // host-information surface.
   RETURN_IF_ERROR(BuildDev(newroot + "/dev", data));
-
-  RETURN_IF_ERROR(MakeDir(newroot + "/.codebox", 0755));
-  RETURN_IF_ERROR(BindFile("agent binary", c.jail.agent_path, newroot + kAgentBoxPath, kReadOnly));
-  RETURN_IF_ERROR(SetAttr("root skeleton", newroot, kReadOnly, false));
 
   // pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then drops
   // it, with no directory for the old root left behind in the box.

@@ -1,13 +1,14 @@
 // The box's filesystem view, built by the child inside its new user + mount namespaces:
 //
-//   /            a tmpfs skeleton, read-only once built
-//   /usr, /etc.. the image's top-level entries, bind-mounted read-only, nosuid, nodev
-//   /tmp /var/tmp /root <workdir> /dev/shm
+//   /            the image: a read-only overlay of lower layers only (a skeleton of mount
+//                points above the image), nosuid, nodev; it names no host path
+//   /tmp /var/tmp /root /data <workdir> /dev/shm
 //                directories of ONE size-limited tmpfs (the disk limit), read-write
-//   /proc        a fresh procfs of the box's pid namespace
+//   /proc        a fresh procfs of the box's pid namespace, host-describing entries masked
+//                (/dev/null or an empty tmpfs), /proc/sys and friends read-only
 //   /dev         tmpfs with null zero full random urandom tty bound from the host, devpts
-//   /.codebox/codebox-agent   the agent binary, read-only
 //
+// The agent is not in this tree at all: the supervisor execs it from a sealed memfd.
 // then pivot_root into it, with the old root detached. No mount is visible on the host: the
 // whole tree lives (and dies) with the box's mount namespace.
 #ifndef CODEBOX_JAIL_MOUNTS_H_

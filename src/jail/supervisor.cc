@@ -8,7 +8,10 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@
 #include "base/io.h"
 #include "jail/cgroups.h"
 #include "jail/control.h"
+#include "jail/log_relay.h"
 #include "jail/mounts.h"
 #include "jail/namespaces.h"
 #include "jail/privileges.h"
@@ -70,6 +74,45 @@ void ResetSignals() {
   ::signal(SIGPIPE, SIG_DFL);
 }
 
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+#ifndef F_SEAL_EXEC
+#define F_SEAL_EXEC 0x0020
+#endif
+
+// The agent runs from a sealed memfd copy of its binary: no mount in the box names its host
+// path, and nothing can change the bytes PID 1 runs. Execute-only (no read bit for anyone
+// but a process with CAP_DAC_OVERRIDE): the kernel then starts it non-dumpable itself.
+StatusOr<UniqueFd> SealedAgentCopy(const std::string& path) {
+  UniqueFd src(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!src.valid()) return ErrnoStatus("open " + path);
+  struct stat st {};
+  if (::fstat(src.get(), &st) != 0) return ErrnoStatus("stat " + path);
+  if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > (256 << 20)) {
+    return InvalidArgument(path + " is not a plausible agent binary");
+  }
+  const unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+  int fd = ::memfd_create("codebox-agent", flags | MFD_EXEC);
+  if (fd < 0 && errno == EINVAL) fd = ::memfd_create("codebox-agent", flags);  // before 6.3
+  if (fd < 0) return ErrnoStatus("memfd_create");
+  UniqueFd copy(fd);
+  off_t offset = 0;
+  while (offset < st.st_size) {
+    ssize_t n =
+        ::sendfile(copy.get(), src.get(), &offset, static_cast<size_t>(st.st_size - offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? ErrnoStatus("copy " + path) : IoError(path + " shrank while copied");
+  }
+  if (::fchmod(copy.get(), 0111) != 0) return ErrnoStatus("chmod agent copy");
+  int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+  if (::fcntl(copy.get(), F_ADD_SEALS, seals | F_SEAL_EXEC) != 0 &&
+      ::fcntl(copy.get(), F_ADD_SEALS, seals) != 0) {  // F_SEAL_EXEC: Linux 6.3+
+    return ErrnoStatus("seal agent copy");
+  }
+  return copy;
+}
+
 // The child: becomes PID 1 of the box, builds its world, drops everything, execs the agent.
 [[noreturn]] void ChildMain(const SupervisorConfig& c, const rlimits::Plan& rl, int go_fd,
                             int err_fd, int log_fd) {
@@ -80,6 +123,9 @@ void ResetSignals() {
   auto step = [&](const Status& st, const char* what) {
     if (!st.ok()) ChildFail(err_fd, st.WithContext(what));
   };
+  // Still with the supervisor's host credentials: the agent is read as the caller can.
+  auto agent = SealedAgentCopy(c.jail.agent_path);
+  step(agent.status(), "copy agent");
   step(privileges::BecomeBoxRoot(), "become box root");
   step(ns::SetHostname(c.jail.hostname), "uts namespace");
   step(ns::BringUpLoopback(), "network namespace");
@@ -105,7 +151,7 @@ void ResetSignals() {
   char* argv[] = {const_cast<char*>("codebox-agent"), const_cast<char*>("--fd"), fd.data(),
                   nullptr};
   char* envp[] = {const_cast<char*>("PATH=/usr/local/bin:/usr/bin:/bin"), nullptr};
-  ::execve(kAgentBoxPath, argv, envp);
+  ::syscall(SYS_execveat, agent->get(), "", argv, envp, AT_EMPTY_PATH);
   ChildFail(err_fd, ErrnoStatus("exec agent"));
 }
 
@@ -179,7 +225,10 @@ Status StartBox(const SupervisorConfig& c, Box* box, ReadyMessage* ready) {
 
 // Until the box ends, the library says destroy, or the library's process is gone.
 int Watch(Box& box, int parent_pidfd, int sig_fd) {
-  size_t relayed = 0;
+  LogRelay relay(kMaxRelayedLog);
+  auto relay_out = [](const std::string& text) {
+    if (!text.empty()) (void)base::WriteAll(2, text);
+  };
   for (;;) {
     pollfd fds[4] = {{kSupervisorControlFd, POLLIN, 0},
                      {sig_fd, POLLIN, 0},
@@ -192,11 +241,12 @@ int Watch(Box& box, int parent_pidfd, int sig_fd) {
     if (fds[3].revents != 0) {
       char buf[4096];
       ssize_t n = ::read(box.log.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
+        relay_out(relay.Finish());
         box.log.reset();
-      } else if (relayed < kMaxRelayedLog) {
-        relayed += static_cast<size_t>(n);
-        (void)!::write(2, buf, static_cast<size_t>(n));
+      } else {
+        relay_out(relay.Feed(std::string_view(buf, static_cast<size_t>(n))));
       }
     }
     if (fds[1].revents != 0) {
