@@ -106,7 +106,10 @@ class Collector {
     }
   }
 
-  void CgroupsIn(int version, const std::string& dir) {
+  // `may_kill`: only where this process's own jails would go. Elsewhere in the hierarchy a
+  // "codebox-<pid>-..." may belong to codebox in a container, whose pids mean other processes
+  // here: such a cgroup is removed only when nothing runs in it.
+  void CgroupsIn(int version, const std::string& dir, bool may_kill) {
     for (const auto& name : Entries(dir)) {
       base::OwnerRef owner;
       if (!name.starts_with("codebox-") || !JailIdOwner(name.substr(8), &owner)) continue;
@@ -114,7 +117,17 @@ class Collector {
       if (!seen_.insert(path).second) continue;
       struct stat st;
       if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-      Consider("jail cgroup", path, owner, [version, &path] {
+      Consider("jail cgroup", path, owner, [version, may_kill, &path] {
+        if (!may_kill) {
+          auto procs = base::ReadFile(path + "/cgroup.procs");
+          if (procs.ok() && procs->find_first_not_of(" \n") != std::string::npos) {
+            return Unavailable(
+                "processes run in it and it is not under this process's cgroup (codebox in "
+                "another pid namespace?); not killed");
+          }
+          if (::rmdir(path.c_str()) != 0 && errno != ENOENT) return base::ErrnoStatus("rmdir");
+          return Status::Ok();
+        }
         jail::cgroups::Plan plan;
         plan.version = version;
         plan.dirs.push_back({"leftover", path});
@@ -128,7 +141,9 @@ class Collector {
   // user's earlier runs.
   void OwnCgroups() {
     jail::cgroups::Plan plan = jail::cgroups::MakePlan("gc");
-    for (const auto& d : plan.dirs) CgroupsIn(plan.version, d.path.substr(0, d.path.rfind('/')));
+    for (const auto& d : plan.dirs) {
+      CgroupsIn(plan.version, d.path.substr(0, d.path.rfind('/')), /*may_kill=*/true);
+    }
   }
 
   void AllCgroups() {
@@ -244,7 +259,7 @@ class Collector {
   }
 
   void Walk(int version, const std::string& dir, int depth, size_t* budget) {
-    CgroupsIn(version, dir);
+    CgroupsIn(version, dir, /*may_kill=*/false);
     if (depth >= kMaxCgroupDepth) return;
     for (const auto& name : Entries(dir)) {
       if (*budget == 0) return;

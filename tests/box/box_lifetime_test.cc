@@ -467,5 +467,48 @@ TEST(BoxGcTest, RemovesOnlyLeftoversOfDeadOwners) {
   (void)vm::RemoveTree(home);
 }
 
+// Outside this process's own cgroup, a "codebox-<pid>-..." may be a box of codebox in a
+// container, whose pids name other processes here: gc removes such a cgroup only when it is
+// empty, and never kills what runs in it.
+TEST(BoxGcTest, ForeignCgroupsAreRemovedOnlyWhenEmpty) {
+  jail::cgroups::Plan plan = jail::cgroups::MakePlan("probe");
+  if (plan.dirs.empty()) GTEST_SKIP() << "no writable cgroup here";
+  const auto& d = plan.dirs.front();
+  const std::string own_parent = d.path.substr(0, d.path.rfind('/'));
+  const std::string foreign = own_parent + "/gc-test-foreign-" + std::to_string(::getpid());
+  if (::mkdir(foreign.c_str(), 0755) != 0) GTEST_SKIP() << "cannot make " << foreign;
+  if (plan.version == 2) {
+    (void)base::WriteFile(foreign + "/cgroup.subtree_control", "+pids");
+  }
+  const base::OwnerRef dead = DeadOwner();
+  const std::string busy = foreign + "/codebox-" + Tag(dead) + "-1-0badc0de";
+  const std::string idle = foreign + "/codebox-" + Tag(dead) + "-2-0badc0de";
+  ASSERT_EQ(::mkdir(busy.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(idle.c_str(), 0755), 0);
+  pid_t sleeper = ::fork();
+  if (sleeper == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_TRUE(base::WriteFile(busy + "/cgroup.procs", std::to_string(sleeper)).ok());
+
+  box::LeftoverReport report = box::CollectLeftovers({"", /*walk_all_cgroups=*/true, false});
+  EXPECT_FALSE(Exists(idle)) << "an empty cgroup of a dead owner is litter";
+  EXPECT_TRUE(Exists(busy));
+  EXPECT_TRUE(Running(sleeper)) << "gc killed a process outside its own cgroup";
+  bool reported = false;
+  for (const auto& line : report.failed)
+    reported = reported || line.find(busy) != std::string::npos;
+  EXPECT_TRUE(reported) << "the busy foreign cgroup should be reported as not removed";
+
+  ::kill(sleeper, SIGKILL);
+  ::waitpid(sleeper, nullptr, 0);
+  for (int i = 0; i < 200 && ::rmdir(busy.c_str()) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::rmdir(idle.c_str());
+  ::rmdir(foreign.c_str());
+}
+
 }  // namespace
 }  // namespace codebox
