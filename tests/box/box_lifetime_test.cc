@@ -467,6 +467,27 @@ TEST(BoxGcTest, RemovesOnlyLeftoversOfDeadOwners) {
   (void)vm::RemoveTree(home);
 }
 
+// Without `codebox gc`: the next codebox process collects leftovers on its first box start.
+TEST(BoxGcTest, FirstBoxStartCollectsLeftovers) {
+  if (::access(Codebox().c_str(), X_OK) != 0) GTEST_SKIP() << "no codebox CLI at " << Codebox();
+  if (!image::FindImage(base::CodeboxHome(""), "python").ok()) GTEST_SKIP() << "no python image";
+  const base::OwnerRef dead = DeadOwner();
+  const std::string staging = jail::StagingParentPath();
+  if (::mkdir(staging.c_str(), 0711) != 0) {
+    ASSERT_EQ(errno, EEXIST);
+  }
+  const std::string stale = staging + "/" + Tag(dead) + "-997-0badc0de";
+  const std::string live = staging + "/" + base::OwnerTag() + "-997-0badc0de";
+  ASSERT_EQ(::mkdir(stale.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(live.c_str(), 0700), 0);
+  Owner run = StartOwner({"exec", "--driver", "jail", "--", "echo", "ran"});
+  ASSERT_TRUE(WaitForOutput(run, "ran", std::chrono::seconds(30))) << OwnerStderr(run);
+  ::waitpid(run.pid, nullptr, 0);
+  EXPECT_FALSE(Exists(stale)) << "a dead owner's staging directory survived a box start";
+  EXPECT_TRUE(Exists(live)) << "a live owner's staging directory was removed";
+  ::rmdir(live.c_str());
+}
+
 // Outside this process's own cgroup, a "codebox-<pid>-..." may be a box of codebox in a
 // container, whose pids name other processes here: gc removes such a cgroup only when it is
 // empty, and never kills what runs in it.
