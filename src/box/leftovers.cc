@@ -33,6 +33,7 @@ namespace {
 
 constexpr int kMaxCgroupDepth = 8;
 constexpr size_t kMaxCgroupDirs = 50000;
+constexpr pid_t kNoSuchPid = 0x7fffffff;  // above pid_max: OwnerAlive says gone
 
 std::vector<std::string> Entries(const std::string& dir) {
   std::vector<std::string> out;
@@ -182,6 +183,7 @@ class Collector {
       if (pid_text.ok() && (owner.pid = std::atoi(pid_text->c_str())) > 0) {
         Consider("vm run directory", path, owner, [&path] { return vm::RemoveTree(path); });
       } else if (!pid_text.ok() && OlderThan(path, 24 * 3600)) {
+        owner.pid = kNoSuchPid;  // an older name without owner: judged by age alone
         Consider("vm run directory", path, owner, [&path] { return vm::RemoveTree(path); });
       }
     }
@@ -237,7 +239,7 @@ class Collector {
       if (Dashes(rest) == 2 && base::ParseOwnerTag(rest, &owner)) {
         Consider("vm kernel download", path, owner, [&path] { return vm::RemoveTree(path); });
       } else if (Dashes(rest) == 0 && OlderThan(path, 24 * 3600)) {
-        owner.pid = 0x7fffffff;  // no such pid: judged by age alone
+        owner.pid = kNoSuchPid;  // an older name without owner: judged by age alone
         Consider("vm kernel download", path, owner, [&path] { return vm::RemoveTree(path); });
       }
     }
