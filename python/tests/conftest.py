@@ -60,7 +60,8 @@ def box(need_box: None) -> Iterator[codebox.SyncCodeBox]:
         yield b
 
 
-BOX_PROCESS_NAMES = {"codebox-jail", "codebox-agent", "qemu-system-x86"}
+# /proc/PID/comm keeps 15 characters: codebox-vm-keeper shows as codebox-vm-keep.
+BOX_PROCESS_NAMES = {"codebox-jail", "codebox-agent", "codebox-vm-keep", "qemu-system-x86"}
 
 
 def box_processes() -> list[int]:

@@ -95,6 +95,8 @@ int Main(int argc, char** argv) {
       return 1;
     }
   }
+  // Run from a memfd, the kernel names us "memfd:codebox-a"; ps and process counts want ours.
+  ::prctl(PR_SET_NAME, "codebox-agent", 0, 0, 0);
   auto args = ParseArgs(argc, argv);
   if (!args.ok()) {
     std::fprintf(stderr, "codebox-agent: %s\n", args.status().message().c_str());
