@@ -19,10 +19,10 @@ namespace codebox::jail {
 // Fixed fds of the codebox-jail process (set up by Jail::Start through posix_spawn).
 inline constexpr int kSupervisorAgentFd = 3;
 inline constexpr int kSupervisorControlFd = 4;
+// The sealed memfd the box's PID 1 execs (agent_image.h).
+inline constexpr int kSupervisorAgentImageFd = 5;
 // The agent's end of its socket inside the box.
 inline constexpr int kAgentFd = 3;
-// Where the agent binary appears inside the box.
-inline constexpr char kAgentBoxPath[] = "/.codebox/codebox-agent";
 // Largest control packet.
 inline constexpr size_t kMaxControlMessage = 64 * 1024;
 

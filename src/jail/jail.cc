@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/owner.h"
 #include "base/paths.h"
+#include "jail/agent_image.h"
 #include "jail/cgroups.h"
 #include "jail/control.h"
 #include "jail/mounts.h"
@@ -97,8 +98,8 @@ Status Validate(const JailConfig& c) {
   return Status::Ok();
 }
 
-// fds 3 and 4 of the child are assigned with dup2; a source already sitting on 3 or 4 would be
-// clobbered by the other dup2, so both are moved above them first.
+// fds 3, 4 and 5 of the child are assigned with dup2; a source already sitting on one of them
+// would be clobbered by another dup2, so each is moved above them first.
 StatusOr<UniqueFd> DupHigh(int fd) {
   int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
   if (high < 0) return ErrnoStatus("dup");
@@ -106,13 +107,16 @@ StatusOr<UniqueFd> DupHigh(int fd) {
 }
 
 StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args, int agent_fd,
-                      int control_fd, int stdout_fd) {
+                      int control_fd, int agent_image_fd, int stdout_fd) {
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&attr);
   if (agent_fd >= 0) posix_spawn_file_actions_adddup2(&fa, agent_fd, kSupervisorAgentFd);
   if (control_fd >= 0) posix_spawn_file_actions_adddup2(&fa, control_fd, kSupervisorControlFd);
+  if (agent_image_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&fa, agent_image_fd, kSupervisorAgentImageFd);
+  }
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   if (stdout_fd >= 0) {
     posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
@@ -120,7 +124,7 @@ StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>&
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   }
   // stderr stays the caller's, for diagnostics; every other fd of the caller is closed.
-  posix_spawn_file_actions_addclosefrom_np(&fa, 5);
+  posix_spawn_file_actions_addclosefrom_np(&fa, kSupervisorAgentImageFd + 1);
   sigset_t none, all;
   sigemptyset(&none);
   sigfillset(&all);
@@ -224,10 +228,13 @@ StatusOr<std::unique_ptr<Jail>> Jail::Start(const JailConfig& config) {
   ASSIGN_OR_RETURN(auto control_pair, SeqPacketPair());
   ASSIGN_OR_RETURN(UniqueFd box_agent, DupHigh(agent_pair.second.get()));
   ASSIGN_OR_RETURN(UniqueFd sup_control, DupHigh(control_pair.second.get()));
+  ASSIGN_OR_RETURN(int shared_image, SharedAgentImage(config.agent_path));
+  ASSIGN_OR_RETURN(UniqueFd agent_image, DupHigh(shared_image));
   agent_pair.second.reset();
   control_pair.second.reset();
   ASSIGN_OR_RETURN(j.supervisor, Spawn(helper, {"--parent", std::to_string(::getpid())},
-                                       box_agent.get(), sup_control.get(), -1));
+                                       box_agent.get(), sup_control.get(), agent_image.get(),
+                                       -1));
   j.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, j.supervisor, 0)));
   if (!j.pidfd.valid()) {
     Status st = ErrnoStatus("start jail: pidfd_open");
@@ -307,7 +314,7 @@ Status ProbeJailSupport() {
   UniqueFd rd(fds[0]), wr(fds[1]);
   ASSIGN_OR_RETURN(UniqueFd out, DupHigh(wr.get()));
   wr.reset();
-  ASSIGN_OR_RETURN(pid_t pid, Spawn(helper, {"--probe"}, -1, -1, out.get()));
+  ASSIGN_OR_RETURN(pid_t pid, Spawn(helper, {"--probe"}, -1, -1, -1, out.get()));
   out.reset();
   std::string text;
   char buf[512];

@@ -15,7 +15,7 @@ namespace codebox::jail {
 
 struct JailConfig {
   std::string rootfs;      // image tree, mounted read-only as /
-  std::string agent_path;  // host path of the static codebox-agent; bind-mounted, run as PID 1
+  std::string agent_path;  // host path of the static codebox-agent; run as PID 1 from a sealed copy
   std::string workdir = "/work";  // created writable (on the scratch tmpfs)
   std::string hostname = "codebox";
   uint64_t memory_bytes = 512ull << 20;

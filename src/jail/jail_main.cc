@@ -10,9 +10,9 @@
 #include "jail/supervisor.h"
 
 int main(int argc, char** argv) {
-  // Whatever the spawner leaked, only 0-4 survive (posix_spawn already closed the rest; this
+  // Whatever the spawner leaked, only 0-5 survive (posix_spawn already closed the rest; this
   // holds when started any other way).
-  ::syscall(SYS_close_range, 5u, ~0u, 0u);
+  ::syscall(SYS_close_range, 6u, ~0u, 0u);
   if (argc == 2 && std::strcmp(argv[1], "--probe") == 0) return codebox::jail::supervisor::Probe();
   if (argc == 3 && std::strcmp(argv[1], "--parent") == 0) {
     return codebox::jail::supervisor::RunBox(static_cast<pid_t>(std::atoi(argv[2])));

@@ -9,7 +9,6 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -74,45 +73,6 @@ void ResetSignals() {
   ::signal(SIGPIPE, SIG_DFL);
 }
 
-#ifndef MFD_EXEC
-#define MFD_EXEC 0x0010U
-#endif
-#ifndef F_SEAL_EXEC
-#define F_SEAL_EXEC 0x0020
-#endif
-
-// The agent runs from a sealed memfd copy of its binary: no mount in the box names its host
-// path, and nothing can change the bytes PID 1 runs. Execute-only (no read bit for anyone
-// but a process with CAP_DAC_OVERRIDE): the kernel then starts it non-dumpable itself.
-StatusOr<UniqueFd> SealedAgentCopy(const std::string& path) {
-  UniqueFd src(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!src.valid()) return ErrnoStatus("open " + path);
-  struct stat st {};
-  if (::fstat(src.get(), &st) != 0) return ErrnoStatus("stat " + path);
-  if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > (256 << 20)) {
-    return InvalidArgument(path + " is not a plausible agent binary");
-  }
-  const unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
-  int fd = ::memfd_create("codebox-agent", flags | MFD_EXEC);
-  if (fd < 0 && errno == EINVAL) fd = ::memfd_create("codebox-agent", flags);  // before 6.3
-  if (fd < 0) return ErrnoStatus("memfd_create");
-  UniqueFd copy(fd);
-  off_t offset = 0;
-  while (offset < st.st_size) {
-    ssize_t n =
-        ::sendfile(copy.get(), src.get(), &offset, static_cast<size_t>(st.st_size - offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? ErrnoStatus("copy " + path) : IoError(path + " shrank while copied");
-  }
-  if (::fchmod(copy.get(), 0111) != 0) return ErrnoStatus("chmod agent copy");
-  int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
-  if (::fcntl(copy.get(), F_ADD_SEALS, seals | F_SEAL_EXEC) != 0 &&
-      ::fcntl(copy.get(), F_ADD_SEALS, seals) != 0) {  // F_SEAL_EXEC: Linux 6.3+
-    return ErrnoStatus("seal agent copy");
-  }
-  return copy;
-}
-
 // The child: becomes PID 1 of the box, builds its world, drops everything, execs the agent.
 [[noreturn]] void ChildMain(const SupervisorConfig& c, const rlimits::Plan& rl, int go_fd,
                             int err_fd, int log_fd) {
@@ -123,9 +83,6 @@ StatusOr<UniqueFd> SealedAgentCopy(const std::string& path) {
   auto step = [&](const Status& st, const char* what) {
     if (!st.ok()) ChildFail(err_fd, st.WithContext(what));
   };
-  // Still with the supervisor's host credentials: the agent is read as the caller can.
-  auto agent = SealedAgentCopy(c.jail.agent_path);
-  step(agent.status(), "copy agent");
   step(privileges::BecomeBoxRoot(), "become box root");
   step(ns::SetHostname(c.jail.hostname), "uts namespace");
   step(ns::BringUpLoopback(), "network namespace");
@@ -151,7 +108,9 @@ StatusOr<UniqueFd> SealedAgentCopy(const std::string& path) {
   char* argv[] = {const_cast<char*>("codebox-agent"), const_cast<char*>("--fd"), fd.data(),
                   nullptr};
   char* envp[] = {const_cast<char*>("PATH=/usr/local/bin:/usr/bin:/bin"), nullptr};
-  ::syscall(SYS_execveat, agent->get(), "", argv, envp, AT_EMPTY_PATH);
+  // The library's sealed, execute-only memfd copy of the agent (agent_image.h): no mount in
+  // the box names its host path, and nothing can change the bytes PID 1 runs.
+  ::syscall(SYS_execveat, kSupervisorAgentImageFd, "", argv, envp, AT_EMPTY_PATH);
   ChildFail(err_fd, ErrnoStatus("exec agent"));
 }
 
@@ -208,6 +167,7 @@ Status StartBox(const SupervisorConfig& c, Box* box, ReadyMessage* ready) {
   // The box end of the agent socket now lives only in the box: when the agent dies the host
   // sees EOF at once.
   ::close(kSupervisorAgentFd);
+  ::close(kSupervisorAgentImageFd);
   box->log = std::move(log.read);
 
   RETURN_IF_ERROR(ns::WriteIdMaps(pid, ids).WithContext("user namespace"));
