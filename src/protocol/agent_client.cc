@@ -224,7 +224,16 @@ class AgentClient::Impl {
       std::lock_guard<std::mutex> state(mu_);
       if (!dead_.ok()) return dead_;
     }
-    return SendAll(fd_.get(), idle(), header, payload);
+    Status st = SendAll(fd_.get(), idle(), header, payload);
+    if (!st.ok()) {
+      // Part of a frame may have gone out: the stream cannot be framed any more.
+      {
+        std::lock_guard<std::mutex> state(mu_);
+        if (dead_.ok()) dead_ = st.WithContext("agent connection closed");
+      }
+      ::shutdown(fd_.get(), SHUT_RDWR);
+    }
+    return st;
   }
 
   // Sends `request` on a new stream, then whatever after_request sends (stdin, file data),
@@ -400,10 +409,10 @@ class AgentClient::Impl {
   void FailAll(const Status& why) {
     CODEBOX_LOG(kInfo, "agent connection ended: " << why.ToString());
     std::lock_guard<std::mutex> lock(mu_);
-    dead_ = why;
+    if (dead_.ok()) dead_ = why;  // a failed send may have said first why it ended
     for (auto& [stream, pending] : pending_) {
       pending->finished = true;
-      pending->result = why;
+      pending->result = dead_;
     }
     pending_.clear();
     cv_.notify_all();
@@ -637,10 +646,12 @@ StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
     probe.target = stream;
     probe.signal = 0;
     Status alive = impl_->Call(probe, ExpectDone("kill"), IdleWait(impl_->idle()), nullptr);
-    if (alive.code() == StatusCode::kNotFound) {
+    if (alive.ok()) {
+      st = Status::Ok();  // it runs: wait another idle period
+    } else if (alive.code() == StatusCode::kNotFound) {
       ended_on_agent = true;  // its exit may be on the way: one more idle period
       st = Status::Ok();
-    } else if (!alive.ok()) {
+    } else {
       st = alive.WithContext("agent did not answer whether the exec still runs");
     }
   }
