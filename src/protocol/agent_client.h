@@ -36,9 +36,9 @@ struct ExecRequest {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // the whole environment of the process
   std::string cwd = "/";
-  std::optional<std::string> stdin_data;   // nullopt: /dev/null
-  std::chrono::milliseconds timeout{0};    // 0 = none
-  uint64_t output_limit = 16ull << 20;     // per stream; also enforced by the host
+  std::optional<std::string> stdin_data;  // nullopt: /dev/null
+  std::chrono::milliseconds timeout{0};   // 0 = none
+  uint64_t output_limit = 16ull << 20;    // per stream; also enforced by the host
   // Called on the reader thread with at most output_limit bytes in all per stream. One that
   // throws fails this exec (kInternal); the rest of its output is dropped.
   std::function<void(std::string_view)> on_stdout;
@@ -56,8 +56,8 @@ class AgentClient {
  public:
   // Takes a connected stream, exchanges hello frames; fails if the agent does not answer
   // within handshake_timeout (kStartFailed) or answers with a wrong version.
-  static StatusOr<std::unique_ptr<AgentClient>> Connect(base::UniqueFd fd,
-                                                        std::chrono::milliseconds handshake_timeout);
+  static StatusOr<std::unique_ptr<AgentClient>> Connect(
+      base::UniqueFd fd, std::chrono::milliseconds handshake_timeout);
   ~AgentClient();  // closes the connection and joins the reader thread
 
   // Runs a process. ExecResult::driver is left empty (the Box fills it).

@@ -48,29 +48,55 @@ class Input {
 
 uint32_t Stream(uint8_t sel) {
   switch (sel & 0x0f) {
-    case 0: return 0;
-    case 7: return 2;
-    case 8: return 0xffffffffu;
-    case 9: return 1001;
-    default: return 2u * (sel % 6u) + 1u;  // 1, 3, 5, 7, 9, 11: the ones the client opens
+    case 0:
+      return 0;
+    case 7:
+      return 2;
+    case 8:
+      return 0xffffffffu;
+    case 9:
+      return 1001;
+    default:
+      return 2u * (sel % 6u) + 1u;  // 1, 3, 5, 7, 9, 11: the ones the client opens
   }
 }
 
 // A value of any JSON type, mostly numbers at the edges of the ranges.
 Json Value(Input& in) {
-  static const int64_t kInts[] = {0, 1, -1, 2, 9, 64, 65, 255, 256, -2, 420, 4095, 4096,
-                                  1 << 20, int64_t{1} << 40, int64_t{1} << 62,
+  static const int64_t kInts[] = {0,
+                                  1,
+                                  -1,
+                                  2,
+                                  9,
+                                  64,
+                                  65,
+                                  255,
+                                  256,
+                                  -2,
+                                  420,
+                                  4095,
+                                  4096,
+                                  1 << 20,
+                                  int64_t{1} << 40,
+                                  int64_t{1} << 62,
                                   std::numeric_limits<int64_t>::max(),
                                   std::numeric_limits<int64_t>::min()};
   uint8_t b = in.Byte();
   switch (b % 8) {
-    case 0: return "zero";
-    case 1: return (b & 0x10) != 0;
-    case 2: return nullptr;
-    case 3: return 1.5;
-    case 4: return std::numeric_limits<uint64_t>::max();
-    case 5: return Json::array({1, 2});
-    default: return kInts[(b >> 3) % (sizeof kInts / sizeof kInts[0])];
+    case 0:
+      return "zero";
+    case 1:
+      return (b & 0x10) != 0;
+    case 2:
+      return nullptr;
+    case 3:
+      return 1.5;
+    case 4:
+      return std::numeric_limits<uint64_t>::max();
+    case 5:
+      return Json::array({1, 2});
+    default:
+      return kInts[(b >> 3) % (sizeof kInts / sizeof kInts[0])];
   }
 }
 
@@ -196,12 +222,14 @@ void PlayAgent(int fd, const uint8_t* data, size_t size) {
         break;
       }
       case 2: {  // a flood of output or file data
-        static const FrameType kTypes[] = {FrameType::kStdout, FrameType::kStderr, FrameType::kData};
+        static const FrameType kTypes[] = {FrameType::kStdout, FrameType::kStderr,
+                                           FrameType::kData};
         FrameType type = kTypes[in.Byte() % 3];
         uint32_t stream = Stream(in.Byte());
         size_t count = in.Byte() % 32;
         std::string chunk(64u << 10, 'f');
-        for (size_t i = 0; i < count && flood_left >= chunk.size(); ++i, flood_left -= chunk.size()) {
+        for (size_t i = 0; i < count && flood_left >= chunk.size();
+             ++i, flood_left -= chunk.size()) {
           codebox::protocol::AppendFrame(&out, type, stream, chunk);
         }
         break;
@@ -239,7 +267,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::string seen;
         req.on_stdout = [&seen](std::string_view s) { seen.append(s); };
         auto r = (*client)->Exec(req);
-        if (r.ok() && (r->stdout_data.size() > 100000 || r->stderr_data.size() > 100000)) std::abort();
+        if (r.ok() && (r->stdout_data.size() > 100000 || r->stderr_data.size() > 100000))
+          std::abort();
         if (seen.size() > 100000) std::abort();
       });
       std::thread read([&] {

@@ -89,8 +89,8 @@ class Reader {
 
  private:
   Status Range(const char* field, const std::string& value, int64_t min, int64_t max) const {
-    return Fault(field, "is " + value + ", outside " + std::to_string(min) + ".." +
-                            std::to_string(max));
+    return Fault(field,
+                 "is " + value + ", outside " + std::to_string(min) + ".." + std::to_string(max));
   }
 
   const Json& message_;
@@ -129,8 +129,8 @@ StatusOr<Request> DecodeExec(const Json& m) {
   }
   e.stdin_stream = stdin_mode == "stream";
   ASSIGN_OR_RETURN(e.timeout_ms, r.Int("timeout_ms", 0, kInt64Max, 0));
-  ASSIGN_OR_RETURN(int64_t limit, r.Int("output_limit", 0, kInt64Max,
-                                        static_cast<int64_t>(e.output_limit)));
+  ASSIGN_OR_RETURN(int64_t limit,
+                   r.Int("output_limit", 0, kInt64Max, static_cast<int64_t>(e.output_limit)));
   e.output_limit = static_cast<uint64_t>(limit);
   RETURN_IF_ERROR(r.CheckNoUnknown());
   return Request(std::move(e));
@@ -233,17 +233,25 @@ std::string EncodeRequest(const Request& request) {
                         {"output_limit", e.output_limit}};
           },
           [](const WriteFile& w) {
-            return Json{{"op", "write_file"}, {"path", w.path}, {"mode", w.mode},
-                        {"parents", w.parents}};
+            return Json{
+                {"op", "write_file"}, {"path", w.path}, {"mode", w.mode}, {"parents", w.parents}};
           },
-          [](const ReadFile& r) { return Json{{"op", "read_file"}, {"path", r.path}}; },
-          [](const ListDir& l) { return Json{{"op", "list_dir"}, {"path", l.path}}; },
+          [](const ReadFile& r) {
+            return Json{{"op", "read_file"}, {"path", r.path}};
+          },
+          [](const ListDir& l) {
+            return Json{{"op", "list_dir"}, {"path", l.path}};
+          },
           [](const MakeDir& m) {
-            return Json{{"op", "mkdir"}, {"path", m.path}, {"mode", m.mode},
-                        {"parents", m.parents}};
+            return Json{
+                {"op", "mkdir"}, {"path", m.path}, {"mode", m.mode}, {"parents", m.parents}};
           },
-          [](const Kill& k) { return Json{{"op", "kill"}, {"target", k.target}, {"signal", k.signal}}; },
-          [](const Shutdown&) { return Json{{"op", "shutdown"}}; },
+          [](const Kill& k) {
+            return Json{{"op", "kill"}, {"target", k.target}, {"signal", k.signal}};
+          },
+          [](const Shutdown&) {
+            return Json{{"op", "shutdown"}};
+          },
       },
       request);
   return DumpControl(j);
@@ -285,31 +293,35 @@ StatusOr<Request> DecodeRequestPayload(std::string_view payload) {
 }
 
 std::string EncodeEvent(const Event& event) {
-  Json j = std::visit(
-      Overloaded{
-          [](const Exit& e) {
-            return Json{{"event", "exit"},
-                        {"exit_code", e.exit_code},
-                        {"signal", e.signal},
-                        {"timed_out", e.timed_out},
-                        {"output_truncated", e.output_truncated},
-                        {"duration_ms", e.duration_ms},
-                        {"out_of_memory", e.out_of_memory}};
-          },
-          [](const Done&) { return Json{{"event", "done"}}; },
-          [](const File& f) { return Json{{"event", "file"}, {"size", f.size}, {"mode", f.mode}}; },
-          [](const Entries& e) {
-            Json list = Json::array();
-            for (const DirEntry& d : e.entries) list.push_back(EntryJson(d));
-            Json j{{"event", "entries"}, {"entries", std::move(list)}};
-            if (e.more) j["more"] = true;
-            return j;
-          },
-          [](const Error& e) {
-            return Json{{"event", "error"}, {"code", e.code}, {"message", e.message}};
-          },
-      },
-      event);
+  Json j =
+      std::visit(Overloaded{
+                     [](const Exit& e) {
+                       return Json{{"event", "exit"},
+                                   {"exit_code", e.exit_code},
+                                   {"signal", e.signal},
+                                   {"timed_out", e.timed_out},
+                                   {"output_truncated", e.output_truncated},
+                                   {"duration_ms", e.duration_ms},
+                                   {"out_of_memory", e.out_of_memory}};
+                     },
+                     [](const Done&) {
+                       return Json{{"event", "done"}};
+                     },
+                     [](const File& f) {
+                       return Json{{"event", "file"}, {"size", f.size}, {"mode", f.mode}};
+                     },
+                     [](const Entries& e) {
+                       Json list = Json::array();
+                       for (const DirEntry& d : e.entries) list.push_back(EntryJson(d));
+                       Json j{{"event", "entries"}, {"entries", std::move(list)}};
+                       if (e.more) j["more"] = true;
+                       return j;
+                     },
+                     [](const Error& e) {
+                       return Json{{"event", "error"}, {"code", e.code}, {"message", e.message}};
+                     },
+                 },
+                 event);
   return DumpControl(j);
 }
 

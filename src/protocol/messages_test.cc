@@ -92,17 +92,21 @@ TEST(MessagesTest, HelloBothWays) {
 
 TEST(MessagesTest, MistypedFieldsAreErrorsNamingTheField) {
   ExpectError(DecodeEventPayload(R"({"event":5})"), "field \"event\"");
-  ExpectError(DecodeEventPayload(
-                  R"({"event":"exit","exit_code":"zero","signal":0,"timed_out":false,"output_truncated":false,"duration_ms":1})"),
-              "field \"exit_code\" is not an integer");
-  ExpectError(DecodeEventPayload(
-                  R"({"event":"exit","exit_code":0,"signal":0,"timed_out":1,"output_truncated":false,"duration_ms":1})"),
-              "field \"timed_out\" is not a boolean");
+  ExpectError(
+      DecodeEventPayload(
+          R"({"event":"exit","exit_code":"zero","signal":0,"timed_out":false,"output_truncated":false,"duration_ms":1})"),
+      "field \"exit_code\" is not an integer");
+  ExpectError(
+      DecodeEventPayload(
+          R"({"event":"exit","exit_code":0,"signal":0,"timed_out":1,"output_truncated":false,"duration_ms":1})"),
+      "field \"timed_out\" is not a boolean");
   ExpectError(DecodeEventPayload(R"({"event":"file","size":1.5,"mode":420})"), "field \"size\"");
   ExpectError(DecodeEventPayload(R"({"event":"file","size":1})"), "missing field \"mode\"");
   ExpectError(DecodeEventPayload(R"({"event":"entries","entries":{}})"), "field \"entries\"");
-  ExpectError(DecodeEventPayload(R"({"event":"entries","entries":[{"name":"a","type":"socket","size":0,"mode":0}]})"),
-              "field \"type\"");
+  ExpectError(
+      DecodeEventPayload(
+          R"({"event":"entries","entries":[{"name":"a","type":"socket","size":0,"mode":0}]})"),
+      "field \"type\"");
   ExpectError(DecodeEventPayload(R"({"event":"error","code":7})"), "field \"code\"");
   ExpectError(DecodeEventPayload(R"({"event":"teleport"})"), "unknown event");
   ExpectError(DecodeEventPayload("[1]"), "not a JSON object");
@@ -110,7 +114,8 @@ TEST(MessagesTest, MistypedFieldsAreErrorsNamingTheField) {
 
 TEST(MessagesTest, OutOfRangeValuesAreErrors) {
   auto exit = [](const std::string& fields) {
-    return DecodeEventPayload(R"({"event":"exit","timed_out":false,"output_truncated":false,)" + fields + "}");
+    return DecodeEventPayload(R"({"event":"exit","timed_out":false,"output_truncated":false,)" +
+                              fields + "}");
   };
   ExpectError(exit(R"("exit_code":256,"signal":0,"duration_ms":0)"), "outside -1..255");
   ExpectError(exit(R"("exit_code":-2,"signal":0,"duration_ms":0)"), "outside -1..255");
@@ -147,7 +152,8 @@ TEST(MessagesTest, RequestDefaultsAndErrors) {
 TEST(MessagesTest, DeepNestingIsAnErrorNotACrash) {
   std::string deep(kMaxPayload / 2, '[');
   EXPECT_FALSE(DecodeEventPayload(deep).ok());
-  std::string deep_ok = R"({"event":"done","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::string deep_ok =
+      R"({"event":"done","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
   EXPECT_FALSE(DecodeEventPayload(deep_ok).ok());
 }
 

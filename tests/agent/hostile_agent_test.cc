@@ -362,7 +362,8 @@ TEST(HostileAgentTest, ListingIsAssembledFromPagesWithinTheCap) {
   auto page = [](int first, int count, bool more) {
     Json list = Json::array();
     for (int i = first; i < first + count; ++i) {
-      list.push_back({{"name", "f" + std::to_string(i)}, {"type", "file"}, {"size", 1}, {"mode", 420}});
+      list.push_back(
+          {{"name", "f" + std::to_string(i)}, {"type", "file"}, {"size", 1}, {"mode", 420}});
     }
     Json j{{"event", "entries"}, {"entries", list}};
     if (more) j["more"] = true;
@@ -391,8 +392,9 @@ TEST(HostileAgentTest, ListingIsAssembledFromPagesWithinTheCap) {
 TEST(HostileAgentTest, BadListingEntriesAreViolations) {
   HostileAgent agent([](HostileAgent& a) {
     auto [stream, req] = a.NextRequest();
-    a.Event(stream, Json{{"event", "entries"},
-                         {"entries", {{{"name", "a"}, {"type", "file"}, {"size", "big"}, {"mode", 1}}}}});
+    a.Event(stream,
+            Json{{"event", "entries"},
+                 {"entries", {{{"name", "a"}, {"type", "file"}, {"size", "big"}, {"mode", 1}}}}});
   });
   auto client = agent.Connect();
   ASSERT_TRUE(client);
@@ -482,7 +484,8 @@ TEST(HostileAgentTest, ThrowingCallbackFailsItsCallOnly) {
 TEST(HostileAgentTest, ErrorTextFromTheAgentIsMadeTerminalSafe) {
   HostileAgent agent([](HostileAgent& a) {
     auto [stream, req] = a.NextRequest();
-    a.Event(stream, Json{{"event", "error"}, {"code", "not_found"},
+    a.Event(stream, Json{{"event", "error"},
+                         {"code", "not_found"},
                          {"message", "gone\x1b]0;pwned\x07" + std::string(100000, 'z')}});
   });
   auto client = agent.Connect();
