@@ -710,7 +710,11 @@ Status AgentClient::ReadFileStream(const std::string& box_path, uint64_t max_byt
   auto on_frame = [state, max_bytes, &on_header, &on_chunk, &box_path](
                       const Frame& frame, const msg::Event* event) -> Verdict {
     if (event != nullptr && std::holds_alternative<msg::File>(*event)) {
-      if (state->header) return Unexpected(frame, event, "read_file (second header)");
+      if (state->header) {
+        return {Verdict::kViolation,
+                ProtocolError(Violation("second file event on read_file stream " +
+                                        std::to_string(frame.stream)))};
+      }
       state->header = true;
       const msg::File& f = std::get<msg::File>(*event);
       if (f.size > max_bytes) {

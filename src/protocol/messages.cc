@@ -370,7 +370,6 @@ StatusOr<Event> DecodeEvent(const Json& m) {
     if (list == nullptr || !list->is_array()) return r.Fault("entries", "is not an array");
     ASSIGN_OR_RETURN(e.more, r.Bool("more", false));
     RETURN_IF_ERROR(r.CheckNoUnknown());
-    e.entries.reserve(list->size());  // bounded by the frame: at most kMaxPayload / 2 items
     for (const Json& j : *list) {
       ASSIGN_OR_RETURN(DirEntry d, DecodeEntry(j));
       e.entries.push_back(std::move(d));
