@@ -238,9 +238,8 @@ class AgentClient::Impl {
 
   // Sends `request` on a new stream, then whatever after_request sends (stdin, file data),
   // and waits for the request to end.
-  Status Call(const msg::Request& request, FrameHandler on_frame,
-              WaitPolicy policy, const std::function<Status(uint32_t)>& after_request,
-              uint32_t* stream_out = nullptr);
+  Status Call(const msg::Request& request, FrameHandler on_frame, WaitPolicy policy,
+              const std::function<Status(uint32_t)>& after_request, uint32_t* stream_out = nullptr);
 
   // Waits for the request to finish under `policy`. *idle_passed is set (and kDeadlineExceeded
   // returned) when only the idle deadline passed, so the caller may probe and wait again.
@@ -256,8 +255,8 @@ class AgentClient::Impl {
       }
       if (policy.idle && now >= pending->last_frame + *policy.idle) {
         if (idle_passed != nullptr) *idle_passed = true;
-        return DeadlineExceeded("agent sent nothing on stream " + std::to_string(stream) +
-                                " for " + std::to_string(policy.idle->count()) + " ms");
+        return DeadlineExceeded("agent sent nothing on stream " + std::to_string(stream) + " for " +
+                                std::to_string(policy.idle->count()) + " ms");
       }
       std::optional<Clock::time_point> wake = policy.deadline;
       if (policy.idle) {
@@ -293,8 +292,8 @@ class AgentClient::Impl {
     try {
       why = ReadFrames(buf);
     } catch (const std::exception& e) {
-      why = ProtocolError(std::string("agent connection: internal error while reading: ") +
-                          e.what());
+      why =
+          ProtocolError(std::string("agent connection: internal error while reading: ") + e.what());
     } catch (...) {
       why = ProtocolError("agent connection: internal error while reading");
     }
@@ -307,14 +306,16 @@ class AgentClient::Impl {
     for (;;) {
       // Frames already buffered (from the handshake) first.
       auto next = decoder_.Next();
-      if (!next.ok()) return ProtocolError("agent sent a malformed frame: " + next.status().message());
+      if (!next.ok())
+        return ProtocolError("agent sent a malformed frame: " + next.status().message());
       if (next->has_value()) {
         RETURN_IF_ERROR(Dispatch(**next));
         continue;
       }
       ssize_t n = ::read(fd_.get(), buf.data(), buf.size());
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return BoxCrashed(std::string("agent connection closed: read: ") + std::strerror(errno));
+      if (n < 0)
+        return BoxCrashed(std::string("agent connection closed: read: ") + std::strerror(errno));
       if (n == 0) {
         Status end = decoder_.CheckEndOfStream();
         return end.ok() ? BoxCrashed("agent connection closed: end of stream")
@@ -478,7 +479,8 @@ Status ReadHello(int fd, FrameDecoder* decoder, Clock::time_point deadline) {
     if (ready <= 0) continue;
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return BoxCrashed(std::string("agent connection closed: read: ") + std::strerror(errno));
+    if (n < 0)
+      return BoxCrashed(std::string("agent connection closed: read: ") + std::strerror(errno));
     if (n == 0) return BoxCrashed("agent connection closed before its hello");
     decoder->Feed(std::string_view(buf, static_cast<size_t>(n)));
   }
@@ -494,8 +496,8 @@ FrameHandler ExpectDone(const char* request) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(base::UniqueFd fd,
-                                                            std::chrono::milliseconds handshake_timeout) {
+StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(
+    base::UniqueFd fd, std::chrono::milliseconds handshake_timeout) {
   if (!fd.valid()) return InvalidArgument("agent connection: invalid fd");
   Clock::time_point deadline = Clock::now() + handshake_timeout;
   // The reader thread blocks in read(); writes use MSG_DONTWAIT and poll.
@@ -512,7 +514,8 @@ StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(base::UniqueFd fd,
       new AgentClient(std::make_unique<Impl>(std::move(fd), std::move(decoder))));
 }
 
-Status AgentClient::Impl::Call(const msg::Request& request, FrameHandler on_frame, WaitPolicy policy,
+Status AgentClient::Impl::Call(const msg::Request& request, FrameHandler on_frame,
+                               WaitPolicy policy,
                                const std::function<Status(uint32_t)>& after_request,
                                uint32_t* stream_out) {
   uint32_t stream = NewStream();
@@ -688,7 +691,8 @@ Status AgentClient::WriteFileFromHost(const std::string& host_path, const std::s
       // Without an end frame the agent never renames its temp file into place, so a
       // failed host read leaves no partial file in the box.
       if (n < 0) return base::ErrnoStatus("read " + host_path);
-      RETURN_IF_ERROR(impl_->Send(FrameType::kData, stream, std::string_view(chunk.data(), static_cast<size_t>(n))));
+      RETURN_IF_ERROR(impl_->Send(FrameType::kData, stream,
+                                  std::string_view(chunk.data(), static_cast<size_t>(n))));
       if (n == 0) return Status::Ok();
     }
   };
@@ -698,9 +702,10 @@ Status AgentClient::WriteFileFromHost(const std::string& host_path, const std::s
       .WithContext("copy " + host_path + " to box " + box_path);
 }
 
-Status AgentClient::ReadFileStream(const std::string& box_path, uint64_t max_bytes,
-                                   const std::function<Status(uint64_t size, uint32_t mode)>& on_header,
-                                   const std::function<Status(std::string_view chunk)>& on_chunk) {
+Status AgentClient::ReadFileStream(
+    const std::string& box_path, uint64_t max_bytes,
+    const std::function<Status(uint64_t size, uint32_t mode)>& on_header,
+    const std::function<Status(std::string_view chunk)>& on_chunk) {
   struct State {
     bool header = false;
     uint64_t received = 0;
@@ -761,8 +766,8 @@ StatusOr<std::string> AgentClient::ReadFile(const std::string& box_path, uint64_
 
 Status AgentClient::ReadFileToHost(const std::string& box_path, const std::string& host_path) {
   static std::atomic<uint64_t> counter{0};
-  std::string temp = host_path + ".codebox-tmp." + std::to_string(::getpid()) + "." +
-                     std::to_string(counter++);
+  std::string temp =
+      host_path + ".codebox-tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   base::UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!out.valid()) return base::ErrnoStatus("copy out: create " + temp);
   uint32_t mode = 0644;
@@ -776,7 +781,8 @@ Status AgentClient::ReadFileToHost(const std::string& box_path, const std::strin
       [fd](std::string_view chunk) { return base::WriteAll(fd, chunk); });
   if (st.ok() && ::fchmod(fd, mode & 07777) != 0) st = base::ErrnoStatus("chmod " + temp);
   if (st.ok() && ::close(out.release()) != 0) st = base::ErrnoStatus("close " + temp);
-  if (st.ok() && ::rename(temp.c_str(), host_path.c_str()) != 0) st = base::ErrnoStatus("rename to " + host_path);
+  if (st.ok() && ::rename(temp.c_str(), host_path.c_str()) != 0)
+    st = base::ErrnoStatus("rename to " + host_path);
   if (!st.ok()) {
     ::unlink(temp.c_str());
     return st.WithContext("copy box " + box_path + " to " + host_path);
@@ -785,7 +791,7 @@ Status AgentClient::ReadFileToHost(const std::string& box_path, const std::strin
 }
 
 StatusOr<std::vector<DirEntry>> AgentClient::ListDir(const std::string& box_path,
-                                                      size_t max_entries, uint64_t max_bytes) {
+                                                     size_t max_entries, uint64_t max_bytes) {
   struct State {
     std::vector<DirEntry> entries;
     uint64_t bytes = 0;
@@ -800,16 +806,15 @@ StatusOr<std::vector<DirEntry>> AgentClient::ListDir(const std::string& box_path
     for (const DirEntry& entry : page.entries) {
       state->bytes += entry.name.size() + kEntryOverhead;
       if (state->entries.size() >= max_entries || state->bytes > max_bytes) {
-        return GiveUp(LimitExceeded("listing of box directory " + box_path + " is over the limit of " +
-                                    std::to_string(max_entries) + " entries or " +
-                                    std::to_string(max_bytes) + " bytes"));
+        return GiveUp(LimitExceeded("listing of box directory " + box_path +
+                                    " is over the limit of " + std::to_string(max_entries) +
+                                    " entries or " + std::to_string(max_bytes) + " bytes"));
       }
       state->entries.push_back(entry);
     }
     return page.more ? Continue() : Done();
   };
-  Status st = impl_->Call(msg::ListDir{box_path}, on_frame, IdleWait(impl_->idle()),
-                          nullptr);
+  Status st = impl_->Call(msg::ListDir{box_path}, on_frame, IdleWait(impl_->idle()), nullptr);
   if (!st.ok()) return st.WithContext("list " + box_path);
   return std::move(state->entries);
 }
@@ -823,8 +828,7 @@ Status AgentClient::MakeDir(const std::string& box_path, uint32_t mode) {
 
 Status AgentClient::Shutdown(std::chrono::milliseconds wait) {
   return impl_
-      ->Call(msg::Shutdown{}, ExpectDone("shutdown"), DeadlineWait(Clock::now() + wait),
-             nullptr)
+      ->Call(msg::Shutdown{}, ExpectDone("shutdown"), DeadlineWait(Clock::now() + wait), nullptr)
       .WithContext("shutdown");
 }
 

@@ -281,8 +281,10 @@ TEST(HostileAgentTest, OutOfPlaceFramesAreViolations) {
   const Case cases[] = {
       {[](HostileAgent& a, uint32_t s) { a.Send(FrameType::kStdin, s, "x"); }, false,
        "stdin on exec stream 1"},
-      {[](HostileAgent& a, uint32_t) { a.Event(0, Json{{"event", "done"}}); }, false,
-       "done frame on stream 0"},
+      {[](HostileAgent& a, uint32_t) {
+         a.Event(0, Json{{"event", "done"}});
+       },
+       false, "done frame on stream 0"},
       {[](HostileAgent& a, uint32_t s) { a.Send(FrameType::kHello, s, "{}"); }, false,
        "hello on exec stream 1"},
       {[](HostileAgent& a, uint32_t s) { a.Send(FrameType::kData, s, "early"); }, true,
