@@ -1,6 +1,6 @@
-// Attacks from inside a real jail box: a hostile agent script (tests/agent/data/
-// hostile_agent.py) runs as PID 1 of the box in place of codebox-agent, as box code that took
-// the agent over would, and attacks the host library through the protocol. The Box and its
+// Attacks from inside a real jail box: a hostile agent (tests/agent/hostile_agent_main.cc)
+// runs as PID 1 of the box in place of codebox-agent, as box code that took the agent over
+// would, and attacks the host library through the protocol. The Box and its
 // AgentClient must keep only their caps, refuse forged results with a clear kProtocolError,
 // and keep the host process alive.
 #include <gtest/gtest.h>
@@ -42,7 +42,7 @@ void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 class HostileBoxTest : public ::testing::Test {
  protected:
-  // Boxes made in this binary get the hostile script as their agent.
+  // Boxes made in this binary get the hostile agent as their agent.
   static void SetUpTestSuite() {
     if (const char* v = std::getenv("CODEBOX_AGENT")) saved_ = v;
     ::setenv("CODEBOX_AGENT", CODEBOX_HOSTILE_AGENT, 1);
