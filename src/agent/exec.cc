@@ -12,47 +12,30 @@
 
 namespace codebox::agent {
 
-using protocol::Json;
-
-StatusOr<ExecSpec> ParseExecSpec(const Json& request) {
+StatusOr<ExecSpec> ParseExecSpec(const protocol::msg::Exec& request) {
   ExecSpec spec;
-  auto argv = request.find("argv");
-  if (argv == request.end() || !argv->is_array() || argv->empty()) {
-    return InvalidArgument("exec: \"argv\" must be a non-empty array of strings");
-  }
-  for (const Json& a : *argv) {
-    if (!a.is_string()) return InvalidArgument("exec: \"argv\" must hold only strings");
-    spec.argv.push_back(a.get<std::string>());
-  }
-  auto env = request.find("env");
-  if (env != request.end() && !env->is_null()) {
-    if (!env->is_object()) return InvalidArgument("exec: \"env\" must be an object of strings");
-    for (auto it = env->begin(); it != env->end(); ++it) {
-      if (!it.value().is_string() || it.key().empty() || it.key().find('=') != std::string::npos) {
-        return InvalidArgument("exec: bad \"env\" entry \"" + it.key() + "\"");
-      }
-      spec.env.push_back(it.key() + "=" + it.value().get<std::string>());
+  if (request.argv.empty()) return InvalidArgument("exec: \"argv\" is empty");
+  for (size_t i = 0; i < request.argv.size(); ++i) {
+    // execve would silently cut the string at the NUL.
+    if (request.argv[i].find('\0') != std::string::npos) {
+      return InvalidArgument("exec: argv[" + std::to_string(i) + "] contains a NUL byte");
     }
   }
-  auto cwd = request.find("cwd");
-  if (cwd != request.end() && !cwd->is_null()) {
-    if (!cwd->is_string()) return InvalidArgument("exec: \"cwd\" is not a string");
-    spec.cwd = cwd->get<std::string>();
-  }
-  auto stdin_mode = request.find("stdin");
-  if (stdin_mode != request.end() && !stdin_mode->is_null()) {
-    if (*stdin_mode == "stream") {
-      spec.stdin_stream = true;
-    } else if (*stdin_mode != "none") {
-      return InvalidArgument("exec: \"stdin\" must be \"stream\" or \"none\"");
+  spec.argv = request.argv;
+  for (const auto& [name, value] : request.env) {
+    if (name.empty() || name.find('=') != std::string::npos ||
+        name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return InvalidArgument("exec: bad \"env\" entry \"" + name.substr(0, 64) + "\"");
     }
+    spec.env.push_back(name + "=" + value);
   }
-  auto timeout = protocol::GetInt(request, "timeout_ms", 0);
-  if (!timeout.ok() || *timeout < 0) return InvalidArgument("exec: bad \"timeout_ms\"");
-  spec.timeout_ms = *timeout;
-  auto limit = protocol::GetInt(request, "output_limit", static_cast<int64_t>(spec.output_limit));
-  if (!limit.ok() || *limit < 0) return InvalidArgument("exec: bad \"output_limit\"");
-  spec.output_limit = static_cast<uint64_t>(*limit);
+  if (request.cwd.find('\0') != std::string::npos) {
+    return InvalidArgument("exec: \"cwd\" contains a NUL byte");
+  }
+  spec.cwd = request.cwd;
+  spec.stdin_stream = request.stdin_stream;
+  spec.timeout_ms = request.timeout_ms;
+  spec.output_limit = request.output_limit;
   return spec;
 }
 

@@ -11,7 +11,7 @@
 
 #include "base/unique_fd.h"
 #include "codebox/status.h"
-#include "protocol/message.h"
+#include "protocol/messages.h"
 
 namespace codebox::agent {
 
@@ -24,8 +24,9 @@ struct ExecSpec {
   uint64_t output_limit = 16ull << 20;
 };
 
-// Validates an `exec` request (docs/protocol.md); errors name the field.
-StatusOr<ExecSpec> ParseExecSpec(const protocol::Json& request);
+// Validates a decoded `exec` request (docs/protocol.md) beyond its types: strings that
+// execve would cut at a NUL, environment names. Errors name the field.
+StatusOr<ExecSpec> ParseExecSpec(const protocol::msg::Exec& request);
 
 struct SpawnedExec {
   pid_t pid = -1;          // also its process group and session id (setsid)

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <variant>
 #include <vector>
 
 #include "base/io.h"
@@ -43,10 +44,11 @@ int Server::Run() {
     Fatal(1, st.WithContext("connection"));
     return exit_code_;
   }
-  Send(FrameType::kHello, 0,
-       protocol::DumpControl(Json{{"protocol", protocol::kProtocolVersion},
-                                  {"agent", "codebox-agent/0.1.0"},
-                                  {"pid", ::getpid()}}));
+  protocol::msg::Hello hello;
+  hello.protocol = protocol::kProtocolVersion;
+  hello.agent = "codebox-agent/0.1.0";
+  hello.pid = ::getpid();
+  Send(FrameType::kHello, 0, protocol::msg::EncodeHello(hello));
 
   std::vector<pollfd> fds;
   struct Slot {
@@ -111,7 +113,7 @@ int Server::Run() {
     FinishExecs(now);
     PumpDownloads();
     if (shutdown_stream_ && (execs_.empty() || now >= shutdown_deadline_)) {
-      SendControl(*shutdown_stream_, Json{{"event", "done"}});
+      SendEvent(*shutdown_stream_, protocol::msg::Done{});
       quit_ = true;
     }
     if (!Flush()) break;
@@ -146,14 +148,15 @@ void Server::Send(FrameType type, uint32_t stream, std::string_view payload) {
   protocol::AppendFrame(&out_, type, stream, payload);
 }
 
-void Server::SendControl(uint32_t stream, const Json& message) {
-  Send(FrameType::kControl, stream, protocol::DumpControl(message));
+void Server::SendEvent(uint32_t stream, const protocol::msg::Event& event) {
+  Send(FrameType::kControl, stream, protocol::msg::EncodeEvent(event));
 }
 
 void Server::SendError(uint32_t stream, const Status& status) {
-  SendControl(stream, Json{{"event", "error"},
-                           {"code", std::string(ErrorCodeName(status))},
-                           {"message", status.message()}});
+  // Bounded so that an error about a huge request still fits one frame.
+  std::string message = status.message();
+  if (message.size() > 4096) message = message.substr(0, 4096) + "...";
+  SendEvent(stream, protocol::msg::Error{std::string(ErrorCodeName(status)), message});
 }
 
 bool Server::Flush() {
@@ -270,10 +273,10 @@ void Server::HandleHello(const protocol::Frame& frame) {
     Fatal(2, hello.status().WithContext("malformed hello from host"));
     return;
   }
-  auto version = protocol::GetInt(*hello, "protocol");
-  if (!version.ok() || *version != protocol::kProtocolVersion) {
+  auto decoded = protocol::msg::DecodeHello(*hello);
+  if (!decoded.ok() || decoded->protocol != protocol::kProtocolVersion) {
     Fatal(2, ProtocolError("host speaks protocol " +
-                           (version.ok() ? std::to_string(*version) : std::string("?")) +
+                           (decoded.ok() ? std::to_string(decoded->protocol) : std::string("?")) +
                            ", this agent speaks " + std::to_string(protocol::kProtocolVersion)));
     return;
   }
@@ -294,40 +297,51 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
     SendError(stream, InvalidArgument("stream " + std::to_string(stream) + " is already in use"));
     return;
   }
-  if (*op == "exec") return StartExec(stream, request);
-  if (*op == "write_file") return StartWrite(stream, request);
-  if (*op == "read_file") return StartRead(stream, request);
-  if (*op == "kill") return HandleKill(stream, request);
-  if (*op == "shutdown") return HandleShutdown(stream);
-  if (*op == "list_dir" || *op == "mkdir") {
-    auto path = protocol::GetString(request, "path");
-    if (!path.ok()) return SendError(stream, InvalidArgument(*op + ": " + path.status().message()));
-    if (*op == "list_dir") {
-      auto entries = ListDir(*path);
-      return entries.ok() ? SendControl(stream, *entries) : SendError(stream, entries.status());
+  auto decoded = protocol::msg::DecodeRequest(request);
+  if (!decoded.ok()) {
+    Status bad = InvalidArgument(decoded.status().message());
+    if (*op == "write_file") {
+      // The host is already sending the data: the error is sent when it ends.
+      uploads_[stream].error = bad;
+      return;
     }
-    auto mode = protocol::GetInt(request, "mode", 0755);
-    auto parents = protocol::GetBool(request, "parents", false);
-    if (!mode.ok() || !parents.ok()) return SendError(stream, InvalidArgument("mkdir: bad mode or parents"));
-    Status st = MakeDir(*path, static_cast<uint32_t>(*mode), *parents);
-    return st.ok() ? SendControl(stream, Json{{"event", "done"}}) : SendError(stream, st);
+    return SendError(stream, bad);
+  }
+  namespace m = protocol::msg;
+  if (auto* exec = std::get_if<m::Exec>(&*decoded)) return StartExec(stream, *exec);
+  if (auto* write = std::get_if<m::WriteFile>(&*decoded)) return StartWrite(stream, *write);
+  if (auto* read = std::get_if<m::ReadFile>(&*decoded)) return StartRead(stream, *read);
+  if (auto* kill = std::get_if<m::Kill>(&*decoded)) return HandleKill(stream, *kill);
+  if (std::holds_alternative<m::Shutdown>(*decoded)) return HandleShutdown(stream);
+  if (auto* list = std::get_if<m::ListDir>(&*decoded)) return SendListing(stream, list->path);
+  if (auto* mkdir = std::get_if<m::MakeDir>(&*decoded)) {
+    Status st = agent::MakeDir(mkdir->path, mkdir->mode, mkdir->parents);
+    return st.ok() ? SendEvent(stream, m::Done{}) : SendError(stream, st);
   }
   SendError(stream, InvalidArgument("unknown op \"" + *op + "\""));
 }
 
-void Server::StartWrite(uint32_t stream, const Json& request) {
-  Upload& upload = uploads_[stream];
-  auto path = protocol::GetString(request, "path");
-  auto mode = protocol::GetInt(request, "mode", 0644);
-  auto parents = protocol::GetBool(request, "parents", false);
-  if (!path.ok() || !mode.ok() || !parents.ok()) {
-    upload.error = InvalidArgument("write_file: bad path, mode or parents");
-    return;  // the error is sent when the data ends, as the host is already sending it
+void Server::SendListing(uint32_t stream, const std::string& path) {
+  auto listing = agent::ListDir(path);
+  if (!listing.ok()) return SendError(stream, listing.status());
+  // Back through the codec: what goes out is exactly what the host will accept.
+  auto event = protocol::msg::DecodeEvent(*listing);
+  if (!event.ok() || !std::holds_alternative<protocol::msg::Entries>(*event)) {
+    return SendError(stream, Internal("list_dir " + path + ": " + event.status().message()));
   }
-  auto writer = FileWriter::Open(*path, static_cast<uint32_t>(*mode), *parents);
+  // Pages well under the frame limit, so a directory of any size can be listed.
+  for (const std::string& page : protocol::msg::EncodeEntriesPages(
+           std::get<protocol::msg::Entries>(*event).entries, protocol::kDataChunk)) {
+    Send(FrameType::kControl, stream, page);
+  }
+}
+
+void Server::StartWrite(uint32_t stream, const protocol::msg::WriteFile& request) {
+  Upload& upload = uploads_[stream];
+  auto writer = FileWriter::Open(request.path, request.mode, request.parents);
   if (!writer.ok()) {
     upload.error = writer.status();
-    return;
+    return;  // the error is sent when the data ends, as the host is already sending it
   }
   upload.writer.emplace(std::move(*writer));
 }
@@ -345,15 +359,13 @@ void Server::HandleData(uint32_t stream, std::string_view payload) {
   }
   Status st = upload.error.ok() ? upload.writer->Finish() : upload.error;
   uploads_.erase(it);
-  st.ok() ? SendControl(stream, Json{{"event", "done"}}) : SendError(stream, st);
+  st.ok() ? SendEvent(stream, protocol::msg::Done{}) : SendError(stream, st);
 }
 
-void Server::StartRead(uint32_t stream, const Json& request) {
-  auto path = protocol::GetString(request, "path");
-  if (!path.ok()) return SendError(stream, InvalidArgument("read_file: " + path.status().message()));
-  auto file = OpenForRead(*path);
+void Server::StartRead(uint32_t stream, const protocol::msg::ReadFile& request) {
+  auto file = OpenForRead(request.path);
   if (!file.ok()) return SendError(stream, file.status());
-  SendControl(stream, Json{{"event", "file"}, {"size", file->size}, {"mode", file->mode}});
+  SendEvent(stream, protocol::msg::File{file->size, file->mode});
   downloads_.emplace(stream, std::move(file->fd));
 }
 

@@ -20,6 +20,7 @@
 #include "codebox/status.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
+#include "protocol/messages.h"
 
 namespace codebox::agent {
 
@@ -64,7 +65,7 @@ class Server {
 
   // Connection.
   void Send(protocol::FrameType type, uint32_t stream, std::string_view payload);
-  void SendControl(uint32_t stream, const protocol::Json& message);
+  void SendEvent(uint32_t stream, const protocol::msg::Event& event);
   void SendError(uint32_t stream, const Status& status);
   bool Flush();                       // non-blocking; false when the connection broke
   void FlushBlocking(std::chrono::milliseconds budget);
@@ -77,10 +78,11 @@ class Server {
   void HandleControl(uint32_t stream, const protocol::Json& request);
   void HandleHello(const protocol::Frame& frame);
   void HandleData(uint32_t stream, std::string_view payload);
-  void StartExec(uint32_t stream, const protocol::Json& request);
-  void StartWrite(uint32_t stream, const protocol::Json& request);
-  void StartRead(uint32_t stream, const protocol::Json& request);
-  void HandleKill(uint32_t stream, const protocol::Json& request);
+  void StartExec(uint32_t stream, const protocol::msg::Exec& request);
+  void StartWrite(uint32_t stream, const protocol::msg::WriteFile& request);
+  void StartRead(uint32_t stream, const protocol::msg::ReadFile& request);
+  void SendListing(uint32_t stream, const std::string& path);
+  void HandleKill(uint32_t stream, const protocol::msg::Kill& request);
   void HandleShutdown(uint32_t stream);
 
   // Execs (server_exec.cc).

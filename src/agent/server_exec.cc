@@ -18,7 +18,7 @@ namespace codebox::agent {
 using protocol::FrameType;
 using protocol::Json;
 
-void Server::StartExec(uint32_t stream, const Json& request) {
+void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   auto spec = ParseExecSpec(request);
   if (!spec.ok()) return SendError(stream, spec.status());
   Exec exec;
@@ -205,30 +205,32 @@ void Server::FinishExecs(Clock::time_point now) {
     const bool oom = signaled && sig == SIGKILL && !exec.killed_by_agent &&
                      ReadOomKillCount() > exec.oom_kills_before;
     auto duration = std::chrono::duration_cast<std::chrono::milliseconds>(exec.exited_at - exec.start);
-    SendControl(it->first, Json{{"event", "exit"},
-                                {"exit_code", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1},
-                                {"signal", sig},
-                                {"timed_out", exec.timed_out},
-                                {"output_truncated", exec.truncated},
-                                {"duration_ms", duration.count()},
-                                {"out_of_memory", oom}});
+    protocol::msg::Exit exit;
+    exit.exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    exit.signal = sig;
+    exit.timed_out = exec.timed_out;
+    exit.output_truncated = exec.truncated;
+    exit.duration_ms = std::max<int64_t>(0, duration.count());
+    exit.out_of_memory = oom;
+    SendEvent(it->first, exit);
     it = execs_.erase(it);
   }
 }
 
-void Server::HandleKill(uint32_t stream, const Json& request) {
-  auto target = protocol::GetInt(request, "target");
-  auto sig = protocol::GetInt(request, "signal", SIGKILL);
-  if (!target.ok() || !sig.ok() || *sig <= 0 || *sig >= NSIG) {
-    return SendError(stream, InvalidArgument("kill: bad \"target\" or \"signal\""));
+void Server::HandleKill(uint32_t stream, const protocol::msg::Kill& request) {
+  if (request.signal < 0 || request.signal >= NSIG) {
+    return SendError(stream, InvalidArgument("kill: bad \"signal\""));
   }
-  auto it = execs_.find(static_cast<uint32_t>(*target));
+  auto it = execs_.find(request.target);
   if (it == execs_.end() || it->second.exited) {
-    return SendError(stream, NotFound("kill: no running exec on stream " + std::to_string(*target)));
+    return SendError(stream, NotFound("kill: no running exec on stream " +
+                                      std::to_string(request.target)));
   }
-  if (*sig == SIGKILL) it->second.killed_by_agent = true;
-  SignalExec(it->second.pid, static_cast<int>(*sig));
-  SendControl(stream, Json{{"event", "done"}});
+  // Signal 0 is the host's liveness probe: "does this exec still run?"
+  if (request.signal == 0) return SendEvent(stream, protocol::msg::Done{});
+  if (request.signal == SIGKILL) it->second.killed_by_agent = true;
+  SignalExec(it->second.pid, request.signal);
+  SendEvent(stream, protocol::msg::Done{});
 }
 
 }  // namespace codebox::agent

@@ -10,40 +10,59 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <limits>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <variant>
 
 #include "base/io.h"
 #include "base/log.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
+#include "protocol/messages.h"
 
 namespace codebox::protocol {
 
 using Clock = std::chrono::steady_clock;
 
-// list_dir and mkdir answer at once from a live agent; past this it is not answering.
-constexpr auto kSmallRequestDeadline = std::chrono::seconds(30);
-
 namespace {
 
-// The protocol's error "code" back to a StatusCode; unknown codes stay errors of the box.
-Status StatusFromErrorEvent(const Json& event) {
-  std::string code = event.value("code", "io_error");
-  std::string message = event.value("message", "agent reported an error without a message");
-  if (code == "not_found") return NotFound(message);
-  if (code == "invalid_argument") return InvalidArgument(message);
-  if (code == "permission_denied") return PermissionDenied(message);
-  if (code == "protocol_error") return ProtocolError(message);
-  return IoError(message);
+// An exec whose agent-side timeout passed has this long to report before the host gives up.
+constexpr auto kExecGrace = std::chrono::seconds(10);
+// Streams remembered after the host finished or gave up on them (to tell a late frame from a
+// forged one); the oldest are forgotten past this.
+constexpr size_t kRememberedStreams = 4096;
+// Listing accounting: bytes charged per entry on top of its name.
+constexpr uint64_t kEntryOverhead = 64;
+
+std::string Violation(const std::string& what) { return "agent protocol violation: " + what; }
+
+// Waits until fd is writable or `idle` passes without progress.
+Status WaitWritable(int fd, std::chrono::milliseconds idle) {
+  for (;;) {
+    pollfd p{fd, POLLOUT, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(idle.count(), INT32_MAX)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return base::ErrnoStatus("poll agent connection");
+    if (ready == 0) {
+      return DeadlineExceeded("agent stopped reading: no progress sending to it for " +
+                              std::to_string(idle.count()) + " ms");
+    }
+    return Status::Ok();
+  }
 }
 
-// sendmsg()/send() with MSG_NOSIGNAL so a dead agent is an error, not a SIGPIPE in the
-// user's process; writev() for transports that are not sockets. `parts` are sent in order
-// without first being copied into one buffer (file data moves at hundreds of MB/s).
-Status SendAll(int fd, std::string_view first, std::string_view second = {}) {
+// sendmsg() with MSG_NOSIGNAL so a dead agent is an error, not a SIGPIPE in the user's
+// process, and MSG_DONTWAIT so an agent that stops reading cannot block the host past `idle`;
+// writev() for transports that are not sockets. The parts are sent in order without first
+// being copied into one buffer (file data moves at hundreds of MB/s).
+Status SendAll(int fd, std::chrono::milliseconds idle, std::string_view first,
+               std::string_view second = {}) {
   iovec iov[2] = {{const_cast<char*>(first.data()), first.size()},
                   {const_cast<char*>(second.data()), second.size()}};
   int index = 0;
@@ -55,10 +74,17 @@ Status SendAll(int fd, std::string_view first, std::string_view second = {}) {
     msghdr msg = {};
     msg.msg_iov = &iov[index];
     msg.msg_iovlen = static_cast<size_t>(2 - index);
-    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (n < 0 && errno == ENOTSOCK) n = ::writev(fd, &iov[index], 2 - index);
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == ENOTSOCK) {
+      RETURN_IF_ERROR(WaitWritable(fd, idle));
+      n = ::writev(fd, &iov[index], 2 - index);
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        RETURN_IF_ERROR(WaitWritable(fd, idle));
+        continue;
+      }
       return BoxCrashed(std::string("agent connection closed: write: ") + std::strerror(errno));
     }
     for (auto left = static_cast<size_t>(n); left > 0 && index < 2;) {
@@ -72,17 +98,71 @@ Status SendAll(int fd, std::string_view first, std::string_view second = {}) {
   return Status::Ok();
 }
 
-// Called on the reader thread for each frame of a request: the frame, and for control
-// frames the parsed event. Returns true on the request's terminal frame.
-using FrameHandler = std::function<bool(const Frame&, const Json&)>;
+// What a request's frame handler decided about one frame.
+struct Verdict {
+  enum Kind {
+    kContinue,   // more frames to come
+    kDone,       // the terminal frame; `status` is the call's result
+    kGiveUp,     // the host ends the call (cap, callback error); later frames are dropped
+    kViolation,  // the frame breaks the protocol; `status` says how; the connection ends
+  } kind = kContinue;
+  Status status;
+};
+Verdict Continue() { return {}; }
+Verdict Done(Status st = Status::Ok()) { return {Verdict::kDone, std::move(st)}; }
+Verdict GiveUp(Status st) { return {Verdict::kGiveUp, std::move(st)}; }
 
-// One request in flight; `result` and `terminal` are final once `finished` is set.
+// What a frame is, for messages: the event's name for control frames, else the frame type.
+std::string Describe(const Frame& frame, const msg::Event* event) {
+  if (event != nullptr) return std::string(msg::EventName(*event));
+  return std::string(FrameTypeName(frame.type));
+}
+
+Verdict Unexpected(const Frame& frame, const msg::Event* event, const char* request) {
+  return {Verdict::kViolation, ProtocolError(Violation(Describe(frame, event) + " on " + request +
+                                                       " stream " + std::to_string(frame.stream)))};
+}
+
+// Called on the reader thread for each frame of a request; `event` is the decoded event of a
+// control frame (error events never reach it: they end the request).
+using FrameHandler = std::function<Verdict(const Frame&, const msg::Event* event)>;
+
+// One request in flight; `result` is final once `finished` is set.
 struct Pending {
   FrameHandler on_frame;
   bool finished = false;
+  bool in_handler = false;  // the reader is running on_frame (user callbacks) right now
   Status result;
-  Json terminal;
+  Clock::time_point last_frame;
 };
+
+// A bounded memory of stream ids (oldest forgotten first).
+class RecentStreams {
+ public:
+  void Add(uint32_t stream, std::string what) {
+    if (names_.emplace(stream, std::move(what)).second) order_.push_back(stream);
+    while (order_.size() > kRememberedStreams) {
+      names_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+  const std::string* Find(uint32_t stream) const {
+    auto it = names_.find(stream);
+    return it == names_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::deque<uint32_t> order_;
+  std::map<uint32_t, std::string> names_;
+};
+
+// How a caller waits: an absolute deadline and/or an idle deadline (no frame for that long).
+struct WaitPolicy {
+  std::optional<Clock::time_point> deadline;
+  std::optional<std::chrono::milliseconds> idle;
+};
+WaitPolicy IdleWait(std::chrono::milliseconds idle) { return WaitPolicy{std::nullopt, idle}; }
+WaitPolicy DeadlineWait(Clock::time_point deadline) { return WaitPolicy{deadline, std::nullopt}; }
 
 }  // namespace
 
@@ -103,21 +183,35 @@ class AgentClient::Impl {
     return dead_;
   }
 
+  std::chrono::milliseconds idle() const { return std::chrono::milliseconds(idle_ms_.load()); }
+  void set_idle(std::chrono::milliseconds idle) { idle_ms_ = std::max<int64_t>(1, idle.count()); }
+
   uint32_t NewStream() { return next_stream_.fetch_add(2); }
 
   // Registers a request before its first frame goes out, so no answer can be missed.
   StatusOr<std::shared_ptr<Pending>> Register(uint32_t stream, FrameHandler on_frame) {
     auto pending = std::make_shared<Pending>();
     pending->on_frame = std::move(on_frame);
+    pending->last_frame = Clock::now();
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;
     pending_[stream] = pending;
     return pending;
   }
 
-  void Unregister(uint32_t stream) {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.erase(stream);
+  // The host gives up on a request: late frames on its stream are dropped from now on, and
+  // its handler (which may call user code) is not running when this returns.
+  void Abandon(uint32_t stream) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = pending_.find(stream);
+    if (it != pending_.end()) {
+      std::shared_ptr<Pending> pending = it->second;
+      pending_.erase(it);
+      if (std::this_thread::get_id() != reader_.get_id()) {
+        cv_.wait(lock, [&] { return !pending->in_handler || !dead_.ok(); });
+      }
+    }
+    abandoned_.Add(stream, "");
   }
 
   Status Send(FrameType type, uint32_t stream, std::string_view payload) {
@@ -130,120 +224,196 @@ class AgentClient::Impl {
       std::lock_guard<std::mutex> state(mu_);
       if (!dead_.ok()) return dead_;
     }
-    return SendAll(fd_.get(), header, payload);
+    Status st = SendAll(fd_.get(), idle(), header, payload);
+    if (!st.ok()) {
+      // Part of a frame may have gone out: the stream cannot be framed any more.
+      {
+        std::lock_guard<std::mutex> state(mu_);
+        if (dead_.ok()) dead_ = st.WithContext("agent connection closed");
+      }
+      ::shutdown(fd_.get(), SHUT_RDWR);
+    }
+    return st;
   }
 
   // Sends `request` on a new stream, then whatever after_request sends (stdin, file data),
-  // and waits for the terminal event.
-  StatusOr<Json> Call(const Json& request, FrameHandler on_frame,
-                      std::optional<Clock::time_point> deadline,
-                      const std::function<Status(uint32_t)>& after_request);
+  // and waits for the request to end.
+  Status Call(const msg::Request& request, FrameHandler on_frame, WaitPolicy policy,
+              const std::function<Status(uint32_t)>& after_request, uint32_t* stream_out = nullptr);
 
-  Status SendControl(uint32_t stream, const Json& message) {
-    return Send(FrameType::kControl, stream, DumpControl(message));
+  // Waits for the request to finish under `policy`. *idle_passed is set (and kDeadlineExceeded
+  // returned) when only the idle deadline passed, so the caller may probe and wait again.
+  Status Wait(uint32_t stream, const std::shared_ptr<Pending>& pending, WaitPolicy policy,
+              bool* idle_passed) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (pending->finished) return pending->result;
+      Clock::time_point now = Clock::now();
+      if (policy.deadline && now >= *policy.deadline) {
+        return DeadlineExceeded("agent did not finish the request on stream " +
+                                std::to_string(stream) + " in time");
+      }
+      if (policy.idle && now >= pending->last_frame + *policy.idle) {
+        if (idle_passed != nullptr) *idle_passed = true;
+        return DeadlineExceeded("agent sent nothing on stream " + std::to_string(stream) + " for " +
+                                std::to_string(policy.idle->count()) + " ms");
+      }
+      std::optional<Clock::time_point> wake = policy.deadline;
+      if (policy.idle) {
+        Clock::time_point idle_end = pending->last_frame + *policy.idle;
+        if (!wake || idle_end < *wake) wake = idle_end;
+      }
+      if (wake) {
+        cv_.wait_until(lock, *wake);
+      } else {
+        cv_.wait(lock);
+      }
+    }
   }
 
-  // Waits for the terminal event; nullopt deadline waits as long as the connection lives.
-  StatusOr<Json> Wait(uint32_t stream, const std::shared_ptr<Pending>& pending,
-                      std::optional<Clock::time_point> deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto done = [&] { return pending->finished; };
-    if (deadline) {
-      if (!cv_.wait_until(lock, *deadline, done)) {
-        pending_.erase(stream);
-        return DeadlineExceeded("agent did not answer request on stream " + std::to_string(stream) +
-                                " in time");
-      }
-    } else {
-      cv_.wait(lock, done);
-    }
-    if (!pending->result.ok()) return pending->result;
-    return pending->terminal;
+  // Marks the request as just heard from (a liveness probe said it runs).
+  void Touch(const std::shared_ptr<Pending>& pending) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending->last_frame = Clock::now();
+  }
+
+  std::shared_ptr<Pending> Lookup(uint32_t stream) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(stream);
+    return it == pending_.end() ? nullptr : it->second;
   }
 
  private:
   void ReadLoop() {
     std::string buf(kDataChunk + kHeaderSize, '\0');
     Status why;
+    // Defence in depth: nothing below should throw (checked decoding), but an exception
+    // (bad_alloc, a bug) must end this connection, never the host process.
+    try {
+      why = ReadFrames(buf);
+    } catch (const std::exception& e) {
+      why =
+          ProtocolError(std::string("agent connection: internal error while reading: ") + e.what());
+    } catch (...) {
+      why = ProtocolError("agent connection: internal error while reading");
+    }
+    // The agent sees the connection end (and, as PID 1, the box with it).
+    ::shutdown(fd_.get(), SHUT_RDWR);
+    FailAll(why);
+  }
+
+  Status ReadFrames(std::string& buf) {
     for (;;) {
       // Frames already buffered (from the handshake) first.
       auto next = decoder_.Next();
-      if (!next.ok()) {
-        why = ProtocolError("agent sent a malformed frame: " + next.status().message());
-        break;
-      }
+      if (!next.ok())
+        return ProtocolError("agent sent a malformed frame: " + next.status().message());
       if (next->has_value()) {
-        if (Status st = Dispatch(**next); !st.ok()) {
-          why = st;
-          break;
-        }
+        RETURN_IF_ERROR(Dispatch(**next));
         continue;
       }
       ssize_t n = ::read(fd_.get(), buf.data(), buf.size());
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        why = BoxCrashed(std::string("agent connection closed: read: ") + std::strerror(errno));
-        break;
-      }
+      if (n < 0)
+        return BoxCrashed(std::string("agent connection closed: read: ") + std::strerror(errno));
       if (n == 0) {
         Status end = decoder_.CheckEndOfStream();
-        why = end.ok() ? BoxCrashed("agent connection closed: end of stream")
-                       : ProtocolError("agent connection closed: " + end.message());
-        break;
+        return end.ok() ? BoxCrashed("agent connection closed: end of stream")
+                        : ProtocolError("agent connection closed: " + end.message());
       }
       decoder_.Feed(std::string_view(buf.data(), static_cast<size_t>(n)));
     }
-    FailAll(why);
   }
 
-  Status Dispatch(Frame& frame) {
+  Status Dispatch(const Frame& frame) {
+    std::optional<msg::Event> event;
+    if (frame.type == FrameType::kControl) {
+      auto decoded = msg::DecodeEventPayload(frame.payload);
+      if (!decoded.ok()) {
+        return ProtocolError(Violation("bad event on stream " + std::to_string(frame.stream) +
+                                       ": " + decoded.status().message()));
+      }
+      event = std::move(*decoded);
+    }
+    const msg::Event* ev = event ? &*event : nullptr;
     if (frame.stream == 0) {
       // Stream 0 after the handshake carries only the agent's fatal errors.
-      auto event = ParseControl(frame.payload);
-      if (!event.ok()) return ProtocolError("agent sent a malformed control frame on stream 0");
-      Status st = StatusFromErrorEvent(*event);
-      if (st.code() == StatusCode::kProtocolError) return ProtocolError("agent closed the connection: " + st.message());
-      return BoxCrashed("agent closed the connection: " + st.message());
+      if (ev != nullptr && std::holds_alternative<msg::Error>(*ev)) {
+        Status st = msg::StatusFromError(std::get<msg::Error>(*ev));
+        if (st.code() == StatusCode::kProtocolError) {
+          return ProtocolError("agent closed the connection: " + st.message());
+        }
+        return BoxCrashed("agent closed the connection: " + st.message());
+      }
+      return ProtocolError(Violation(Describe(frame, ev) + " frame on stream 0"));
     }
     std::shared_ptr<Pending> pending;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = pending_.find(frame.stream);
-      if (it == pending_.end()) return Status::Ok();  // a request given up on (deadline)
+      if (it == pending_.end()) {
+        if (abandoned_.Find(frame.stream) != nullptr) return Status::Ok();  // given up on
+        const std::string what = Describe(frame, ev);
+        const std::string where = " on stream " + std::to_string(frame.stream);
+        if (const std::string* terminal = finished_.Find(frame.stream)) {
+          if (*terminal == what && ev != nullptr) {
+            return ProtocolError(Violation("second " + what + where));
+          }
+          return ProtocolError(Violation(what + where + " after its terminal " + *terminal));
+        }
+        if (frame.stream % 2 == 0 || frame.stream >= next_stream_.load()) {
+          return ProtocolError(Violation(what + where + ", which the host never opened"));
+        }
+        return ProtocolError(Violation(what + where + ", which is not open"));
+      }
       pending = it->second;
+      pending->last_frame = Clock::now();
+      pending->in_handler = true;
     }
-    Status result;
-    Json terminal;
-    bool finished = false;
-    if (frame.type == FrameType::kControl) {
-      auto event = ParseControl(frame.payload);
-      if (!event.ok()) return ProtocolError("agent sent a malformed control frame: " + event.status().message());
-      terminal = std::move(*event);
-      if (terminal.value("event", "") == "error") {
-        finished = true;
-        result = StatusFromErrorEvent(terminal);
+    Verdict verdict;
+    if (ev != nullptr && std::holds_alternative<msg::Error>(*ev)) {
+      verdict = Done(msg::StatusFromError(std::get<msg::Error>(*ev)));
+    } else {
+      // Handlers run user callbacks, without the lock so they may take their time; one that
+      // throws fails its own call only.
+      try {
+        verdict = pending->on_frame(frame, ev);
+      } catch (const std::exception& e) {
+        verdict = GiveUp(Internal(std::string("a callback threw: ") + e.what()));
+      } catch (...) {
+        verdict = GiveUp(Internal("a callback threw an exception"));
       }
     }
-    // Callbacks (user code) run without the lock so they may take their time.
-    if (!finished) finished = pending->on_frame(frame, terminal);
-    if (finished) {
-      std::lock_guard<std::mutex> lock(mu_);
-      pending->finished = true;
-      pending->result = result;
-      pending->terminal = std::move(terminal);
-      pending_.erase(frame.stream);
+    std::lock_guard<std::mutex> lock(mu_);
+    pending->in_handler = false;
+    if (verdict.kind == Verdict::kViolation) {
       cv_.notify_all();
+      return verdict.status;
     }
+    if (verdict.kind != Verdict::kContinue) {
+      if (!pending->finished) {
+        pending->finished = true;
+        pending->result = verdict.status;
+      }
+      if (pending_.erase(frame.stream) > 0) {
+        if (verdict.kind == Verdict::kDone) {
+          finished_.Add(frame.stream, Describe(frame, ev));
+        } else {
+          abandoned_.Add(frame.stream, "");
+        }
+      }
+    }
+    cv_.notify_all();
     return Status::Ok();
   }
 
   void FailAll(const Status& why) {
     CODEBOX_LOG(kInfo, "agent connection ended: " << why.ToString());
     std::lock_guard<std::mutex> lock(mu_);
-    dead_ = why;
+    if (dead_.ok()) dead_ = why;  // a failed send may have said first why it ended
     for (auto& [stream, pending] : pending_) {
       pending->finished = true;
-      pending->result = why;
+      pending->result = dead_;
     }
     pending_.clear();
     cv_.notify_all();
@@ -252,11 +422,14 @@ class AgentClient::Impl {
   base::UniqueFd fd_;
   FrameDecoder decoder_;
   std::mutex write_mu_;
-  std::mutex mu_;  // guards pending_, dead_ and every Pending's result fields
+  std::mutex mu_;  // guards pending_, dead_, the stream memories and every Pending's fields
   std::condition_variable cv_;
   std::map<uint32_t, std::shared_ptr<Pending>> pending_;
+  RecentStreams finished_;   // ended by their terminal event (name kept)
+  RecentStreams abandoned_;  // given up on by the host; late frames are dropped
   Status dead_;
   std::atomic<uint32_t> next_stream_{1};
+  std::atomic<int64_t> idle_ms_{kDefaultIdleTimeout.count()};
   std::thread reader_;
 };
 
@@ -264,6 +437,8 @@ AgentClient::AgentClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 AgentClient::~AgentClient() = default;
 
 Status AgentClient::connection_status() const { return impl_->connection_status(); }
+
+void AgentClient::set_idle_timeout(std::chrono::milliseconds idle) { impl_->set_idle(idle); }
 
 namespace {
 
@@ -275,52 +450,63 @@ Status ReadHello(int fd, FrameDecoder* decoder, Clock::time_point deadline) {
     if (!next.ok()) return ProtocolError("agent hello: " + next.status().message());
     if (next->has_value()) {
       const Frame& frame = **next;
-      auto hello = ParseControl(frame.payload);
-      if (!hello.ok()) return ProtocolError("agent hello: " + hello.status().message());
-      if (frame.type == FrameType::kControl && hello->value("event", "") == "error") {
-        return StatusFromErrorEvent(*hello).WithContext("agent refused the connection");
+      auto message = ParseControl(frame.payload);
+      if (!message.ok()) return ProtocolError("agent hello: " + message.status().message());
+      if (frame.type == FrameType::kControl) {
+        auto event = msg::DecodeEvent(*message);
+        if (event.ok() && std::holds_alternative<msg::Error>(*event)) {
+          return msg::StatusFromError(std::get<msg::Error>(*event))
+              .WithContext("agent refused the connection");
+        }
       }
-      if (frame.type != FrameType::kHello) {
+      if (frame.type != FrameType::kHello || frame.stream != 0) {
         return ProtocolError("agent sent a " + std::string(FrameTypeName(frame.type)) +
                              " frame before its hello");
       }
-      auto version = GetInt(*hello, "protocol");
-      if (!version.ok()) return ProtocolError("agent hello: " + version.status().message());
-      if (*version != kProtocolVersion) {
-        return ProtocolError("agent speaks protocol " + std::to_string(*version) + ", this host " +
-                             std::to_string(kProtocolVersion));
+      auto hello = msg::DecodeHello(*message);
+      if (!hello.ok()) return ProtocolError("agent hello: " + hello.status().message());
+      if (hello->protocol != kProtocolVersion) {
+        return ProtocolError("agent speaks protocol " + std::to_string(hello->protocol) +
+                             ", this host " + std::to_string(kProtocolVersion));
       }
       return Status::Ok();
     }
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) return StartFailed("agent did not send its hello in time");
     pollfd p{fd, POLLIN, 0};
-    int ready = ::poll(&p, 1, static_cast<int>(left));
+    int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT32_MAX)));
     if (ready < 0 && errno != EINTR) return base::ErrnoStatus("poll agent connection");
     if (ready <= 0) continue;
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return BoxCrashed(std::string("agent connection closed: read: ") + std::strerror(errno));
+    if (n < 0)
+      return BoxCrashed(std::string("agent connection closed: read: ") + std::strerror(errno));
     if (n == 0) return BoxCrashed("agent connection closed before its hello");
     decoder->Feed(std::string_view(buf, static_cast<size_t>(n)));
   }
 }
 
-bool IsEvent(const Frame& frame, const Json& event, const char* name) {
-  return frame.type == FrameType::kControl && event.value("event", "") == name;
+// A handler for requests answered by one `done`.
+FrameHandler ExpectDone(const char* request) {
+  return [request](const Frame& frame, const msg::Event* event) -> Verdict {
+    if (event != nullptr && std::holds_alternative<msg::Done>(*event)) return Done();
+    return Unexpected(frame, event, request);
+  };
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(base::UniqueFd fd,
-                                                            std::chrono::milliseconds handshake_timeout) {
+StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(
+    base::UniqueFd fd, std::chrono::milliseconds handshake_timeout) {
   if (!fd.valid()) return InvalidArgument("agent connection: invalid fd");
   Clock::time_point deadline = Clock::now() + handshake_timeout;
-  // The reader thread blocks in read(); writes block too, under the write mutex.
+  // The reader thread blocks in read(); writes use MSG_DONTWAIT and poll.
   RETURN_IF_ERROR(base::SetNonBlocking(fd.get(), false).WithContext("agent connection"));
-  RETURN_IF_ERROR(SendAll(fd.get(), EncodeFrame(FrameType::kHello, 0,
-                                                DumpControl(Json{{"protocol", kProtocolVersion},
-                                                                 {"client", "codebox/0.1.0"}})))
+  msg::Hello hello;
+  hello.protocol = kProtocolVersion;
+  hello.client = "codebox/0.1.0";
+  RETURN_IF_ERROR(SendAll(fd.get(), std::max(handshake_timeout, std::chrono::milliseconds(1)),
+                          EncodeFrame(FrameType::kHello, 0, msg::EncodeHello(hello)))
                       .WithContext("agent hello"));
   FrameDecoder decoder;
   RETURN_IF_ERROR(ReadHello(fd.get(), &decoder, deadline));
@@ -328,40 +514,106 @@ StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(base::UniqueFd fd,
       new AgentClient(std::make_unique<Impl>(std::move(fd), std::move(decoder))));
 }
 
-StatusOr<Json> AgentClient::Impl::Call(const Json& request, FrameHandler on_frame,
-                                       std::optional<Clock::time_point> deadline,
-                                       const std::function<Status(uint32_t)>& after_request) {
+Status AgentClient::Impl::Call(const msg::Request& request, FrameHandler on_frame,
+                               WaitPolicy policy,
+                               const std::function<Status(uint32_t)>& after_request,
+                               uint32_t* stream_out) {
   uint32_t stream = NewStream();
+  if (stream_out != nullptr) *stream_out = stream;
   ASSIGN_OR_RETURN(auto pending, Register(stream, std::move(on_frame)));
-  Status sent = SendControl(stream, request);
-  if (sent.ok() && after_request) sent = after_request(stream);
-  if (!sent.ok()) {
-    Unregister(stream);
-    return sent;
+  Status st = Send(FrameType::kControl, stream, msg::EncodeRequest(request));
+  if (st.ok() && after_request) st = after_request(stream);
+  if (st.ok()) {
+    // Sending may have taken a while (a big upload): idle time counts from its end.
+    Touch(pending);
+    st = Wait(stream, pending, policy, nullptr);
   }
-  return Wait(stream, pending, deadline);
+  if (!st.ok()) Abandon(stream);
+  return st;
 }
 
-StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
+namespace {
+
+// Filled on the reader thread; read by the caller only after the request finished (or was
+// abandoned, which waits for the handler to be out).
+struct ExecState {
+  uint64_t limit = 0;
+  std::function<void(std::string_view)> on_stdout, on_stderr;
+  ExecResult result;
+  bool host_truncated = false;
+};
+
+Status CheckExecRequest(const ExecRequest& request) {
   if (request.argv.empty()) return InvalidArgument("exec: empty argv");
-  Json message{{"op", "exec"},
-               {"argv", request.argv},
-               {"env", request.env},
-               {"cwd", request.cwd},
-               {"stdin", request.stdin_data ? "stream" : "none"},
-               {"timeout_ms", request.timeout.count()},
-               {"output_limit", request.output_limit}};
-  // Filled on the reader thread; read here only after Wait() saw the request finish.
-  auto result = std::make_shared<ExecResult>();
-  auto on_frame = [result, &request](const Frame& frame, const Json& event) {
-    if (frame.type == FrameType::kStdout) {
-      result->stdout_data.append(frame.payload);
-      if (request.on_stdout) request.on_stdout(frame.payload);
-    } else if (frame.type == FrameType::kStderr) {
-      result->stderr_data.append(frame.payload);
-      if (request.on_stderr) request.on_stderr(frame.payload);
+  for (size_t i = 0; i < request.argv.size(); ++i) {
+    // execve would cut the string at the NUL, silently dropping the rest.
+    if (request.argv[i].find('\0') != std::string::npos) {
+      return InvalidArgument("exec: argv[" + std::to_string(i) + "] contains a NUL byte");
     }
-    return IsEvent(frame, event, "exit");
+  }
+  if (request.cwd.find('\0') != std::string::npos) {
+    return InvalidArgument("exec: the working directory contains a NUL byte");
+  }
+  for (const auto& [name, value] : request.env) {
+    if (name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return InvalidArgument("exec: environment variable contains a NUL byte");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
+  RETURN_IF_ERROR(CheckExecRequest(request));
+  msg::Exec exec;
+  exec.argv = request.argv;
+  exec.env = request.env;
+  exec.cwd = request.cwd;
+  exec.stdin_stream = request.stdin_data.has_value();
+  exec.timeout_ms = std::max<int64_t>(0, request.timeout.count());
+  exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
+  const std::string what = "exec " + request.argv[0].substr(0, 256);
+  {
+    size_t encoded = msg::EncodeRequest(exec).size();
+    if (encoded > kMaxPayload) {
+      return InvalidArgument(what + ": exec request is " + std::to_string(encoded) +
+                             " bytes encoded; argv and environment may take at most " +
+                             std::to_string(kMaxPayload) + " bytes in all (JSON-encoded)");
+    }
+  }
+
+  auto state = std::make_shared<ExecState>();
+  state->limit = exec.output_limit;
+  state->on_stdout = request.on_stdout;
+  state->on_stderr = request.on_stderr;
+  auto on_frame = [state](const Frame& frame, const msg::Event* event) -> Verdict {
+    if (frame.type == FrameType::kStdout || frame.type == FrameType::kStderr) {
+      const bool out = frame.type == FrameType::kStdout;
+      std::string& data = out ? state->result.stdout_data : state->result.stderr_data;
+      // The host's own count: whatever the agent claims, at most `limit` bytes per stream.
+      uint64_t room = state->limit - std::min<uint64_t>(data.size(), state->limit);
+      size_t keep = static_cast<size_t>(std::min<uint64_t>(room, frame.payload.size()));
+      if (keep < frame.payload.size()) state->host_truncated = true;
+      if (keep == 0) return Continue();
+      std::string_view piece(frame.payload.data(), keep);
+      data.append(piece);
+      const auto& callback = out ? state->on_stdout : state->on_stderr;
+      if (callback) callback(piece);
+      return Continue();
+    }
+    if (event != nullptr && std::holds_alternative<msg::Exit>(*event)) {
+      const msg::Exit& e = std::get<msg::Exit>(*event);
+      ExecResult& r = state->result;
+      r.exit_code = e.exit_code;
+      r.signal = e.signal;
+      r.timed_out = e.timed_out;
+      r.output_truncated = e.output_truncated || state->host_truncated;
+      r.out_of_memory = e.out_of_memory;
+      r.duration = std::chrono::milliseconds(e.duration_ms);
+      return Done();
+    }
+    return Unexpected(frame, event, "exec");
   };
   auto send_stdin = [this, &request](uint32_t stream) -> Status {
     if (!request.stdin_data) return Status::Ok();
@@ -371,20 +623,46 @@ StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
     }
     return impl_->Send(FrameType::kStdin, stream, {});
   };
-  // The agent enforces the timeout; this deadline only guards against an agent that stopped
-  // answering altogether.
-  std::optional<Clock::time_point> deadline;
-  if (request.timeout.count() > 0) deadline = Clock::now() + request.timeout + std::chrono::seconds(5);
-  auto exit = impl_->Call(message, on_frame, deadline, send_stdin);
-  if (!exit.ok()) return exit.status().WithContext("exec " + request.argv[0]);
-  const Json& e = *exit;
-  result->exit_code = e.value("exit_code", -1);
-  result->signal = e.value("signal", 0);
-  result->timed_out = e.value("timed_out", false);
-  result->output_truncated = e.value("output_truncated", false);
-  result->out_of_memory = e.value("out_of_memory", false);
-  result->duration = std::chrono::milliseconds(e.value("duration_ms", int64_t{0}));
-  return std::move(*result);
+
+  uint32_t stream = impl_->NewStream();
+  auto pending = impl_->Register(stream, on_frame);
+  if (!pending.ok()) return pending.status().WithContext(what);
+  Status st = impl_->Send(FrameType::kControl, stream, msg::EncodeRequest(exec));
+  if (st.ok()) st = send_stdin(stream);
+  // The agent enforces the timeout; the host waits for it plus a grace, and while the exec
+  // is silent asks the agent every idle period whether it still runs (kill, signal 0).
+  WaitPolicy policy;
+  if (request.timeout.count() > 0) policy.deadline = Clock::now() + request.timeout + kExecGrace;
+  bool ended_on_agent = false;
+  while (st.ok()) {
+    impl_->Touch(*pending);
+    policy.idle = impl_->idle();
+    bool idle_passed = false;
+    st = impl_->Wait(stream, *pending, policy, &idle_passed);
+    if (st.ok() || !idle_passed) break;
+    if (ended_on_agent) {
+      st = DeadlineExceeded("agent said the exec on stream " + std::to_string(stream) +
+                            " had ended but sent no exit");
+      break;
+    }
+    msg::Kill probe;
+    probe.target = stream;
+    probe.signal = 0;
+    Status alive = impl_->Call(probe, ExpectDone("kill"), IdleWait(impl_->idle()), nullptr);
+    if (alive.ok()) {
+      st = Status::Ok();  // it runs: wait another idle period
+    } else if (alive.code() == StatusCode::kNotFound) {
+      ended_on_agent = true;  // its exit may be on the way: one more idle period
+      st = Status::Ok();
+    } else {
+      st = alive.WithContext("agent did not answer whether the exec still runs");
+    }
+  }
+  if (!st.ok()) {
+    impl_->Abandon(stream);
+    return st.WithContext(what);
+  }
+  return std::move(state->result);
 }
 
 Status AgentClient::WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) {
@@ -394,9 +672,9 @@ Status AgentClient::WriteFile(const std::string& box_path, std::string_view data
     }
     return impl_->Send(FrameType::kData, stream, {});
   };
-  return impl_->Call(Json{{"op", "write_file"}, {"path", box_path}, {"mode", mode}, {"parents", true}},
-                     [](const Frame& f, const Json& e) { return IsEvent(f, e, "done"); }, {}, send_data)
-      .status()
+  return impl_
+      ->Call(msg::WriteFile{box_path, mode & 07777, true}, ExpectDone("write_file"),
+             IdleWait(impl_->idle()), send_data)
       .WithContext("write " + box_path);
 }
 
@@ -413,53 +691,98 @@ Status AgentClient::WriteFileFromHost(const std::string& host_path, const std::s
       // Without an end frame the agent never renames its temp file into place, so a
       // failed host read leaves no partial file in the box.
       if (n < 0) return base::ErrnoStatus("read " + host_path);
-      RETURN_IF_ERROR(impl_->Send(FrameType::kData, stream, std::string_view(chunk.data(), static_cast<size_t>(n))));
+      RETURN_IF_ERROR(impl_->Send(FrameType::kData, stream,
+                                  std::string_view(chunk.data(), static_cast<size_t>(n))));
       if (n == 0) return Status::Ok();
     }
   };
-  return impl_->Call(Json{{"op", "write_file"}, {"path", box_path}, {"mode", st.st_mode & 07777}, {"parents", true}},
-                     [](const Frame& f, const Json& e) { return IsEvent(f, e, "done"); }, {}, send_data)
-      .status()
+  return impl_
+      ->Call(msg::WriteFile{box_path, static_cast<uint32_t>(st.st_mode & 07777), true},
+             ExpectDone("write_file"), IdleWait(impl_->idle()), send_data)
       .WithContext("copy " + host_path + " to box " + box_path);
 }
 
-StatusOr<std::string> AgentClient::ReadFile(const std::string& box_path) {
-  auto data = std::make_shared<std::string>();
-  auto on_frame = [data](const Frame& frame, const Json& event) {
-    if (IsEvent(frame, event, "file")) data->reserve(event.value("size", size_t{0}));
-    if (frame.type != FrameType::kData) return false;
-    data->append(frame.payload);
-    return frame.payload.empty();
+Status AgentClient::ReadFileStream(
+    const std::string& box_path, uint64_t max_bytes,
+    const std::function<Status(uint64_t size, uint32_t mode)>& on_header,
+    const std::function<Status(std::string_view chunk)>& on_chunk) {
+  struct State {
+    bool header = false;
+    uint64_t received = 0;
   };
-  auto done = impl_->Call(Json{{"op", "read_file"}, {"path", box_path}}, on_frame, {}, nullptr);
-  if (!done.ok()) return done.status().WithContext("read " + box_path);
-  return std::move(*data);
+  auto state = std::make_shared<State>();
+  // The callbacks are the caller's: Call() returns only once the handler is out of them.
+  auto on_frame = [state, max_bytes, &on_header, &on_chunk, &box_path](
+                      const Frame& frame, const msg::Event* event) -> Verdict {
+    if (event != nullptr && std::holds_alternative<msg::File>(*event)) {
+      if (state->header) {
+        return {Verdict::kViolation,
+                ProtocolError(Violation("second file event on read_file stream " +
+                                        std::to_string(frame.stream)))};
+      }
+      state->header = true;
+      const msg::File& f = std::get<msg::File>(*event);
+      if (f.size > max_bytes) {
+        return GiveUp(LimitExceeded("box file " + box_path + " is " + std::to_string(f.size) +
+                                    " bytes, over the limit of " + std::to_string(max_bytes)));
+      }
+      if (on_header) {
+        if (Status st = on_header(f.size, f.mode); !st.ok()) return GiveUp(st);
+      }
+      return Continue();
+    }
+    if (frame.type != FrameType::kData) return Unexpected(frame, event, "read_file");
+    if (!state->header) {
+      return {Verdict::kViolation,
+              ProtocolError(Violation("data before the file event on read_file stream " +
+                                      std::to_string(frame.stream)))};
+    }
+    if (frame.payload.empty()) return Done();
+    state->received += frame.payload.size();
+    if (state->received > max_bytes) {
+      return GiveUp(LimitExceeded("box file " + box_path + " sent more than the limit of " +
+                                  std::to_string(max_bytes) + " bytes"));
+    }
+    if (on_chunk) {
+      if (Status st = on_chunk(frame.payload); !st.ok()) return GiveUp(st);
+    }
+    return Continue();
+  };
+  return impl_->Call(msg::ReadFile{box_path}, on_frame, IdleWait(impl_->idle()), nullptr)
+      .WithContext("read " + box_path);
+}
+
+StatusOr<std::string> AgentClient::ReadFile(const std::string& box_path, uint64_t max_bytes) {
+  // Grows with the bytes that really arrive: never reserved from the size the agent claims.
+  std::string data;
+  RETURN_IF_ERROR(ReadFileStream(
+      box_path, max_bytes, [](uint64_t, uint32_t) { return Status::Ok(); },
+      [&data](std::string_view chunk) {
+        data.append(chunk);
+        return Status::Ok();
+      }));
+  return data;
 }
 
 Status AgentClient::ReadFileToHost(const std::string& box_path, const std::string& host_path) {
   static std::atomic<uint64_t> counter{0};
-  std::string temp = host_path + ".codebox-tmp." + std::to_string(::getpid()) + "." +
-                     std::to_string(counter++);
+  std::string temp =
+      host_path + ".codebox-tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   base::UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!out.valid()) return base::ErrnoStatus("copy out: create " + temp);
-  // Written on the reader thread; read here after Wait().
-  struct State {
-    Status write_error;
-    uint32_t mode = 0644;
-  };
-  auto state = std::make_shared<State>();
+  uint32_t mode = 0644;
   int fd = out.get();
-  auto on_frame = [state, fd](const Frame& frame, const Json& event) {
-    if (IsEvent(frame, event, "file")) state->mode = event.value("mode", 0644u);
-    if (frame.type != FrameType::kData) return false;
-    if (state->write_error.ok()) state->write_error = base::WriteAll(fd, frame.payload);
-    return frame.payload.empty();
-  };
-  Status st = impl_->Call(Json{{"op", "read_file"}, {"path", box_path}}, on_frame, {}, nullptr).status();
-  if (st.ok()) st = state->write_error;
-  if (st.ok() && ::fchmod(fd, state->mode & 07777) != 0) st = base::ErrnoStatus("chmod " + temp);
+  Status st = ReadFileStream(
+      box_path, std::numeric_limits<uint64_t>::max(),
+      [&mode](uint64_t, uint32_t m) {
+        mode = m;
+        return Status::Ok();
+      },
+      [fd](std::string_view chunk) { return base::WriteAll(fd, chunk); });
+  if (st.ok() && ::fchmod(fd, mode & 07777) != 0) st = base::ErrnoStatus("chmod " + temp);
   if (st.ok() && ::close(out.release()) != 0) st = base::ErrnoStatus("close " + temp);
-  if (st.ok() && ::rename(temp.c_str(), host_path.c_str()) != 0) st = base::ErrnoStatus("rename to " + host_path);
+  if (st.ok() && ::rename(temp.c_str(), host_path.c_str()) != 0)
+    st = base::ErrnoStatus("rename to " + host_path);
   if (!st.ok()) {
     ::unlink(temp.c_str());
     return st.WithContext("copy box " + box_path + " to " + host_path);
@@ -467,34 +790,45 @@ Status AgentClient::ReadFileToHost(const std::string& box_path, const std::strin
   return Status::Ok();
 }
 
-StatusOr<std::vector<DirEntry>> AgentClient::ListDir(const std::string& box_path) {
-  auto event = impl_->Call(Json{{"op", "list_dir"}, {"path", box_path}},
-                           [](const Frame& f, const Json& e) { return IsEvent(f, e, "entries"); },
-                           Clock::now() + kSmallRequestDeadline, nullptr);
-  if (!event.ok()) return event.status().WithContext("list " + box_path);
-  std::vector<DirEntry> entries;
-  auto list = event->find("entries");
-  if (list == event->end() || !list->is_array()) return ProtocolError("list " + box_path + ": no entries in answer");
-  for (const Json& j : *list) {
-    if (!j.is_object()) return ProtocolError("list " + box_path + ": malformed entry");
-    entries.push_back(DirEntry{j.value("name", ""), j.value("type", "other"), j.value("size", uint64_t{0}),
-                               j.value("mode", 0u)});
-  }
-  return entries;
+StatusOr<std::vector<DirEntry>> AgentClient::ListDir(const std::string& box_path,
+                                                     size_t max_entries, uint64_t max_bytes) {
+  struct State {
+    std::vector<DirEntry> entries;
+    uint64_t bytes = 0;
+  };
+  auto state = std::make_shared<State>();
+  auto on_frame = [state, max_entries, max_bytes, &box_path](const Frame& frame,
+                                                             const msg::Event* event) -> Verdict {
+    if (event == nullptr || !std::holds_alternative<msg::Entries>(*event)) {
+      return Unexpected(frame, event, "list_dir");
+    }
+    const auto& page = std::get<msg::Entries>(*event);
+    for (const DirEntry& entry : page.entries) {
+      state->bytes += entry.name.size() + kEntryOverhead;
+      if (state->entries.size() >= max_entries || state->bytes > max_bytes) {
+        return GiveUp(LimitExceeded("listing of box directory " + box_path +
+                                    " is over the limit of " + std::to_string(max_entries) +
+                                    " entries or " + std::to_string(max_bytes) + " bytes"));
+      }
+      state->entries.push_back(entry);
+    }
+    return page.more ? Continue() : Done();
+  };
+  Status st = impl_->Call(msg::ListDir{box_path}, on_frame, IdleWait(impl_->idle()), nullptr);
+  if (!st.ok()) return st.WithContext("list " + box_path);
+  return std::move(state->entries);
 }
 
 Status AgentClient::MakeDir(const std::string& box_path, uint32_t mode) {
-  return impl_->Call(Json{{"op", "mkdir"}, {"path", box_path}, {"mode", mode}, {"parents", true}},
-                     [](const Frame& f, const Json& e) { return IsEvent(f, e, "done"); },
-                     Clock::now() + kSmallRequestDeadline, nullptr)
-      .status()
+  return impl_
+      ->Call(msg::MakeDir{box_path, mode & 07777, true}, ExpectDone("mkdir"),
+             IdleWait(impl_->idle()), nullptr)
       .WithContext("mkdir " + box_path);
 }
 
 Status AgentClient::Shutdown(std::chrono::milliseconds wait) {
-  return impl_->Call(Json{{"op", "shutdown"}}, [](const Frame& f, const Json& e) { return IsEvent(f, e, "done"); },
-                     Clock::now() + wait, nullptr)
-      .status()
+  return impl_
+      ->Call(msg::Shutdown{}, ExpectDone("shutdown"), DeadlineWait(Clock::now() + wait), nullptr)
       .WithContext("shutdown");
 }
 

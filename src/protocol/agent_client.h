@@ -5,6 +5,13 @@
 // multiplexed on one connection (one reader thread demultiplexes by stream id).
 // If the connection breaks (agent died, protocol error), every pending and later call fails
 // with kBoxCrashed or kProtocolError and a message that says which.
+//
+// The agent is not trusted (box code may own it): every event is decoded by the typed codec
+// (protocol/messages.h), every stream's life is tracked here (a frame on a stream the host
+// never opened, a second terminal event, a frame that does not belong to the request end the
+// connection with kProtocolError "agent protocol violation: ..."), every cap is enforced here
+// whatever the agent claims, and every wait has a deadline (docs/protocol.md, "Host checks").
+// No exception leaves the reader thread; a user callback that throws fails its own call.
 #ifndef CODEBOX_PROTOCOL_AGENT_CLIENT_H_
 #define CODEBOX_PROTOCOL_AGENT_CLIENT_H_
 
@@ -21,6 +28,7 @@
 #include "base/unique_fd.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
+#include "protocol/messages.h"
 
 namespace codebox::protocol {
 
@@ -28,26 +36,28 @@ struct ExecRequest {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // the whole environment of the process
   std::string cwd = "/";
-  std::optional<std::string> stdin_data;   // nullopt: /dev/null
-  std::chrono::milliseconds timeout{0};    // 0 = none
-  uint64_t output_limit = 16ull << 20;     // per stream
-  std::function<void(std::string_view)> on_stdout;  // called on the reader thread
+  std::optional<std::string> stdin_data;  // nullopt: /dev/null
+  std::chrono::milliseconds timeout{0};   // 0 = none
+  uint64_t output_limit = 16ull << 20;    // per stream; also enforced by the host
+  // Called on the reader thread with at most output_limit bytes in all per stream. One that
+  // throws fails this exec (kInternal); the rest of its output is dropped.
+  std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
 };
 
-struct DirEntry {
-  std::string name;
-  std::string type;  // "file", "dir", "symlink", "other"
-  uint64_t size = 0;
-  uint32_t mode = 0;
-};
+// The longest a request waits without a frame on its stream (see docs/protocol.md).
+inline constexpr std::chrono::milliseconds kDefaultIdleTimeout{60000};
+// Defaults for the host-side caps of the calls that take them.
+inline constexpr uint64_t kDefaultReadFileLimit = 256ull << 20;
+inline constexpr size_t kDefaultListEntries = 1u << 20;
+inline constexpr uint64_t kDefaultListBytes = 64ull << 20;
 
 class AgentClient {
  public:
   // Takes a connected stream, exchanges hello frames; fails if the agent does not answer
   // within handshake_timeout (kStartFailed) or answers with a wrong version.
-  static StatusOr<std::unique_ptr<AgentClient>> Connect(base::UniqueFd fd,
-                                                        std::chrono::milliseconds handshake_timeout);
+  static StatusOr<std::unique_ptr<AgentClient>> Connect(
+      base::UniqueFd fd, std::chrono::milliseconds handshake_timeout);
   ~AgentClient();  // closes the connection and joins the reader thread
 
   // Runs a process. ExecResult::driver is left empty (the Box fills it).
@@ -55,16 +65,35 @@ class AgentClient {
   Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode = 0644);
   // Streams a host file into the box without loading it whole.
   Status WriteFileFromHost(const std::string& host_path, const std::string& box_path);
-  StatusOr<std::string> ReadFile(const std::string& box_path);
+  // A box file in memory; kLimitExceeded when it is larger than max_bytes.
+  StatusOr<std::string> ReadFile(const std::string& box_path,
+                                 uint64_t max_bytes = kDefaultReadFileLimit);
+  // Streams a box file: on_header(size, mode) once (size as the agent claims it), then
+  // on_chunk for each piece of data, on the reader thread. Fails with kLimitExceeded (before
+  // any data when the claimed size is over, or as soon as the bytes received pass it) when the
+  // file is larger than max_bytes. If a callback returns an error the call ends with it and
+  // the rest of the stream is dropped. Idle deadline as in 5.
+  Status ReadFileStream(const std::string& box_path, uint64_t max_bytes,
+                        const std::function<Status(uint64_t size, uint32_t mode)>& on_header,
+                        const std::function<Status(std::string_view chunk)>& on_chunk);
   // Streams a box file to a host path (written to a temp name, renamed when complete).
   Status ReadFileToHost(const std::string& box_path, const std::string& host_path);
-  StatusOr<std::vector<DirEntry>> ListDir(const std::string& box_path);
+  // The listing, assembled from the agent's pages; kLimitExceeded past max_entries entries or
+  // max_bytes (names plus 64 bytes per entry).
+  StatusOr<std::vector<DirEntry>> ListDir(const std::string& box_path,
+                                          size_t max_entries = kDefaultListEntries,
+                                          uint64_t max_bytes = kDefaultListBytes);
   Status MakeDir(const std::string& box_path, uint32_t mode = 0755);
   // Asks the agent to end every process and exit; waits for its answer up to `wait`.
   Status Shutdown(std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
 
   // OK while the connection is up; else why it ended.
   Status connection_status() const;
+
+  // The idle deadline of every request (default kDefaultIdleTimeout): no frame on a request's
+  // stream for this long ends it with kDeadlineExceeded (an exec first asks the agent whether
+  // it still runs). Meant for tests and the fuzzer.
+  void set_idle_timeout(std::chrono::milliseconds idle);
 
   class Impl;
 

@@ -1,4 +1,5 @@
 #include "protocol/message.h"
+#include <cstdint>
 
 namespace codebox::protocol {
 
@@ -28,6 +29,9 @@ StatusOr<int64_t> GetInt(const Json& message, const char* field, std::optional<i
   }
   if (!it->is_number_integer()) {
     return ProtocolError(std::string("field \"") + field + "\" is not an integer");
+  }
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return ProtocolError(std::string("field \"") + field + "\" is out of range");
   }
   return it->get<int64_t>();
 }

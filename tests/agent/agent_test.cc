@@ -1,6 +1,8 @@
 // codebox-agent and AgentClient end to end: the agent runs as an ordinary child on a
 // socketpair (no jail), so these tests need no privileges.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sys/wait.h>
@@ -223,6 +225,51 @@ TEST_F(AgentTest, SmallFilesListDirMkdir) {
   auto empty = client_->ReadFile(dir_ + "/a/empty");
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(*empty, "");
+}
+
+// 20k names of 200 bytes: about 5 MiB of listing JSON, far over one frame; the agent pages it.
+TEST_F(AgentTest, ListDirOfManyLongNamesIsPaged) {
+  const std::string big = dir_ + "/big";
+  ASSERT_EQ(::mkdir(big.c_str(), 0755), 0);
+  constexpr int kFiles = 20000;
+  for (int i = 0; i < kFiles; ++i) {
+    std::string name = std::to_string(i);
+    name += std::string(200 - name.size(), 'n');
+    base::UniqueFd fd(::open((big + "/" + name).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+    ASSERT_TRUE(fd.valid());
+  }
+  auto entries = client_->ListDir(big);
+  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  EXPECT_EQ(entries->size(), static_cast<size_t>(kFiles));
+  for (const auto& e : *entries) ASSERT_EQ(e.name.size(), 200u);
+  // The host's cap holds whatever the agent sends.
+  auto capped = client_->ListDir(big, 1000);
+  EXPECT_EQ(capped.status().code(), StatusCode::kLimitExceeded) << capped.status().ToString();
+  EXPECT_TRUE(client_->connection_status().ok());
+  EXPECT_TRUE(client_->Exec(Sh("true")).ok());
+}
+
+TEST_F(AgentTest, ReadFileOverTheCapIsLimitExceeded) {
+  ASSERT_TRUE(client_->WriteFile(dir_ + "/two-mib", std::string(2u << 20, 'z')).ok());
+  auto r = client_->ReadFile(dir_ + "/two-mib", 1u << 20);
+  EXPECT_EQ(r.status().code(), StatusCode::kLimitExceeded) << r.status().ToString();
+  auto ok = client_->ReadFile(dir_ + "/two-mib", 2u << 20);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->size(), 2u << 20);
+}
+
+TEST_F(AgentTest, SilentExecWithoutTimeoutOutlivesTheIdleDeadline) {
+  client_->set_idle_timeout(200ms);  // the host asks the agent whether it still runs
+  auto r = client_->Exec(Sh("sleep 1; echo done", 0ms));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "done\n");
+}
+
+TEST_F(AgentTest, NulInArgvIsRefused) {
+  ExecRequest r = Sh("true");
+  r.argv.push_back(std::string("a\0b", 3));
+  auto result = client_->Exec(r);
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument) << result.status().ToString();
 }
 
 TEST_F(AgentTest, FileErrorsAreClear) {

@@ -1,0 +1,429 @@
+#include "protocol/messages.h"
+
+#include <limits>
+#include <set>
+
+#include "base/text.h"
+
+namespace codebox::protocol::msg {
+namespace {
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+// Error texts from a peer are shown to users; past this they are cut.
+constexpr size_t kMaxErrorText = 4096;
+
+// Reads the fields of one message with checked types and ranges; remembers which fields it
+// read so that the rest can be reported as unknown.
+class Reader {
+ public:
+  // "op" and "event" name the message; their dispatcher has read them already.
+  Reader(const Json& message, std::string_view what) : message_(message), what_(what) {
+    seen_.insert("op");
+    seen_.insert("event");
+  }
+
+  StatusOr<std::string> String(const char* field, std::optional<std::string> fallback = {}) {
+    const Json* value = Find(field);
+    if (value == nullptr) {
+      if (fallback) return *fallback;
+      return Missing(field);
+    }
+    if (!value->is_string()) return Fault(field, "is not a string");
+    return value->get_ref<const std::string&>();
+  }
+
+  StatusOr<int64_t> Int(const char* field, int64_t min, int64_t max,
+                        std::optional<int64_t> fallback = {}) {
+    const Json* value = Find(field);
+    if (value == nullptr) {
+      if (fallback) return *fallback;
+      return Missing(field);
+    }
+    if (!value->is_number_integer()) return Fault(field, "is not an integer");
+    int64_t v = 0;
+    if (value->is_number_unsigned()) {
+      uint64_t u = value->get<uint64_t>();
+      if (u > static_cast<uint64_t>(kInt64Max)) return Range(field, std::to_string(u), min, max);
+      v = static_cast<int64_t>(u);
+    } else {
+      v = value->get<int64_t>();
+    }
+    if (v < min || v > max) return Range(field, std::to_string(v), min, max);
+    return v;
+  }
+
+  StatusOr<bool> Bool(const char* field, std::optional<bool> fallback = {}) {
+    const Json* value = Find(field);
+    if (value == nullptr) {
+      if (fallback) return *fallback;
+      return Missing(field);
+    }
+    if (!value->is_boolean()) return Fault(field, "is not a boolean");
+    return value->get<bool>();
+  }
+
+  // The raw value (nullptr when absent or null), for arrays and objects.
+  const Json* Find(const char* field) {
+    seen_.insert(field);
+    auto it = message_.find(field);
+    if (it == message_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  Status Missing(const char* field) const {
+    return ProtocolError(std::string(what_) + ": missing field \"" + field + "\"");
+  }
+  Status Fault(const char* field, std::string_view fault) const {
+    return ProtocolError(std::string(what_) + ": field \"" + field + "\" " + std::string(fault));
+  }
+
+  Status CheckNoUnknown() const {
+    for (auto it = message_.begin(); it != message_.end(); ++it) {
+      if (!seen_.count(it.key())) {
+        return ProtocolError(std::string(what_) + ": unknown field \"" +
+                             base::TerminalSafe(it.key(), 64) + "\"");
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status Range(const char* field, const std::string& value, int64_t min, int64_t max) const {
+    return Fault(field,
+                 "is " + value + ", outside " + std::to_string(min) + ".." + std::to_string(max));
+  }
+
+  const Json& message_;
+  std::string_view what_;
+  std::set<std::string, std::less<>> seen_;
+};
+
+StatusOr<std::vector<std::string>> StringArray(Reader& r, const char* field, const Json* value) {
+  if (value == nullptr || !value->is_array()) return r.Fault(field, "is not an array of strings");
+  std::vector<std::string> out;
+  out.reserve(value->size());
+  for (const Json& item : *value) {
+    if (!item.is_string()) return r.Fault(field, "holds a value that is not a string");
+    out.push_back(item.get_ref<const std::string&>());
+  }
+  return out;
+}
+
+StatusOr<Request> DecodeExec(const Json& m) {
+  Reader r(m, "exec request");
+  Exec e;
+  const Json* argv = r.Find("argv");
+  ASSIGN_OR_RETURN(e.argv, StringArray(r, "argv", argv));
+  if (e.argv.empty()) return r.Fault("argv", "is empty");
+  if (const Json* env = r.Find("env")) {
+    if (!env->is_object()) return r.Fault("env", "is not an object of strings");
+    for (auto it = env->begin(); it != env->end(); ++it) {
+      if (!it.value().is_string()) return r.Fault("env", "holds a value that is not a string");
+      e.env.emplace(it.key(), it.value().get_ref<const std::string&>());
+    }
+  }
+  ASSIGN_OR_RETURN(e.cwd, r.String("cwd", std::string("/")));
+  ASSIGN_OR_RETURN(std::string stdin_mode, r.String("stdin", std::string("none")));
+  if (stdin_mode != "stream" && stdin_mode != "none") {
+    return r.Fault("stdin", "must be \"stream\" or \"none\"");
+  }
+  e.stdin_stream = stdin_mode == "stream";
+  ASSIGN_OR_RETURN(e.timeout_ms, r.Int("timeout_ms", 0, kInt64Max, 0));
+  ASSIGN_OR_RETURN(int64_t limit,
+                   r.Int("output_limit", 0, kInt64Max, static_cast<int64_t>(e.output_limit)));
+  e.output_limit = static_cast<uint64_t>(limit);
+  RETURN_IF_ERROR(r.CheckNoUnknown());
+  return Request(std::move(e));
+}
+
+template <typename T>
+StatusOr<Request> DecodePathMode(const Json& m, const char* what, uint32_t default_mode) {
+  Reader r(m, what);
+  T t;
+  ASSIGN_OR_RETURN(t.path, r.String("path"));
+  ASSIGN_OR_RETURN(int64_t mode, r.Int("mode", 0, kMaxMode, default_mode));
+  t.mode = static_cast<uint32_t>(mode);
+  ASSIGN_OR_RETURN(t.parents, r.Bool("parents", false));
+  RETURN_IF_ERROR(r.CheckNoUnknown());
+  return Request(std::move(t));
+}
+
+template <typename T>
+StatusOr<Request> DecodePath(const Json& m, const char* what) {
+  Reader r(m, what);
+  T t;
+  ASSIGN_OR_RETURN(t.path, r.String("path"));
+  RETURN_IF_ERROR(r.CheckNoUnknown());
+  return Request(std::move(t));
+}
+
+StatusOr<DirEntry> DecodeEntry(const Json& j) {
+  if (!j.is_object()) return ProtocolError("entries event: an entry is not an object");
+  Reader r(j, "entries event: entry");
+  DirEntry d;
+  ASSIGN_OR_RETURN(d.name, r.String("name"));
+  ASSIGN_OR_RETURN(d.type, r.String("type"));
+  if (d.type != "file" && d.type != "dir" && d.type != "symlink" && d.type != "other") {
+    return r.Fault("type", "is not one of file, dir, symlink, other");
+  }
+  ASSIGN_OR_RETURN(int64_t size, r.Int("size", 0, kInt64Max));
+  ASSIGN_OR_RETURN(int64_t mode, r.Int("mode", 0, kMaxMode));
+  d.size = static_cast<uint64_t>(size);
+  d.mode = static_cast<uint32_t>(mode);
+  RETURN_IF_ERROR(r.CheckNoUnknown());
+  return d;
+}
+
+Json EntryJson(const DirEntry& d) {
+  return Json{{"name", d.name}, {"type", d.type}, {"size", d.size}, {"mode", d.mode}};
+}
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+}  // namespace
+
+std::string_view RequestName(const Request& request) {
+  static constexpr std::string_view kNames[] = {"exec",  "write_file", "read_file", "list_dir",
+                                                "mkdir", "kill",       "shutdown"};
+  return kNames[request.index()];
+}
+
+std::string_view EventName(const Event& event) {
+  static constexpr std::string_view kNames[] = {"exit", "done", "file", "entries", "error"};
+  return kNames[event.index()];
+}
+
+std::string EncodeHello(const Hello& hello) {
+  Json j{{"protocol", hello.protocol}};
+  if (!hello.client.empty()) j["client"] = hello.client;
+  if (!hello.agent.empty()) j["agent"] = hello.agent;
+  if (hello.pid) j["pid"] = *hello.pid;
+  return DumpControl(j);
+}
+
+StatusOr<Hello> DecodeHello(const Json& m) {
+  // Open to unknown fields: a later version may add some, and must still be told it differs.
+  Reader r(m, "hello");
+  Hello h;
+  ASSIGN_OR_RETURN(h.protocol, r.Int("protocol", 0, kInt64Max));
+  ASSIGN_OR_RETURN(h.client, r.String("client", std::string()));
+  ASSIGN_OR_RETURN(h.agent, r.String("agent", std::string()));
+  if (r.Find("pid") != nullptr) {
+    ASSIGN_OR_RETURN(int64_t pid, r.Int("pid", 0, std::numeric_limits<int32_t>::max()));
+    h.pid = pid;
+  }
+  return h;
+}
+
+std::string EncodeRequest(const Request& request) {
+  Json j = std::visit(
+      Overloaded{
+          [](const Exec& e) {
+            return Json{{"op", "exec"},
+                        {"argv", e.argv},
+                        {"env", e.env},
+                        {"cwd", e.cwd},
+                        {"stdin", e.stdin_stream ? "stream" : "none"},
+                        {"timeout_ms", e.timeout_ms},
+                        {"output_limit", e.output_limit}};
+          },
+          [](const WriteFile& w) {
+            return Json{
+                {"op", "write_file"}, {"path", w.path}, {"mode", w.mode}, {"parents", w.parents}};
+          },
+          [](const ReadFile& r) {
+            return Json{{"op", "read_file"}, {"path", r.path}};
+          },
+          [](const ListDir& l) {
+            return Json{{"op", "list_dir"}, {"path", l.path}};
+          },
+          [](const MakeDir& m) {
+            return Json{
+                {"op", "mkdir"}, {"path", m.path}, {"mode", m.mode}, {"parents", m.parents}};
+          },
+          [](const Kill& k) {
+            return Json{{"op", "kill"}, {"target", k.target}, {"signal", k.signal}};
+          },
+          [](const Shutdown&) {
+            return Json{{"op", "shutdown"}};
+          },
+      },
+      request);
+  return DumpControl(j);
+}
+
+StatusOr<Request> DecodeRequest(const Json& m) {
+  if (!m.is_object()) return ProtocolError("request is not a JSON object");
+  auto op_it = m.find("op");
+  if (op_it == m.end() || !op_it->is_string()) {
+    return ProtocolError("request: field \"op\" is missing or not a string");
+  }
+  const std::string& op = op_it->get_ref<const std::string&>();
+  if (op == "exec") return DecodeExec(m);
+  if (op == "write_file") return DecodePathMode<WriteFile>(m, "write_file request", 0644);
+  if (op == "mkdir") return DecodePathMode<MakeDir>(m, "mkdir request", 0755);
+  if (op == "read_file") return DecodePath<ReadFile>(m, "read_file request");
+  if (op == "list_dir") return DecodePath<ListDir>(m, "list_dir request");
+  if (op == "kill") {
+    Reader r(m, "kill request");
+    Kill k;
+    ASSIGN_OR_RETURN(int64_t target, r.Int("target", 1, std::numeric_limits<uint32_t>::max()));
+    ASSIGN_OR_RETURN(int64_t sig, r.Int("signal", 0, kMaxSignal, 9));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    k.target = static_cast<uint32_t>(target);
+    k.signal = static_cast<int32_t>(sig);
+    return Request(k);
+  }
+  if (op == "shutdown") {
+    Reader r(m, "shutdown request");
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Request(Shutdown{});
+  }
+  return ProtocolError("unknown op \"" + base::TerminalSafe(op, 64) + "\"");
+}
+
+StatusOr<Request> DecodeRequestPayload(std::string_view payload) {
+  ASSIGN_OR_RETURN(Json j, ParseControl(payload));
+  return DecodeRequest(j);
+}
+
+std::string EncodeEvent(const Event& event) {
+  Json j =
+      std::visit(Overloaded{
+                     [](const Exit& e) {
+                       return Json{{"event", "exit"},
+                                   {"exit_code", e.exit_code},
+                                   {"signal", e.signal},
+                                   {"timed_out", e.timed_out},
+                                   {"output_truncated", e.output_truncated},
+                                   {"duration_ms", e.duration_ms},
+                                   {"out_of_memory", e.out_of_memory}};
+                     },
+                     [](const Done&) {
+                       return Json{{"event", "done"}};
+                     },
+                     [](const File& f) {
+                       return Json{{"event", "file"}, {"size", f.size}, {"mode", f.mode}};
+                     },
+                     [](const Entries& e) {
+                       Json list = Json::array();
+                       for (const DirEntry& d : e.entries) list.push_back(EntryJson(d));
+                       Json j{{"event", "entries"}, {"entries", std::move(list)}};
+                       if (e.more) j["more"] = true;
+                       return j;
+                     },
+                     [](const Error& e) {
+                       return Json{{"event", "error"}, {"code", e.code}, {"message", e.message}};
+                     },
+                 },
+                 event);
+  return DumpControl(j);
+}
+
+StatusOr<Event> DecodeEvent(const Json& m) {
+  if (!m.is_object()) return ProtocolError("event is not a JSON object");
+  auto ev_it = m.find("event");
+  if (ev_it == m.end() || !ev_it->is_string()) {
+    return ProtocolError("event: field \"event\" is missing or not a string");
+  }
+  const std::string& name = ev_it->get_ref<const std::string&>();
+  std::string what = base::TerminalSafe(name, 64) + " event";
+  Reader r(m, what);
+  if (name == "exit") {
+    Exit e;
+    ASSIGN_OR_RETURN(int64_t code, r.Int("exit_code", kMinExitCode, kMaxExitCode));
+    ASSIGN_OR_RETURN(int64_t sig, r.Int("signal", 0, kMaxSignal));
+    ASSIGN_OR_RETURN(e.timed_out, r.Bool("timed_out"));
+    ASSIGN_OR_RETURN(e.output_truncated, r.Bool("output_truncated"));
+    ASSIGN_OR_RETURN(e.duration_ms, r.Int("duration_ms", 0, kInt64Max));
+    ASSIGN_OR_RETURN(e.out_of_memory, r.Bool("out_of_memory", false));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    e.exit_code = static_cast<int32_t>(code);
+    e.signal = static_cast<int32_t>(sig);
+    if ((e.exit_code == -1) != (e.signal != 0)) {
+      return ProtocolError(what + ": exit_code " + std::to_string(code) + " with signal " +
+                           std::to_string(sig) + " (-1 goes with a signal, and only it)");
+    }
+    return Event(e);
+  }
+  if (name == "done") {
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Event(Done{});
+  }
+  if (name == "file") {
+    File f;
+    ASSIGN_OR_RETURN(int64_t size, r.Int("size", 0, kInt64Max));
+    ASSIGN_OR_RETURN(int64_t mode, r.Int("mode", 0, kMaxMode));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    f.size = static_cast<uint64_t>(size);
+    f.mode = static_cast<uint32_t>(mode);
+    return Event(f);
+  }
+  if (name == "entries") {
+    Entries e;
+    const Json* list = r.Find("entries");
+    if (list == nullptr || !list->is_array()) return r.Fault("entries", "is not an array");
+    ASSIGN_OR_RETURN(e.more, r.Bool("more", false));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    for (const Json& j : *list) {
+      ASSIGN_OR_RETURN(DirEntry d, DecodeEntry(j));
+      e.entries.push_back(std::move(d));
+    }
+    return Event(std::move(e));
+  }
+  if (name == "error") {
+    Error e;
+    ASSIGN_OR_RETURN(e.code, r.String("code", std::string("io_error")));
+    ASSIGN_OR_RETURN(e.message, r.String("message", std::string("(no message)")));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Event(std::move(e));
+  }
+  return ProtocolError("unknown event \"" + base::TerminalSafe(name, 64) + "\"");
+}
+
+StatusOr<Event> DecodeEventPayload(std::string_view payload) {
+  ASSIGN_OR_RETURN(Json j, ParseControl(payload));
+  return DecodeEvent(j);
+}
+
+std::vector<std::string> EncodeEntriesPages(const std::vector<DirEntry>& entries,
+                                            size_t max_page_bytes) {
+  std::vector<std::string> pages;
+  // {"entries":[...],"event":"entries","more":true} around the items, with room to spare.
+  constexpr size_t kEnvelope = 64;
+  Json page = Json::array();
+  size_t page_bytes = kEnvelope;
+  auto flush = [&](bool more) {
+    Json j{{"event", "entries"}, {"entries", std::move(page)}};
+    if (more) j["more"] = true;
+    pages.push_back(DumpControl(j));
+    page = Json::array();
+    page_bytes = kEnvelope;
+  };
+  for (const DirEntry& d : entries) {
+    Json item = EntryJson(d);
+    size_t item_bytes = DumpControl(item).size() + 1;  // and a comma
+    if (!page.empty() && page_bytes + item_bytes > max_page_bytes) flush(true);
+    page.push_back(std::move(item));
+    page_bytes += item_bytes;
+  }
+  flush(false);
+  return pages;
+}
+
+Status StatusFromError(const Error& error) {
+  std::string message = base::TerminalSafe(error.message, kMaxErrorText);
+  const std::string& code = error.code;
+  if (code == "not_found") return NotFound(message);
+  if (code == "invalid_argument") return InvalidArgument(message);
+  if (code == "permission_denied") return PermissionDenied(message);
+  if (code == "protocol_error") return ProtocolError(message);
+  return IoError(message);
+}
+
+}  // namespace codebox::protocol::msg

@@ -1,0 +1,132 @@
+// The typed codec for every control message of docs/protocol.md: both hellos, every request
+// (host -> agent) and every event (agent -> host). The agent and the host both encode and
+// decode through these functions, so the two sides cannot drift apart.
+//
+// Decoding trusts nothing: it uses only checked getters (type and range per field), names the
+// field in its error, rejects unknown fields (but in hellos, which stay open so that versions
+// can be told apart), and never throws. Every decode error is a kProtocolError.
+#ifndef CODEBOX_PROTOCOL_MESSAGES_H_
+#define CODEBOX_PROTOCOL_MESSAGES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "codebox/status.h"
+#include "protocol/message.h"
+
+namespace codebox::protocol {
+
+// One list_dir entry.
+struct DirEntry {
+  std::string name;
+  std::string type;  // "file", "dir", "symlink", "other"
+  uint64_t size = 0;
+  uint32_t mode = 0;  // permission bits, 0..07777
+};
+
+namespace msg {
+
+// Ranges the decoders enforce; out-of-range values from a peer are protocol errors.
+inline constexpr int64_t kMaxExitCode = 255;
+inline constexpr int64_t kMinExitCode = -1;
+inline constexpr int64_t kMaxSignal = 64;
+inline constexpr int64_t kMaxMode = 07777;
+
+// Both directions: the host sends `client`, the agent `agent` and `pid`.
+struct Hello {
+  int64_t protocol = 0;
+  std::string client;
+  std::string agent;
+  std::optional<int64_t> pid;
+};
+
+// Requests.
+struct Exec {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string cwd = "/";
+  bool stdin_stream = false;  // "stdin": "stream" | "none"
+  int64_t timeout_ms = 0;     // 0 = none
+  uint64_t output_limit = 16ull << 20;
+};
+struct WriteFile {
+  std::string path;
+  uint32_t mode = 0644;
+  bool parents = false;
+};
+struct ReadFile {
+  std::string path;
+};
+struct ListDir {
+  std::string path;
+};
+struct MakeDir {
+  std::string path;
+  uint32_t mode = 0755;
+  bool parents = false;
+};
+// signal 0 only asks whether the exec still runs (done: yes; not_found: no).
+struct Kill {
+  uint32_t target = 0;
+  int32_t signal = 9;
+};
+struct Shutdown {};
+using Request = std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown>;
+
+// Events.
+struct Exit {
+  int32_t exit_code = 0;  // -1..255; -1 when a signal ended the process
+  int32_t signal = 0;     // 0..64
+  bool timed_out = false;
+  bool output_truncated = false;
+  int64_t duration_ms = 0;  // >= 0
+  bool out_of_memory = false;
+};
+struct Done {};
+struct File {
+  uint64_t size = 0;
+  uint32_t mode = 0;
+};
+// A page of a listing; `more` is true on every page but the last.
+struct Entries {
+  std::vector<DirEntry> entries;
+  bool more = false;
+};
+struct Error {
+  std::string code;  // not_found, invalid_argument, permission_denied, io_error, protocol_error
+  std::string message;
+};
+using Event = std::variant<Exit, Done, File, Entries, Error>;
+
+std::string_view RequestName(const Request& request);  // "exec", "write_file", ...
+std::string_view EventName(const Event& event);        // "exit", "done", ...
+
+std::string EncodeHello(const Hello& hello);
+StatusOr<Hello> DecodeHello(const Json& message);
+
+std::string EncodeRequest(const Request& request);
+StatusOr<Request> DecodeRequest(const Json& message);
+StatusOr<Request> DecodeRequestPayload(std::string_view payload);
+
+std::string EncodeEvent(const Event& event);
+StatusOr<Event> DecodeEvent(const Json& message);
+StatusOr<Event> DecodeEventPayload(std::string_view payload);
+
+// A listing cut into `entries` payloads of at most max_page_bytes each (every entry fits: a
+// name is at most NAME_MAX bytes); `more` is set on all but the last. An empty listing is one
+// empty page.
+std::vector<std::string> EncodeEntriesPages(const std::vector<DirEntry>& entries,
+                                            size_t max_page_bytes);
+
+// The Status an error event stands for; the message is made terminal-safe and bounded.
+Status StatusFromError(const Error& error);
+
+}  // namespace msg
+}  // namespace codebox::protocol
+
+#endif  // CODEBOX_PROTOCOL_MESSAGES_H_

@@ -1,0 +1,183 @@
+#include "protocol/messages.h"
+
+#include <gtest/gtest.h>
+
+#include "protocol/frame.h"
+
+namespace codebox::protocol::msg {
+namespace {
+
+template <typename T>
+T RoundTripRequest(const T& in) {
+  auto out = DecodeRequestPayload(EncodeRequest(in));
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(std::holds_alternative<T>(*out));
+  return std::get<T>(*out);
+}
+
+template <typename T>
+T RoundTripEvent(const T& in) {
+  auto out = DecodeEventPayload(EncodeEvent(in));
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(std::holds_alternative<T>(*out));
+  return std::get<T>(*out);
+}
+
+void ExpectError(const StatusOr<Event>& r, const std::string& text) {
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kProtocolError);
+  EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().ToString();
+}
+
+TEST(MessagesTest, EveryRequestRoundTrips) {
+  Exec e;
+  e.argv = {"python3", "-c", "print(1)"};
+  e.env = {{"PATH", "/bin"}, {"HOME", "/root"}};
+  e.cwd = "/work";
+  e.stdin_stream = true;
+  e.timeout_ms = 30000;
+  e.output_limit = 1234;
+  Exec e2 = RoundTripRequest(e);
+  EXPECT_EQ(e2.argv, e.argv);
+  EXPECT_EQ(e2.env, e.env);
+  EXPECT_EQ(e2.cwd, "/work");
+  EXPECT_TRUE(e2.stdin_stream);
+  EXPECT_EQ(e2.timeout_ms, 30000);
+  EXPECT_EQ(e2.output_limit, 1234u);
+  WriteFile w = RoundTripRequest(WriteFile{"/a", 0600, true});
+  EXPECT_EQ(w.path, "/a");
+  EXPECT_EQ(w.mode, 0600u);
+  EXPECT_TRUE(w.parents);
+  EXPECT_EQ(RoundTripRequest(ReadFile{"/r"}).path, "/r");
+  EXPECT_EQ(RoundTripRequest(ListDir{"/l"}).path, "/l");
+  EXPECT_EQ(RoundTripRequest(MakeDir{"/m", 0700, false}).mode, 0700u);
+  Kill k = RoundTripRequest(Kill{5, 0});
+  EXPECT_EQ(k.target, 5u);
+  EXPECT_EQ(k.signal, 0);
+  RoundTripRequest(Shutdown{});
+}
+
+TEST(MessagesTest, EveryEventRoundTrips) {
+  Exit x = RoundTripEvent(Exit{-1, 9, true, true, 77, true});
+  EXPECT_EQ(x.exit_code, -1);
+  EXPECT_EQ(x.signal, 9);
+  EXPECT_TRUE(x.timed_out && x.output_truncated && x.out_of_memory);
+  EXPECT_EQ(x.duration_ms, 77);
+  RoundTripEvent(Done{});
+  File f = RoundTripEvent(File{1ull << 40, 0755});
+  EXPECT_EQ(f.size, 1ull << 40);
+  EXPECT_EQ(f.mode, 0755u);
+  Entries en = RoundTripEvent(Entries{{{"a", "file", 3, 0644}, {"b", "dir", 0, 0755}}, true});
+  ASSERT_EQ(en.entries.size(), 2u);
+  EXPECT_EQ(en.entries[1].type, "dir");
+  EXPECT_TRUE(en.more);
+  Error er = RoundTripEvent(Error{"not_found", "no /x"});
+  EXPECT_EQ(er.code, "not_found");
+  EXPECT_EQ(StatusFromError(er).code(), StatusCode::kNotFound);
+}
+
+TEST(MessagesTest, HelloBothWays) {
+  auto host = DecodeHello(*ParseControl(EncodeHello(Hello{1, "codebox/0.1", "", {}})));
+  ASSERT_TRUE(host.ok());
+  EXPECT_EQ(host->client, "codebox/0.1");
+  auto agent = DecodeHello(*ParseControl(EncodeHello(Hello{1, "", "codebox-agent", 1})));
+  ASSERT_TRUE(agent.ok());
+  EXPECT_EQ(agent->pid, 1);
+  // Open to new fields, so that a newer peer is still told its version differs.
+  auto newer = DecodeHello(*ParseControl(R"({"protocol":2,"features":["x"]})"));
+  ASSERT_TRUE(newer.ok());
+  EXPECT_EQ(newer->protocol, 2);
+  EXPECT_FALSE(DecodeHello(*ParseControl(R"({"protocol":"1"})")).ok());
+}
+
+TEST(MessagesTest, MistypedFieldsAreErrorsNamingTheField) {
+  ExpectError(DecodeEventPayload(R"({"event":5})"), "field \"event\"");
+  ExpectError(
+      DecodeEventPayload(
+          R"({"event":"exit","exit_code":"zero","signal":0,"timed_out":false,"output_truncated":false,"duration_ms":1})"),
+      "field \"exit_code\" is not an integer");
+  ExpectError(
+      DecodeEventPayload(
+          R"({"event":"exit","exit_code":0,"signal":0,"timed_out":1,"output_truncated":false,"duration_ms":1})"),
+      "field \"timed_out\" is not a boolean");
+  ExpectError(DecodeEventPayload(R"({"event":"file","size":1.5,"mode":420})"), "field \"size\"");
+  ExpectError(DecodeEventPayload(R"({"event":"file","size":1})"), "missing field \"mode\"");
+  ExpectError(DecodeEventPayload(R"({"event":"entries","entries":{}})"), "field \"entries\"");
+  ExpectError(
+      DecodeEventPayload(
+          R"({"event":"entries","entries":[{"name":"a","type":"socket","size":0,"mode":0}]})"),
+      "field \"type\"");
+  ExpectError(DecodeEventPayload(R"({"event":"error","code":7})"), "field \"code\"");
+  ExpectError(DecodeEventPayload(R"({"event":"teleport"})"), "unknown event");
+  ExpectError(DecodeEventPayload("[1]"), "not a JSON object");
+}
+
+TEST(MessagesTest, OutOfRangeValuesAreErrors) {
+  auto exit = [](const std::string& fields) {
+    return DecodeEventPayload(R"({"event":"exit","timed_out":false,"output_truncated":false,)" +
+                              fields + "}");
+  };
+  ExpectError(exit(R"("exit_code":256,"signal":0,"duration_ms":0)"), "outside -1..255");
+  ExpectError(exit(R"("exit_code":-2,"signal":0,"duration_ms":0)"), "outside -1..255");
+  ExpectError(exit(R"("exit_code":-1,"signal":65,"duration_ms":0)"), "outside 0..64");
+  ExpectError(exit(R"("exit_code":0,"signal":0,"duration_ms":-1)"), "field \"duration_ms\"");
+  ExpectError(exit(R"("exit_code":0,"signal":0,"duration_ms":18446744073709551615)"),
+              "field \"duration_ms\"");
+  ExpectError(exit(R"("exit_code":0,"signal":9,"duration_ms":0)"), "-1 goes with a signal");
+  ExpectError(DecodeEventPayload(R"({"event":"file","size":-1,"mode":420})"), "field \"size\"");
+  ExpectError(DecodeEventPayload(R"({"event":"file","size":1,"mode":65536})"), "field \"mode\"");
+}
+
+TEST(MessagesTest, UnknownFieldsAreErrors) {
+  ExpectError(DecodeEventPayload(R"({"event":"done","extra":1})"), "unknown field \"extra\"");
+  auto r = DecodeRequestPayload(R"({"op":"read_file","path":"/x","offset":5})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown field \"offset\""), std::string::npos);
+}
+
+TEST(MessagesTest, RequestDefaultsAndErrors) {
+  auto e = DecodeRequestPayload(R"({"op":"exec","argv":["true"]})");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(std::get<Exec>(*e).cwd, "/");
+  EXPECT_FALSE(std::get<Exec>(*e).stdin_stream);
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"exec","argv":[]})").ok());
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"exec","argv":[1]})").ok());
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"exec","argv":["a"],"env":{"A":1}})").ok());
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"exec","argv":["a"],"stdin":"file"})").ok());
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"kill","target":0})").ok());
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"kill","target":1,"signal":99})").ok());
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"frobnicate"})").ok());
+}
+
+TEST(MessagesTest, DeepNestingIsAnErrorNotACrash) {
+  std::string deep(kMaxPayload / 2, '[');
+  EXPECT_FALSE(DecodeEventPayload(deep).ok());
+  std::string deep_ok =
+      R"({"event":"done","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_FALSE(DecodeEventPayload(deep_ok).ok());
+}
+
+TEST(MessagesTest, EntriesPagesStayUnderTheirSizeAndKeepEveryEntry) {
+  std::vector<DirEntry> entries;
+  for (int i = 0; i < 20000; ++i) {
+    entries.push_back({std::to_string(i) + std::string(200, 'n'), "file", 1, 0644});
+  }
+  auto pages = EncodeEntriesPages(entries, kDataChunk);
+  EXPECT_GT(pages.size(), 10u);
+  size_t total = 0;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    EXPECT_LE(pages[i].size(), kDataChunk);
+    auto ev = DecodeEventPayload(pages[i]);
+    ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+    const Entries& page = std::get<Entries>(*ev);
+    EXPECT_EQ(page.more, i + 1 < pages.size());
+    total += page.entries.size();
+  }
+  EXPECT_EQ(total, entries.size());
+  auto empty = EncodeEntriesPages({}, kDataChunk);
+  ASSERT_EQ(empty.size(), 1u);
+  EXPECT_FALSE(std::get<Entries>(*DecodeEventPayload(empty[0])).more);
+}
+
+}  // namespace
+}  // namespace codebox::protocol::msg
