@@ -436,35 +436,56 @@ StatusOr<std::string> AgentClient::ReadFile(const std::string& box_path) {
   return std::move(*data);
 }
 
-Status AgentClient::ReadFileToHost(const std::string& box_path, const std::string& host_path) {
-  static std::atomic<uint64_t> counter{0};
-  std::string temp = host_path + ".codebox-tmp." + std::to_string(::getpid()) + "." +
-                     std::to_string(counter++);
-  base::UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!out.valid()) return base::ErrnoStatus("copy out: create " + temp);
+// A minimal version (placeholder until the protocol branch lands, which adds an idle deadline).
+Status AgentClient::ReadFileStream(const std::string& box_path, uint64_t max_bytes,
+                                   const std::function<Status(uint64_t size, uint32_t mode)>& on_header,
+                                   const std::function<Status(std::string_view chunk)>& on_chunk) {
   // Written on the reader thread; read here after Wait().
   struct State {
-    Status write_error;
-    uint32_t mode = 0644;
+    Status error;
+    bool header = false;
+    uint64_t received = 0;
   };
   auto state = std::make_shared<State>();
-  int fd = out.get();
-  auto on_frame = [state, fd](const Frame& frame, const Json& event) {
-    if (IsEvent(frame, event, "file")) state->mode = event.value("mode", 0644u);
+  auto on_frame = [state, max_bytes, &box_path, &on_header, &on_chunk](const Frame& frame,
+                                                                      const Json& event) {
+    if (IsEvent(frame, event, "file") && !state->header) {
+      state->header = true;
+      auto size = event.find("size");
+      auto mode = event.find("mode");
+      if (size == event.end() || !size->is_number_unsigned() || mode == event.end() ||
+          !mode->is_number_unsigned() || mode->get<uint64_t>() > 07777) {
+        state->error = ProtocolError("read " + box_path + ": malformed file header");
+        return true;
+      }
+      if (size->get<uint64_t>() > max_bytes) {
+        state->error = LimitExceeded("read " + box_path + ": the box claims " +
+                                     std::to_string(size->get<uint64_t>()) +
+                                     " bytes, over the limit of " +
+                                     std::to_string(max_bytes));
+        return true;
+      }
+      state->error = on_header(size->get<uint64_t>(), mode->get<uint32_t>());
+      return !state->error.ok();
+    }
     if (frame.type != FrameType::kData) return false;
-    if (state->write_error.ok()) state->write_error = base::WriteAll(fd, frame.payload);
-    return frame.payload.empty();
+    if (!state->header) {
+      state->error = ProtocolError("read " + box_path + ": data before the file header");
+      return true;
+    }
+    if (frame.payload.empty()) return true;
+    if (frame.payload.size() > max_bytes - state->received) {
+      state->error = LimitExceeded("read " + box_path + ": the box sent more than " +
+                                   std::to_string(max_bytes) + " bytes");
+      return true;
+    }
+    state->received += frame.payload.size();
+    state->error = on_chunk(frame.payload);
+    return !state->error.ok();
   };
   Status st = impl_->Call(Json{{"op", "read_file"}, {"path", box_path}}, on_frame, {}, nullptr).status();
-  if (st.ok()) st = state->write_error;
-  if (st.ok() && ::fchmod(fd, state->mode & 07777) != 0) st = base::ErrnoStatus("chmod " + temp);
-  if (st.ok() && ::close(out.release()) != 0) st = base::ErrnoStatus("close " + temp);
-  if (st.ok() && ::rename(temp.c_str(), host_path.c_str()) != 0) st = base::ErrnoStatus("rename to " + host_path);
-  if (!st.ok()) {
-    ::unlink(temp.c_str());
-    return st.WithContext("copy box " + box_path + " to " + host_path);
-  }
-  return Status::Ok();
+  if (st.ok()) st = state->error;
+  return st;
 }
 
 StatusOr<std::vector<DirEntry>> AgentClient::ListDir(const std::string& box_path) {

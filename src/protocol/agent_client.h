@@ -56,8 +56,14 @@ class AgentClient {
   // Streams a host file into the box without loading it whole.
   Status WriteFileFromHost(const std::string& host_path, const std::string& box_path);
   StatusOr<std::string> ReadFile(const std::string& box_path);
-  // Streams a box file to a host path (written to a temp name, renamed when complete).
-  Status ReadFileToHost(const std::string& box_path, const std::string& host_path);
+  // Streams a box file: on_header(size, mode) once (size as the agent claims it), then
+  // on_chunk for each piece of data, on the reader thread. Fails with kLimitExceeded (before
+  // any data when the claimed size is over, or as soon as the bytes received pass it) when the
+  // file is larger than max_bytes. If a callback returns an error the call ends with it and
+  // the rest of the stream is dropped.
+  Status ReadFileStream(const std::string& box_path, uint64_t max_bytes,
+                        const std::function<Status(uint64_t size, uint32_t mode)>& on_header,
+                        const std::function<Status(std::string_view chunk)>& on_chunk);
   StatusOr<std::vector<DirEntry>> ListDir(const std::string& box_path);
   Status MakeDir(const std::string& box_path, uint32_t mode = 0755);
   // Asks the agent to end every process and exit; waits for its answer up to `wait`.
