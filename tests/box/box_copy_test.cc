@@ -350,5 +350,31 @@ TEST_F(BoxCopyTest, PlantedSymlinksCannotMakeTheHostWriteOutsideTheDestination) 
   EXPECT_EQ(CountDirEntries(victim), 1);
 }
 
+// The same defences under the vm driver (QEMU tcg here: slow, so one boot for all of it).
+TEST_F(BoxCopyTest, VmSetuidFifoAndLimitAreHandledTheSame) {
+  BoxOptions options = TestBoxOptions();
+  options.driver = DriverKind::kVm;
+  options.allow_emulation = true;
+  options.exec_timeout = std::chrono::seconds(60);
+  CODEBOX_MAKE_BOX_OR_SKIP(box, options);
+  Sh(*box,
+     "cp /bin/sh /work/sh && chmod 6755 /work/sh && mkfifo /work/f && "
+     "truncate -s 3G /work/big");
+  std::string dir = FreshDir("vm");
+  Status st = box->CopyOut("/work/sh", dir + "/sh");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  struct stat s;
+  ASSERT_EQ(::stat((dir + "/sh").c_str(), &s), 0);
+  EXPECT_EQ(s.st_mode & 07777, 0755u) << std::oct << (s.st_mode & 07777);
+
+  auto start = std::chrono::steady_clock::now();
+  st = box->CopyOut("/work/f", dir + "/f");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  st = box->CopyOut("/work/big", dir + "/big");
+  EXPECT_EQ(st.code(), StatusCode::kLimitExceeded) << st.ToString();
+  EXPECT_LT(Elapsed(start), 20s);
+  EXPECT_EQ(CountDirEntries(dir), 1);
+}
+
 }  // namespace
 }  // namespace codebox
