@@ -20,6 +20,8 @@ namespace {
 // Deeper than any tree a copy makes (copy.cc caps depth lower); bounds the recursion.
 constexpr int kMaxRemoveDepth = 1024;
 
+std::atomic<bool> named_temp_files_for_testing{false};
+
 std::string Join(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
   return dir.back() == '/' ? dir + name : dir + "/" + name;
@@ -119,6 +121,8 @@ std::string HumanBytes(uint64_t bytes) {
   return text;
 }
 
+void UseNamedTempFilesForTesting(bool on) { named_temp_files_for_testing = on; }
+
 void RemoveMade(std::vector<MadeEntry>* made) {
   for (auto it = made->rbegin(); it != made->rend(); ++it) {
     if (it->is_dir) {
@@ -201,7 +205,11 @@ StatusOr<HostFile> HostFile::Create(const HostDir& dir, const std::string& name,
   f.name_ = name;
   // Never a setuid, setgid or sticky bit, whatever the box says; the umask applies.
   mode_t perms = static_cast<mode_t>(mode & 0777);
-  f.fd_.reset(::openat(dir.fd(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, perms));
+  if (!named_temp_files_for_testing) {
+    f.fd_.reset(::openat(dir.fd(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, perms));
+  } else {
+    errno = EOPNOTSUPP;
+  }
   if (!f.fd_.valid()) {
     if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
       return base::ErrnoStatus("create a file in host directory " + ShowName(dir.path()));

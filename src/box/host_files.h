@@ -99,6 +99,9 @@ class HostFile {
   uint64_t size_ = 0;
 };
 
+// For tests: write with temporary names, as on a file system without O_TMPFILE.
+void UseNamedTempFilesForTesting(bool on);
+
 }  // namespace codebox::box
 
 #endif  // CODEBOX_BOX_HOST_FILES_H_
