@@ -118,10 +118,11 @@ class Box::Impl {
     RETURN_IF_ERROR(CheckUsable());
     CopyOutOptions resolved = options;
     // The box cannot have made more than its scratch disk holds.
-    if (resolved.max_bytes == 0) resolved.max_bytes = std::max<uint64_t>(options_.disk_mib, 1) << 20;
-    return Explain(
-        box::CopyBoxToHost(*agent_, ResolveBoxPath(options_.workdir, box_path), host_path, resolved),
-        "");
+    if (resolved.max_bytes == 0) {
+      resolved.max_bytes = std::max<uint64_t>(options_.disk_mib, 1) << 20;
+    }
+    std::string from = ResolveBoxPath(options_.workdir, box_path);
+    return Explain(box::CopyBoxToHost(*agent_, from, host_path, resolved), "");
   }
 
   Status Destroy() {

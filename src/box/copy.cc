@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cerrno>
+#include <climits>
 #include <optional>
 #include <vector>
 
@@ -31,7 +31,8 @@ Status CopyHostToBox(protocol::AgentClient& agent, const std::string& host_path,
   if (!S_ISDIR(st.st_mode)) {
     return InvalidArgument("copy in: " + host_path + " is neither a file nor a directory");
   }
-  RETURN_IF_ERROR(agent.MakeDir(box_path, st.st_mode & 07777).WithContext("copy in: mkdir " + box_path));
+  RETURN_IF_ERROR(
+      agent.MakeDir(box_path, st.st_mode & 07777).WithContext("copy in: mkdir " + box_path));
   if (::access(host_path.c_str(), R_OK | X_OK) != 0) {
     return base::ErrnoStatus("copy in: open directory " + host_path);
   }
@@ -65,7 +66,9 @@ class CopyOut {
 
  private:
   Status Copy(const std::string& host_path) {
-    if (host_path.empty()) return InvalidArgument("copy out " + ShowName(top_) + ": empty host path");
+    if (host_path.empty()) {
+      return InvalidArgument("copy out " + ShowName(top_) + ": empty host path");
+    }
     RETURN_IF_ERROR(CheckPathLength(top_, "box"));
     auto entries = agent_.ListDir(top_);
     if (!entries.ok()) {
@@ -75,15 +78,17 @@ class CopyOut {
         return entries.status().WithContext("copy out " + ShowName(top_));
       }
       if (host_path.back() == '/') {
-        return InvalidArgument("copy out " + ShowName(top_) + ": host path " +
-                               ShowName(host_path) + " ends with '/'; name the file to write");
+        return InvalidArgument("copy out " + ShowName(top_) + ": host path " + ShowName(host_path) +
+                               " ends with '/'; name the file to write");
       }
       size_t slash = host_path.find_last_of('/');
-      std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : host_path.substr(0, slash);
+      std::string parent = slash == std::string::npos ? "."
+                           : slash == 0               ? "/"
+                                                      : host_path.substr(0, slash);
       std::string name = slash == std::string::npos ? host_path : host_path.substr(slash + 1);
       if (name == "." || name == "..") {
-        return InvalidArgument("copy out " + ShowName(top_) + ": host path " +
-                               ShowName(host_path) + " does not name a file");
+        return InvalidArgument("copy out " + ShowName(top_) + ": host path " + ShowName(host_path) +
+                               " does not name a file");
       }
       auto dir = HostDir::OpenPath(parent, &made_);
       if (!dir.ok()) return dir.status().WithContext("copy out " + ShowName(top_));
@@ -96,17 +101,16 @@ class CopyOut {
 
   Status CheckPathLength(const std::string& path, const char* side) {
     if (path.size() < PATH_MAX) return Status::Ok();
-    return InvalidArgument("copy out " + ShowName(top_) + ": " + side + " path " +
-                           ShowName(path) + " is longer than PATH_MAX (" +
-                           std::to_string(PATH_MAX) + " bytes)");
+    return InvalidArgument("copy out " + ShowName(top_) + ": " + side + " path " + ShowName(path) +
+                           " is longer than PATH_MAX (" + std::to_string(PATH_MAX) + " bytes)");
   }
 
   void Skip(const std::string& box_path, const std::string& why) {
     if (options_.on_skipped) {
       options_.on_skipped(box_path, why);
     } else {
-      CODEBOX_LOG(kWarn, "copy out " << ShowName(top_) << ": skipped " << ShowName(box_path)
-                                     << ": " << why);
+      CODEBOX_LOG(kWarn, "copy out " << ShowName(top_) << ": skipped " << ShowName(box_path) << ": "
+                                     << why);
     }
   }
 
@@ -122,8 +126,8 @@ class CopyOut {
                  const std::vector<protocol::DirEntry>& entries, int depth) {
     for (const protocol::DirEntry& entry : entries) {
       std::string box_path = Join(box_dir, entry.name);
-      RETURN_IF_ERROR(CheckEntryName(entry.name).WithContext("copy out " + ShowName(top_) +
-                                                             ": in " + ShowName(box_dir)));
+      RETURN_IF_ERROR(CheckEntryName(entry.name)
+                          .WithContext("copy out " + ShowName(top_) + ": in " + ShowName(box_dir)));
       RETURN_IF_ERROR(CheckPathLength(box_path, "box"));
       RETURN_IF_ERROR(CheckPathLength(Join(dir.path(), entry.name), "host"));
       if (entry.type == "dir") {
@@ -156,9 +160,9 @@ class CopyOut {
   std::string LimitMessage(const std::string& box_path, uint64_t size, bool claimed) {
     uint64_t used = options_.max_bytes - bytes_left_;
     std::string what = box_path == top_ ? (claimed ? "" : "more than ") + HumanBytes(size)
-                                        : ShowName(box_path) + " (" + (claimed ? "" : "more than ") +
-                                              HumanBytes(size) + ") with " + HumanBytes(used) +
-                                              " already copied";
+                                        : ShowName(box_path) + " (" +
+                                              (claimed ? "" : "more than ") + HumanBytes(size) +
+                                              ") with " + HumanBytes(used) + " already copied";
     return "copy out " + ShowName(top_) + ": " + what + " is over the copy-out limit of " +
            HumanBytes(options_.max_bytes) +
            "; pass a larger limit (CopyOutOptions::max_bytes, --copy-out-limit, "
@@ -197,7 +201,9 @@ class CopyOut {
     };
     auto on_chunk = [&](std::string_view chunk) -> Status {
       // Checked here too: never more than the limit reaches the host, whatever the client does.
-      if (!file) return ProtocolError("copy out " + ShowName(box_path) + ": data before its header");
+      if (!file) {
+        return ProtocolError("copy out " + ShowName(box_path) + ": data before its header");
+      }
       if (chunk.size() > bytes_left_) {
         limit_said = true;
         return LimitExceeded(LimitMessage(box_path, received + chunk.size(), false));
@@ -212,14 +218,16 @@ class CopyOut {
       std::optional<uint64_t> size;
       if (have_header) size = claimed;
       if (!size) size = ListedSize(box_path);
-      st = LimitExceeded(LimitMessage(box_path, size.value_or(bytes_left_ + 1), size.has_value()));
+      st = LimitExceeded(LimitMessage(box_path, size.value_or(bytes_left_), size.has_value()));
     }
     if (!st.ok()) {
       file.reset();  // an unnamed file vanishes; a temp name is removed
       if (st.code() == StatusCode::kLimitExceeded) return st;
-      return st.WithContext("copy out " + ShowName(box_path == top_ ? top_ : box_path));
+      return st.WithContext("copy out " + ShowName(box_path));
     }
-    if (!file) return ProtocolError("copy out " + ShowName(box_path) + ": no file header from the box");
+    if (!file) {
+      return ProtocolError("copy out " + ShowName(box_path) + ": no file header from the box");
+    }
     return file->Commit(&made_).WithContext("copy out " + ShowName(box_path));
   }
 

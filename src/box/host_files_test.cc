@@ -29,10 +29,10 @@ TEST(HostFilesTest, EntryNames) {
     EXPECT_TRUE(CheckEntryName(good).ok()) << good;
   }
   EXPECT_TRUE(CheckEntryName(std::string(NAME_MAX, 'n')).ok());
-  for (std::string bad : {std::string(), std::string("."), std::string(".."), std::string("a/b"),
-                          std::string("/"), std::string("a\nb"), std::string("a\x1b[2Jb"),
-                          std::string("a\tb"), std::string("a\x7f"), std::string("a\0b", 3),
-                          std::string(NAME_MAX + 1, 'n')}) {
+  for (std::string bad :
+       {std::string(), std::string("."), std::string(".."), std::string("a/b"), std::string("/"),
+        std::string("a\nb"), std::string("a\x1b[2Jb"), std::string("a\tb"), std::string("a\x7f"),
+        std::string("a\0b", 3), std::string(NAME_MAX + 1, 'n')}) {
     Status st = CheckEntryName(bad);
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << ShowName(bad);
     EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
