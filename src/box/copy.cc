@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <optional>
@@ -185,11 +186,10 @@ class CopyOut {
     RETURN_IF_ERROR(CountEntry());
     std::optional<HostFile> file;
     bool limit_said = false;
-    uint64_t claimed = 0, received = 0;
+    uint64_t received = 0;
     bool have_header = false;
     auto on_header = [&](uint64_t size, uint32_t mode) -> Status {
       have_header = true;
-      claimed = size;
       if (size > bytes_left_) {
         limit_said = true;
         return LimitExceeded(LimitMessage(box_path, size, true));
@@ -214,11 +214,13 @@ class CopyOut {
     };
     Status st = agent_.ReadFileStream(box_path, bytes_left_, on_header, on_chunk);
     if (st.code() == StatusCode::kLimitExceeded && !limit_said) {
-      // The client's own cap said it first; the same words, with the size the box lists.
-      std::optional<uint64_t> size;
-      if (have_header) size = claimed;
-      if (!size) size = ListedSize(box_path);
-      st = LimitExceeded(LimitMessage(box_path, size.value_or(bytes_left_), size.has_value()));
+      // The client's own cap said it first; the same words, with what is known of the size.
+      if (have_header) {  // more data came than the header claimed
+        st = LimitExceeded(LimitMessage(box_path, std::max(received, bytes_left_), false));
+      } else {  // the claimed size was over: the size the box lists
+        std::optional<uint64_t> size = ListedSize(box_path);
+        st = LimitExceeded(LimitMessage(box_path, size.value_or(bytes_left_), size.has_value()));
+      }
     }
     if (!st.ok()) {
       file.reset();  // an unnamed file vanishes; a temp name is removed
