@@ -64,9 +64,12 @@ class PyBox {
     if (Status st = box_->CopyIn(host_path, box_path); !st.ok()) Throw(st);
   }
 
-  void CopyOut(const std::string& box_path, const std::string& host_path) {
+  // max_bytes 0: the box's disk size.
+  void CopyOut(const std::string& box_path, const std::string& host_path, uint64_t max_bytes) {
     ThrowIfClosed();
-    if (Status st = box_->CopyOut(box_path, host_path); !st.ok()) Throw(st);
+    CopyOutOptions options;
+    options.max_bytes = max_bytes;
+    if (Status st = box_->CopyOut(box_path, host_path, options); !st.ok()) Throw(st);
   }
 
   const BoxInfo& info() const { return box_->info(); }
@@ -242,7 +245,7 @@ void BindBox(py::module_& m) {
       .def("copy_in", &PyBox::CopyIn, py::arg("host_path"), py::arg("box_path"),
            py::call_guard<py::gil_scoped_release>())
       .def("copy_out", &PyBox::CopyOut, py::arg("box_path"), py::arg("host_path"),
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("max_bytes") = 0, py::call_guard<py::gil_scoped_release>())
       .def("destroy",
            [](PyBox& box) {
              Status st;

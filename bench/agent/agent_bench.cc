@@ -117,7 +117,12 @@ void FileThroughput(protocol::AgentClient& client, size_t mib) {
   up = client.WriteFileFromHost(host_in, box);
   up_ms = MsSince(start);
   start = Clock::now();
-  Status down_file = client.ReadFileToHost(box, host_out);
+  base::UniqueFd out(::open(host_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!out.valid()) std::abort();
+  Status down_file = client.ReadFileStream(
+      box, data.size(), [](uint64_t, uint32_t) { return Status::Ok(); },
+      [&out](std::string_view chunk) { return base::WriteAll(out.get(), chunk); });
+  out.reset();
   down_ms = MsSince(start);
   if (!up.ok() || !down_file.ok()) std::exit(1);
   std::printf("file %zu MiB host->box (file->file)   %8.0f MB/s | box->host (file->file)   %8.0f MB/s\n",

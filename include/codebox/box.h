@@ -10,6 +10,8 @@
 #ifndef CODEBOX_BOX_H_
 #define CODEBOX_BOX_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,6 +27,19 @@ struct BoxInfo {
   std::string driver;                    // "jail", "vm/kvm", "vm/tcg"
   std::vector<std::string> limits;       // e.g. "memory 512 MiB (cgroup v1)"
   std::vector<std::string> limits_not_enforced;  // with the reason
+};
+
+// How Box::CopyOut treats what comes out of the box (all of it is the box's choice).
+struct CopyOutOptions {
+  // Most bytes of file data one CopyOut may write to the host, checked against the size the box
+  // claims and against the bytes received; over it the copy fails with kLimitExceeded and leaves
+  // nothing behind. 0 = the box's scratch disk size (BoxOptions::disk_mib).
+  uint64_t max_bytes = 0;
+  // Most files and directories one CopyOut may make.
+  uint64_t max_entries = 100'000;
+  // Told of each box entry that is not copied (symlinks, FIFOs, sockets, devices), with its box
+  // path and why. Unset: they are logged.
+  std::function<void(const std::string& box_path, const std::string& why)> on_skipped;
 };
 
 class Box {
@@ -44,9 +59,16 @@ class Box {
   // (kDeadlineExceeded); a non-zero exit is not (its stderr is in RunPython's result).
   StatusOr<std::string> Run(std::string_view code);
 
-  // Copies a host file or directory (recursively) to box_path, and back.
+  // Copies a host file or directory (recursively) to box_path.
   Status CopyIn(const std::string& host_path, const std::string& box_path);
-  Status CopyOut(const std::string& box_path, const std::string& host_path);
+  // Copies a box file or directory (recursively) to host_path, making missing parent
+  // directories. Only regular files and directories come out, owned by the caller, with
+  // permission bits only (never setuid, setgid or sticky; the umask applies); symlinks, FIFOs,
+  // sockets and devices are skipped (see CopyOutOptions::on_skipped). Nothing is ever written
+  // through a host symlink below host_path. A copy that fails removes what it made (files it
+  // replaced keep their new content); a file is never seen half-written. See docs/security.md.
+  Status CopyOut(const std::string& box_path, const std::string& host_path,
+                 const CopyOutOptions& options = {});
 
   const BoxInfo& info() const;
   // Ends the box now; later calls fail with a clear error. The destructor calls it.

@@ -290,9 +290,15 @@ class _Base:
 
         return call
 
-    def _copy_call(self, direction: str, src: Any, dst: Any) -> Callable[[], None]:
+    def _copy_call(
+        self, direction: str, src: Any, dst: Any, max_bytes: int | None = None
+    ) -> Callable[[], None]:
         box = self._live()
         src, dst = os.fspath(src), os.fspath(dst)
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0
+        ):
+            raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
         if direction == "in" and not os.path.lexists(src):
             raise BoxFileNotFoundError(f"copy_in: host path {src!r} does not exist", "not_found")
 
@@ -301,7 +307,7 @@ class _Base:
                 if direction == "in":
                     box.copy_in(src, dst)
                 else:
-                    box.copy_out(src, dst)
+                    box.copy_out(src, dst, max_bytes=max_bytes or 0)
             except BoxError as e:
                 if e.code == "not_found" and not isinstance(e, FileNotFoundError):
                     raise BoxFileNotFoundError(str(e), e.code) from None
@@ -384,9 +390,17 @@ class SyncCodeBox(_Base):
         """Copies a host file or directory (recursively) into the box (relative: under workdir)."""
         self._copy_call("in", host_path, box_path)()
 
-    def copy_out(self, box_path: str, host_path: str | os.PathLike[str]) -> None:
-        """Copies a file or directory (recursively) from the box to the host."""
-        self._copy_call("out", box_path, host_path)()
+    def copy_out(
+        self, box_path: str, host_path: str | os.PathLike[str], *, max_bytes: int | None = None
+    ) -> None:
+        """Copies a file or directory (recursively) from the box to the host.
+
+        Only regular files and directories come out, with permission bits only (no setuid,
+        setgid or sticky); symlinks, FIFOs, sockets and devices are skipped. ``max_bytes`` caps
+        the file data of the whole copy (default: the box's disk size); over it the copy raises
+        BoxLimitExceededError and leaves nothing behind.
+        """
+        self._copy_call("out", box_path, host_path, max_bytes)()
 
 
 class CodeBox(_Base):
@@ -513,9 +527,17 @@ class CodeBox(_Base):
         """Copies a host file or directory (recursively) into the box (relative: under workdir)."""
         await self._call(self._copy_call("in", host_path, box_path))
 
-    async def copy_out(self, box_path: str, host_path: str | os.PathLike[str]) -> None:
-        """Copies a file or directory (recursively) from the box to the host."""
-        await self._call(self._copy_call("out", box_path, host_path))
+    async def copy_out(
+        self, box_path: str, host_path: str | os.PathLike[str], *, max_bytes: int | None = None
+    ) -> None:
+        """Copies a file or directory (recursively) from the box to the host.
+
+        Only regular files and directories come out, with permission bits only (no setuid,
+        setgid or sticky); symlinks, FIFOs, sockets and devices are skipped. ``max_bytes`` caps
+        the file data of the whole copy (default: the box's disk size); over it the copy raises
+        BoxLimitExceededError and leaves nothing behind.
+        """
+        await self._call(self._copy_call("out", box_path, host_path, max_bytes))
 
 
 def _destroy_when_created(job: concurrent.futures.Future[Any]) -> None:

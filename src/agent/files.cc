@@ -64,7 +64,11 @@ StatusOr<FileWriter> FileWriter::Open(const std::string& path, uint32_t mode, bo
   w.path_ = path;
   w.temp_path_ = Parent(path) + "/.codebox-tmp-" + std::to_string(::getpid()) + "-" +
                  std::to_string(counter++);
-  w.fd_.reset(::open(w.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  // A new file (O_EXCL): never a FIFO, device or symlink someone put there; renamed over the
+  // target in Finish(), which replaces a final symlink instead of following it.
+  w.fd_.reset(::open(w.temp_path_.c_str(),
+                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                     0600));
   if (!w.fd_.valid()) return PathError("write_file: create", w.temp_path_);
   // The mode is applied explicitly: the umask must not change what the host asked for.
   if (::fchmod(w.fd_.get(), mode & 07777) != 0) return PathError("write_file: chmod", path);
@@ -101,21 +105,50 @@ Status FileWriter::Finish() {
   return Status::Ok();
 }
 
+static const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
 StatusOr<OpenedFile> OpenForRead(const std::string& path) {
   OpenedFile f;
-  f.fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!f.fd.valid()) return PathError("read_file: open", path);
+  // O_NONBLOCK: opening a FIFO (there from the start, or swapped in since the host listed the
+  // directory) returns at once instead of waiting for a writer; O_NOFOLLOW: a final symlink is
+  // refused rather than followed; O_NOCTTY: a tty never becomes the agent's terminal.
+  f.fd.reset(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
+  if (!f.fd.valid()) {
+    if (errno == ELOOP) {
+      return InvalidArgument("read_file " + path + ": is a symbolic link (not followed)");
+    }
+    return PathError("read_file: open", path);
+  }
   struct stat st;
   if (::fstat(f.fd.get(), &st) != 0) return PathError("read_file: stat", path);
-  if (!S_ISREG(st.st_mode)) return InvalidArgument("read_file " + path + ": not a regular file");
+  // Only a regular file is read; its reads never block, whatever O_NONBLOCK says.
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgument("read_file " + path + ": " + KindOf(st.st_mode) +
+                           ", not a regular file");
+  }
   f.size = static_cast<uint64_t>(st.st_size);
   f.mode = st.st_mode & 07777;
   return f;
 }
 
 StatusOr<protocol::Json> ListDir(const std::string& path) {
-  DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return PathError("list_dir", path);
+  // O_DIRECTORY|O_NONBLOCK: a FIFO at the path fails at once (ENOTDIR) instead of blocking.
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return PathError("list_dir", path);
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    int err = errno;
+    ::close(fd);
+    return PathError("list_dir", path, err);
+  }
   protocol::Json entries = protocol::Json::array();
   while (dirent* e = ::readdir(dir)) {
     std::string name = e->d_name;

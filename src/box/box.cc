@@ -113,10 +113,16 @@ class Box::Impl {
                    "");
   }
 
-  Status CopyOut(const std::string& box_path, const std::string& host_path) {
+  Status CopyOut(const std::string& box_path, const std::string& host_path,
+                 const CopyOutOptions& options) {
     RETURN_IF_ERROR(CheckUsable());
-    return Explain(box::CopyBoxToHost(*agent_, ResolveBoxPath(options_.workdir, box_path), host_path),
-                   "");
+    CopyOutOptions resolved = options;
+    // The box cannot have made more than its scratch disk holds.
+    if (resolved.max_bytes == 0) {
+      resolved.max_bytes = std::max<uint64_t>(options_.disk_mib, 1) << 20;
+    }
+    std::string from = ResolveBoxPath(options_.workdir, box_path);
+    return Explain(box::CopyBoxToHost(*agent_, from, host_path, resolved), "");
   }
 
   Status Destroy() {
@@ -243,8 +249,9 @@ Status Box::CopyIn(const std::string& host_path, const std::string& box_path) {
   return impl_->CopyIn(host_path, box_path);
 }
 
-Status Box::CopyOut(const std::string& box_path, const std::string& host_path) {
-  return impl_->CopyOut(box_path, host_path);
+Status Box::CopyOut(const std::string& box_path, const std::string& host_path,
+                    const CopyOutOptions& options) {
+  return impl_->CopyOut(box_path, host_path, options);
 }
 
 const BoxInfo& Box::info() const { return impl_->info(); }

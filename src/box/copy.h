@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "codebox/box.h"
 #include "codebox/status.h"
 #include "protocol/agent_client.h"
 
@@ -13,10 +14,10 @@ namespace codebox::box {
 // link cannot pull in host files outside the tree).
 Status CopyHostToBox(protocol::AgentClient& agent, const std::string& host_path,
                      const std::string& box_path);
-// box_path may be a file or a directory. Box symlinks are not followed on the host side:
-// they are skipped, so box code cannot make the host write outside host_path.
+// box_path may be a file or a directory; see Box::CopyOut for what comes out and how.
+// options.max_bytes must be set (non-zero).
 Status CopyBoxToHost(protocol::AgentClient& agent, const std::string& box_path,
-                     const std::string& host_path);
+                     const std::string& host_path, const CopyOutOptions& options);
 
 }  // namespace codebox::box
 

@@ -25,6 +25,7 @@ struct Invocation {
   std::optional<std::string> stdin_data;
   std::vector<Copy> copy_in;          // host -> box
   std::vector<Copy> copy_out;         // box -> host
+  CopyOutOptions copy_out_options;    // max_bytes 0: the box's disk size
   bool json = false;
 };
 
@@ -37,6 +38,8 @@ options:
   --file F             read the code from host file F
   --copy-in HOST:BOX   copy a host file or directory into the box first (repeatable)
   --copy-out BOX:HOST  copy a box file or directory out afterwards (repeatable)
+  --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
+                       suffix (default: the box's --disk size)
   --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...
 )";
 
@@ -49,6 +52,8 @@ options:
   --stdin              forward this process's stdin to the command
   --copy-in HOST:BOX   copy a host file or directory into the box first (repeatable)
   --copy-out BOX:HOST  copy a box file or directory out afterwards (repeatable)
+  --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
+                       suffix (default: the box's --disk size)
   --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...
 )";
 
@@ -94,6 +99,14 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
       ASSIGN_OR_RETURN(std::string v, value());
       ASSIGN_OR_RETURN(Copy c, ParseCopy(a, v));
       (a == "--copy-in" ? inv->copy_in : inv->copy_out).push_back(c);
+    } else if (a == "--copy-out-limit") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      auto mib = ParseMebibytes(v);
+      if (!mib.ok()) return InvalidArgument("--copy-out-limit: " + mib.status().message());
+      if (*mib == 0 || *mib > (uint64_t{1} << 44)) {
+        return InvalidArgument("--copy-out-limit: give a size from 1M up");
+      }
+      inv->copy_out_options.max_bytes = *mib << 20;
     } else if (!is_exec && a == "--file") {
       ASSIGN_OR_RETURN(code_file, value());
     } else if (is_exec && a == "--stdin") {
@@ -175,7 +188,7 @@ int Execute(const std::string& command, const Invocation& inv) {
   }
   int status = ExitStatusOf(*result);
   for (const Copy& c : inv.copy_out) {
-    if (Status st = (*box)->CopyOut(c.from, c.to); !st.ok()) {
+    if (Status st = (*box)->CopyOut(c.from, c.to, inv.copy_out_options); !st.ok()) {
       PrintError(command, st);
       status = kExitCodeboxError;
     }

@@ -764,32 +764,6 @@ StatusOr<std::string> AgentClient::ReadFile(const std::string& box_path, uint64_
   return data;
 }
 
-Status AgentClient::ReadFileToHost(const std::string& box_path, const std::string& host_path) {
-  static std::atomic<uint64_t> counter{0};
-  std::string temp =
-      host_path + ".codebox-tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  base::UniqueFd out(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!out.valid()) return base::ErrnoStatus("copy out: create " + temp);
-  uint32_t mode = 0644;
-  int fd = out.get();
-  Status st = ReadFileStream(
-      box_path, std::numeric_limits<uint64_t>::max(),
-      [&mode](uint64_t, uint32_t m) {
-        mode = m;
-        return Status::Ok();
-      },
-      [fd](std::string_view chunk) { return base::WriteAll(fd, chunk); });
-  if (st.ok() && ::fchmod(fd, mode & 07777) != 0) st = base::ErrnoStatus("chmod " + temp);
-  if (st.ok() && ::close(out.release()) != 0) st = base::ErrnoStatus("close " + temp);
-  if (st.ok() && ::rename(temp.c_str(), host_path.c_str()) != 0)
-    st = base::ErrnoStatus("rename to " + host_path);
-  if (!st.ok()) {
-    ::unlink(temp.c_str());
-    return st.WithContext("copy box " + box_path + " to " + host_path);
-  }
-  return Status::Ok();
-}
-
 StatusOr<std::vector<DirEntry>> AgentClient::ListDir(const std::string& box_path,
                                                      size_t max_entries, uint64_t max_bytes) {
   struct State {

@@ -72,12 +72,10 @@ class AgentClient {
   // on_chunk for each piece of data, on the reader thread. Fails with kLimitExceeded (before
   // any data when the claimed size is over, or as soon as the bytes received pass it) when the
   // file is larger than max_bytes. If a callback returns an error the call ends with it and
-  // the rest of the stream is dropped. Idle deadline as in 5.
+  // the rest of the stream is dropped. Idle deadline: see set_idle_timeout.
   Status ReadFileStream(const std::string& box_path, uint64_t max_bytes,
                         const std::function<Status(uint64_t size, uint32_t mode)>& on_header,
                         const std::function<Status(std::string_view chunk)>& on_chunk);
-  // Streams a box file to a host path (written to a temp name, renamed when complete).
-  Status ReadFileToHost(const std::string& box_path, const std::string& host_path);
   // The listing, assembled from the agent's pages; kLimitExceeded past max_entries entries or
   // max_bytes (names plus 64 bytes per entry).
   StatusOr<std::vector<DirEntry>> ListDir(const std::string& box_path,

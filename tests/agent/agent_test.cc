@@ -198,7 +198,11 @@ TEST_F(AgentTest, FileRoundTripFiftyMegabytes) {
   ASSERT_TRUE(base::WriteFile(host_in, data).ok());
   Status up = client_->WriteFileFromHost(host_in, box);
   ASSERT_TRUE(up.ok()) << up.ToString();
-  Status down = client_->ReadFileToHost(box, host_out);
+  base::UniqueFd out(::open(host_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  ASSERT_TRUE(out.valid());
+  Status down = client_->ReadFileStream(
+      box, data.size(), [](uint64_t, uint32_t) { return Status::Ok(); },
+      [&out](std::string_view chunk) { return base::WriteAll(out.get(), chunk); });
   ASSERT_TRUE(down.ok()) << down.ToString();
   auto back = base::ReadFile(host_out);
   ASSERT_TRUE(back.ok());

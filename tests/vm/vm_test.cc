@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/utsname.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -197,7 +198,15 @@ TEST_F(SharedVm, CopiesFilesInAndOut) {
   std::string host_out = host_in + ".back";
   ASSERT_TRUE(base::WriteFile(host_in, std::string(3 << 20, 'z')).ok());
   ASSERT_TRUE(client().WriteFileFromHost(host_in, "/work/big.txt").ok());
-  ASSERT_TRUE(client().ReadFileToHost("/work/big.txt", host_out).ok());
+  {
+    base::UniqueFd out(::open(host_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    ASSERT_TRUE(out.valid());
+    ASSERT_TRUE(client()
+                    .ReadFileStream(
+                        "/work/big.txt", 4 << 20, [](uint64_t, uint32_t) { return Status::Ok(); },
+                        [&out](std::string_view chunk) { return base::WriteAll(out.get(), chunk); })
+                    .ok());
+  }
   auto back = base::ReadFile(host_out);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->size(), size_t{3} << 20);
