@@ -84,6 +84,7 @@ class Server {
   void SendListing(uint32_t stream, const std::string& path);
   void HandleKill(uint32_t stream, const protocol::msg::Kill& request);
   void HandleShutdown(uint32_t stream);
+  void HandleCancel(uint32_t stream, const protocol::msg::Cancel& request);
 
   // Execs (server_exec.cc).
   void HandleStdin(uint32_t stream, std::string_view payload);

@@ -136,6 +136,9 @@ struct Pending {
   Clock::time_point last_frame;
 };
 
+// How abandoned_ remembers a stream the reader gave up on while the agent still sends.
+constexpr char kGivenUp[] = "given up";
+
 // A bounded memory of stream ids (oldest forgotten first).
 class RecentStreams {
  public:
@@ -201,17 +204,45 @@ class AgentClient::Impl {
 
   // The host gives up on a request: late frames on its stream are dropped from now on, and
   // its handler (which may call user code) is not running when this returns.
+  // A request still running in the agent (deadline passed, or given up on by the reader) is
+  // cancelled there too, so a refused 1 PiB download or an upload the host stopped sending
+  // does not keep the agent busy until the box ends.
   void Abandon(uint32_t stream) {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto it = pending_.find(stream);
-    if (it != pending_.end()) {
-      std::shared_ptr<Pending> pending = it->second;
-      pending_.erase(it);
-      if (std::this_thread::get_id() != reader_.get_id()) {
-        cv_.wait(lock, [&] { return !pending->in_handler || !dead_.ok(); });
+    bool cancel = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto it = pending_.find(stream);
+      if (it != pending_.end()) {
+        std::shared_ptr<Pending> pending = it->second;
+        pending_.erase(it);
+        cancel = true;
+        if (std::this_thread::get_id() != reader_.get_id()) {
+          cv_.wait(lock, [&] { return !pending->in_handler || !dead_.ok(); });
+        }
+      } else if (const std::string* how = abandoned_.Find(stream)) {
+        cancel = *how == kGivenUp;
       }
+      abandoned_.Add(stream, "cancelled");
+      cancel = cancel && dead_.ok();
     }
-    abandoned_.Add(stream, "");
+    if (cancel) SendCancel(stream);
+  }
+
+  // Fire and forget: the answer (done, or an error for a stream the agent already finished)
+  // ends the cancel's own stream in the reader; nobody waits for it.
+  void SendCancel(uint32_t target) {
+    uint32_t stream = NewStream();
+    auto pending = Register(stream, [](const Frame& frame, const msg::Event* event) -> Verdict {
+      if (event != nullptr && std::holds_alternative<msg::Done>(*event)) return Done();
+      return {Verdict::kViolation,
+              ProtocolError(Violation(Describe(frame, event) + " on cancel stream " +
+                                      std::to_string(frame.stream)))};
+    });
+    if (!pending.ok()) return;
+    if (!Send(FrameType::kControl, stream, msg::EncodeRequest(msg::Cancel{target})).ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.erase(stream);
+    }
   }
 
   Status Send(FrameType type, uint32_t stream, std::string_view payload) {
@@ -399,7 +430,7 @@ class AgentClient::Impl {
         if (verdict.kind == Verdict::kDone) {
           finished_.Add(frame.stream, Describe(frame, ev));
         } else {
-          abandoned_.Add(frame.stream, "");
+          abandoned_.Add(frame.stream, kGivenUp);  // the caller's Abandon cancels it
         }
       }
     }

@@ -189,7 +189,7 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 
 std::string_view RequestName(const Request& request) {
   static constexpr std::string_view kNames[] = {"exec",  "write_file", "read_file", "list_dir",
-                                                "mkdir", "kill",       "shutdown"};
+                                                "mkdir", "kill",       "shutdown",  "cancel"};
   return kNames[request.index()];
 }
 
@@ -252,6 +252,9 @@ std::string EncodeRequest(const Request& request) {
           [](const Shutdown&) {
             return Json{{"op", "shutdown"}};
           },
+          [](const Cancel& c) {
+            return Json{{"op", "cancel"}, {"target", c.target}};
+          },
       },
       request);
   return DumpControl(j);
@@ -278,6 +281,12 @@ StatusOr<Request> DecodeRequest(const Json& m) {
     k.target = static_cast<uint32_t>(target);
     k.signal = static_cast<int32_t>(sig);
     return Request(k);
+  }
+  if (op == "cancel") {
+    Reader r(m, "cancel request");
+    ASSIGN_OR_RETURN(int64_t target, r.Int("target", 1, std::numeric_limits<uint32_t>::max()));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Request(Cancel{static_cast<uint32_t>(target)});
   }
   if (op == "shutdown") {
     Reader r(m, "shutdown request");

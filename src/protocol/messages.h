@@ -76,7 +76,12 @@ struct Kill {
   int32_t signal = 9;
 };
 struct Shutdown {};
-using Request = std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown>;
+// The host gave up on stream `target` (a cap, a deadline, an error of its own): the agent stops
+// a download, discards an upload, kills an exec's processes, and answers done.
+struct Cancel {
+  uint32_t target = 0;
+};
+using Request = std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel>;
 
 // Events.
 struct Exit {

@@ -384,6 +384,10 @@ TEST(HostileAgentTest, ReadFileStreamCallbackErrorEndsTheCallOnly) {
     a.Send(FrameType::kData, stream, "abc");
     a.Send(FrameType::kData, stream, "def");
     a.Send(FrameType::kData, stream, "");
+    // The host gave up after "abc" and cancels the read; the agent had already finished it.
+    auto [cs, cancel] = a.NextRequest();
+    if (cancel.value("op", "") != "cancel" || cancel.value("target", 0u) != stream) return;
+    a.Event(cs, Json{{"event", "error"}, {"code", "not_found"}, {"message", "nothing to cancel"}});
     auto [stream2, req2] = a.NextRequest();
     a.Event(stream2, Json{{"event", "done"}});
   });
@@ -456,6 +460,10 @@ TEST(HostileAgentTest, BadListingEntriesAreViolations) {
 TEST(HostileAgentTest, SilentAgentHitsTheIdleDeadline) {
   HostileAgent agent([](HostileAgent& a) {
     a.NextRequest();  // read_file: never answered
+    // The host gives up at its deadline and cancels the read in the agent.
+    auto [cancel_stream, cancel] = a.NextRequest();
+    if (cancel.value("op", "") != "cancel" || cancel.value("target", 0) != 1) return;
+    a.Event(cancel_stream, Json{{"event", "done"}});
     auto [stream, req] = a.NextRequest();
     // The late answer to the abandoned read is dropped; this request is answered.
     a.Event(1, Json{{"event", "file"}, {"size", 1}, {"mode", 420}});
@@ -517,6 +525,10 @@ TEST(HostileAgentTest, ThrowingCallbackFailsItsCallOnly) {
     a.Send(FrameType::kStdout, s1, "boom");
     a.Send(FrameType::kStdout, s1, "more");
     a.Event(s1, ExitEvent(0));
+    // The host gave up on s1 (its callback threw) and cancels it in the agent.
+    auto [cs, cancel] = a.NextRequest();
+    if (cancel.value("op", "") != "cancel" || cancel.value("target", 0u) != s1) return;
+    a.Event(cs, Json{{"event", "done"}});
     auto [s2, r2] = a.NextRequest();
     a.Send(FrameType::kStdout, s2, "fine");
     a.Event(s2, ExitEvent(0));

@@ -221,6 +221,16 @@ TEST_F(BoxCopyTest, APetabyteSparseFileIsRefusedToo) {
   EXPECT_LT(Elapsed(start), 5s);
   EXPECT_EQ(st.code(), StatusCode::kLimitExceeded) << st.ToString();
   EXPECT_EQ(CountDirEntries(dir), 0);
+  // The refused download is cancelled in the agent too: it does not stream a petabyte of
+  // zeros until the box ends. Its CPU time over one second (ticks of 10 ms) stays small.
+  auto cpu = box->Exec({"sh", "-c",
+                        "a=$(cut -d' ' -f14,15 /proc/1/stat); sleep 1; "
+                        "b=$(cut -d' ' -f14,15 /proc/1/stat); echo $a $b"});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  long u0 = 0, s0 = 0, u1 = 0, s1 = 0;
+  ASSERT_EQ(std::sscanf(cpu->stdout_data.c_str(), "%ld %ld %ld %ld", &u0, &s0, &u1, &s1), 4)
+      << cpu->stdout_data;
+  EXPECT_LT((u1 + s1) - (u0 + s0), 20) << "the agent is still busy after the refusal";
 }
 
 TEST_F(BoxCopyTest, APerCallLimitLetsALargerFileOutWithItsHoles) {
