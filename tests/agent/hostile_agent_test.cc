@@ -17,6 +17,7 @@
 #include "protocol/agent_client.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
+#include "tests/common/rss.h"
 
 namespace codebox::testing {
 namespace {
@@ -131,29 +132,10 @@ void ExpectViolation(const Status& st, const std::string& text) {
   EXPECT_NE(st.message().find(text), std::string::npos) << st.ToString();
 }
 
-// ASan's quarantine keeps freed memory resident, so RSS says nothing under it.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kRssIsMeaningful = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kRssIsMeaningful = false;
-#else
-constexpr bool kRssIsMeaningful = true;
-#endif
-#else
-constexpr bool kRssIsMeaningful = true;
-#endif
 
-// Peak resident set since the last reset, in bytes.
-uint64_t PeakRss() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
-}
-void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+using testing::kRssIsMeaningful;
+using testing::PeakRss;
+using testing::ResetPeakRss;
 
 TEST(HostileAgentTest, MistypedEventNameIsAProtocolErrorNotACrash) {
   HostileAgent agent([](HostileAgent& a) {

@@ -11,34 +11,17 @@
 #include <thread>
 
 #include "tests/box/box_test_util.h"
+#include "tests/common/rss.h"
 
 namespace codebox {
 namespace {
 
 using namespace std::chrono_literals;
 
-// ASan's quarantine keeps freed memory resident, so RSS says nothing under it.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kRssIsMeaningful = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kRssIsMeaningful = false;
-#else
-constexpr bool kRssIsMeaningful = true;
-#endif
-#else
-constexpr bool kRssIsMeaningful = true;
-#endif
 
-uint64_t PeakRss() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
-}
-void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+using testing::kRssIsMeaningful;
+using testing::PeakRss;
+using testing::ResetPeakRss;
 
 class HostileBoxTest : public ::testing::Test {
  protected:
