@@ -109,6 +109,10 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
   envp.push_back(nullptr);
 
   pid_t pid = ::fork();
+  if (pid < 0 && errno == EAGAIN) {
+    return Unavailable("fork: the box's process limit is reached (" +
+                       std::string(std::strerror(EAGAIN)) + ")");
+  }
   if (pid < 0) return base::ErrnoStatus("fork");
   if (pid == 0) {
     RunChild(spec, argv.data(), envp.data(), in.read.get(), out.write.get(), err.write.get());

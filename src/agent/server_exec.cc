@@ -25,6 +25,15 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   exec.oom_kills_before = ReadOomKillCount();
   exec.start = Clock::now();
   auto spawned = SpawnExec(*spec);
+  // The processes an earlier exec's kill left may still count against the box's process
+  // limit until they are reaped: reap, and try again for a moment (bounded: 200 ms).
+  for (int retry = 0; retry < 20 && !spawned.ok() &&
+                      spawned.status().code() == StatusCode::kUnavailable;
+       ++retry) {
+    ReapChildren();
+    ::usleep(10'000);
+    spawned = SpawnExec(*spec);
+  }
   if (!spawned.ok()) return SendError(stream, spawned.status().WithContext("exec"));
   exec.pid = spawned->pid;
   exec.in = std::move(spawned->stdin_fd);

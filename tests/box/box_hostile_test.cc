@@ -87,7 +87,7 @@ TEST(BoxHostileTest, ForkBombAndThreadBombAreStoppedByTheProcessLimit) {
       "    while True:\n        threading.Thread(target=time.sleep, args=(10,), daemon=True).start(); n += 1\n"
       "except RuntimeError as e:\n    print('stopped at', n)\n",
       opts);
-  ASSERT_TRUE(thread_bomb.ok());
+  ASSERT_TRUE(thread_bomb.ok()) << thread_bomb.status().ToString();
   EXPECT_NE(thread_bomb->stdout_data.find("stopped at"), std::string::npos)
       << thread_bomb->stdout_data << thread_bomb->stderr_data;
   // The host still forks fine, and so does a fresh box.
