@@ -209,7 +209,11 @@ StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
   ASSIGN_OR_RETURN(box::DriverChoice choice, box::ChooseDriver(options));
   CODEBOX_LOG(kInfo, "create box: image " << image.id << ", driver " << choice.reason);
   auto backend = box::StartBackend(options, choice, image.rootfs);
-  if (!backend.ok()) return backend.status().WithContext("create box");
+  if (!backend.ok()) {
+    // A failed start quotes the guest console or the jail's log: box-controlled text.
+    Status st = backend.status().WithContext("create box");
+    return Status(st.code(), base::TerminalSafe(st.message()));
+  }
   auto agent = protocol::AgentClient::Connect((*backend)->TakeAgentFd(), kHandshakeTimeout);
   if (!agent.ok()) {
     Status st = agent.status().WithContext("create box: connect to agent");
