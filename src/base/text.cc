@@ -22,11 +22,11 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
     if ((byte(i + k) & 0xc0) != 0x80) return 0;
   }
   unsigned char b1 = byte(i + 1);
-  if (b0 == 0xe0 && b1 < 0xa0) return 0;  // overlong
+  if (b0 == 0xe0 && b1 < 0xa0) return 0;   // overlong
   if (b0 == 0xed && b1 >= 0xa0) return 0;  // UTF-16 surrogates
-  if (b0 == 0xf0 && b1 < 0x90) return 0;  // overlong
+  if (b0 == 0xf0 && b1 < 0x90) return 0;   // overlong
   if (b0 == 0xf4 && b1 >= 0x90) return 0;  // above U+10FFFF
-  if (b0 == 0xc2 && b1 < 0xa0) return 0;  // C1 controls U+0080..U+009F
+  if (b0 == 0xc2 && b1 < 0xa0) return 0;   // C1 controls U+0080..U+009F
   return len;
 }
 

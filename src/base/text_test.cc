@@ -7,21 +7,24 @@ namespace {
 
 TEST(TerminalSafeTest, KeepsPrintableTextNewlinesTabsAndUtf8) {
   EXPECT_EQ(TerminalSafe("hello\tworld\n"), "hello\tworld\n");
-  EXPECT_EQ(TerminalSafe("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x93\x88"), "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x93\x88");
+  EXPECT_EQ(TerminalSafe("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x93\x88"),
+            "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x93\x88");
 }
 
 TEST(TerminalSafeTest, EscapesControlsAnsiAndC1) {
   // ESC ] 0 ; title BEL: sets the terminal title; ESC [ 2 J clears the screen.
   EXPECT_EQ(TerminalSafe("\x1b]0;pwned\x07\x1b[2J"), "\\x1b]0;pwned\\x07\\x1b[2J");
   EXPECT_EQ(TerminalSafe("a\rb\x7f"), "a\\x0db\\x7f");
-  EXPECT_EQ(TerminalSafe("\xc2\x9b" "31m"), "\\xc2\\x9b31m");  // C1 CSI in UTF-8
+  EXPECT_EQ(TerminalSafe("\xc2\x9b"
+                         "31m"),
+            "\\xc2\\x9b31m");  // C1 CSI in UTF-8
   EXPECT_EQ(TerminalSafe(std::string("nul\0byte", 8)), "nul\\x00byte");
 }
 
 TEST(TerminalSafeTest, EscapesInvalidUtf8) {
   EXPECT_EQ(TerminalSafe("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(TerminalSafe("\xc3"), "\\xc3");              // truncated sequence
-  EXPECT_EQ(TerminalSafe("\xc0\xaf"), "\\xc0\\xaf");      // overlong '/'
+  EXPECT_EQ(TerminalSafe("\xc3"), "\\xc3");                    // truncated sequence
+  EXPECT_EQ(TerminalSafe("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(TerminalSafe("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
 }
 

@@ -55,7 +55,6 @@ StatusOr<UniqueFd> SealedCopy(const std::string& path) {
   return copy;
 }
 
-
 StatusOr<int> SharedAgentImage(const std::string& path) {
   static std::mutex mu;
   static auto* images = new std::map<std::string, UniqueFd>();  // never freed: lives with us
