@@ -18,8 +18,9 @@ class BoxRunner final : public CodeRunner {
   Status CopyIn(const std::string& host_path, const std::string& box_path) override {
     return box_->CopyIn(host_path, box_path);
   }
-  Status CopyOut(const std::string& box_path, const std::string& host_path) override {
-    return box_->CopyOut(box_path, host_path);
+  Status CopyOut(const std::string& box_path, const std::string& host_path,
+                 const CopyOutOptions& options) override {
+    return box_->CopyOut(box_path, host_path, options);
   }
   std::string driver() const override { return box_->info().driver; }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codebox/box.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
 
@@ -21,7 +22,8 @@ class CodeRunner {
   virtual StatusOr<ExecResult> RunPython(std::string_view code) = 0;
   virtual StatusOr<ExecResult> Exec(const std::vector<std::string>& argv) = 0;
   virtual Status CopyIn(const std::string& host_path, const std::string& box_path) = 0;
-  virtual Status CopyOut(const std::string& box_path, const std::string& host_path) = 0;
+  virtual Status CopyOut(const std::string& box_path, const std::string& host_path,
+                         const CopyOutOptions& options = {}) = 0;
   virtual std::string driver() const = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "llm/session.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -75,6 +76,22 @@ Status Session::Open() {
   return Status::Ok();
 }
 
+namespace {
+
+// File data under a host path that a copy-out wrote (it makes no symlinks to follow).
+uint64_t BytesUnder(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(fs::symlink_status(path, ec))) return fs::file_size(path, ec);
+  uint64_t total = 0;
+  for (auto it = fs::recursive_directory_iterator(path, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
+}  // namespace
+
 Status Session::CopyOutputs() {
   if (options_.output_dir.empty() || !runner_) return Status::Ok();
   const std::string& workdir = options_.box.workdir;
@@ -84,6 +101,9 @@ Status Session::CopyOutputs() {
   std::error_code ec;
   fs::create_directories(options_.output_dir, ec);
   if (ec) return IoError("create " + options_.output_dir + ": " + ec.message());
+  // One budget for every entry together (the box's disk size): copied one by one, hard links
+  // to one big file could otherwise each take a whole copy-out limit on the host.
+  uint64_t budget = options_.box.disk_mib << 20;
   size_t start = 0;
   while (start < ls.stdout_data.size()) {
     size_t end = ls.stdout_data.find('\0', start);
@@ -92,8 +112,12 @@ Status Session::CopyOutputs() {
     start = end + 1;
     if (!SafeName(name)) continue;
     std::string host_path = (fs::path(options_.output_dir) / name).string();
-    RETURN_IF_ERROR(runner_->CopyOut(workdir + "/" + name, host_path)
+    if (budget == 0) return LimitExceeded("the box's outputs are over the copy-out limit");
+    CopyOutOptions copy;
+    copy.max_bytes = budget;
+    RETURN_IF_ERROR(runner_->CopyOut(workdir + "/" + name, host_path, copy)
                         .WithContext("copy " + name + " out of the box"));
+    budget -= std::min(budget, BytesUnder(host_path));
     transcript_.files_out.push_back(host_path);
     Notice("wrote " + host_path);
   }

@@ -69,7 +69,7 @@ class HostPythonRunner final : public CodeRunner {
   Status CopyIn(const std::string&, const std::string&) override {
     return Unavailable("the host test runner has no /data");
   }
-  Status CopyOut(const std::string&, const std::string&) override {
+  Status CopyOut(const std::string&, const std::string&, const CopyOutOptions&) override {
     return Unavailable("the host test runner has no /work");
   }
   std::string driver() const override { return "host-test"; }

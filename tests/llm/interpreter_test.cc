@@ -226,6 +226,27 @@ TEST_P(InterpreterTest, FilesGoInAndResultsComeOut) {
   fs::remove_all(dir);
 }
 
+// Hard links give one 40 MiB file eleven names in /work: copied out one name at a time, each
+// must not get a budget of its own (that would put 440 MiB on the host from a 256 MiB box).
+TEST_P(InterpreterTest, OutputsShareOneCopyOutBudget) {
+  if (!InBox()) GTEST_SKIP() << "needs a box for /work";
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("codebox_llm_links_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  InterpreterOptions o = Options("outputs_hardlinks.json");
+  o.output_dir = (dir / "out").string();
+  Interpreter interpreter(o);
+  auto t = interpreter.Ask("make links");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kLimitExceeded) << t.status().ToString();
+  uint64_t written = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "out")) {
+    if (e.is_regular_file()) written += e.file_size();
+  }
+  EXPECT_LE(written, 256u << 20);
+  fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(Runners, InterpreterTest, ::testing::Values("box", "host"),
                          [](const auto& info) { return info.param; });
 
