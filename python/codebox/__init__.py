@@ -21,7 +21,8 @@ Errors are :class:`BoxError` (a RuntimeError) with the reason and what to do; ``
 timeout raises :class:`BoxTimeoutError` (a TimeoutError), ``exec`` reports ``timed_out``.
 """
 
-from ._box import BoxInfo, CodeBox, ExecResult, SyncCodeBox
+from ._box import CodeBox, SyncCodeBox
+from ._values import BoxInfo, ExecResult
 from ._interpreter import Interpreter, Transcript
 from .errors import (
     BoxClosedError,
