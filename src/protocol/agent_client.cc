@@ -78,13 +78,12 @@ StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
   exec.timeout_ms = std::max<int64_t>(0, request.timeout.count());
   exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
   const std::string what = "exec " + request.argv[0].substr(0, 256);
-  {
-    size_t encoded = msg::EncodeRequest(exec).size();
-    if (encoded > kMaxPayload) {
-      return InvalidArgument(what + ": exec request is " + std::to_string(encoded) +
-                             " bytes encoded; argv and environment may take at most " +
-                             std::to_string(kMaxPayload) + " bytes in all (JSON-encoded)");
-    }
+  // Encoded once: measured here, sent below.
+  const std::string encoded = msg::EncodeRequest(exec);
+  if (encoded.size() > kMaxPayload) {
+    return InvalidArgument(what + ": exec request is " + std::to_string(encoded.size()) +
+                           " bytes encoded; argv and environment may take at most " +
+                           std::to_string(kMaxPayload) + " bytes in all (JSON-encoded)");
   }
 
   auto state = std::make_shared<ExecState>();
@@ -131,7 +130,7 @@ StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
   uint32_t stream = impl_->NewStream();
   auto pending = impl_->Register(stream, on_frame);
   if (!pending.ok()) return pending.status().WithContext(what);
-  Status st = impl_->Send(FrameType::kControl, stream, msg::EncodeRequest(exec));
+  Status st = impl_->Send(FrameType::kControl, stream, encoded);
   if (st.ok()) st = send_stdin(stream);
   // The agent enforces the timeout; the host waits for it plus a grace, and while the exec
   // is silent asks the agent every idle period whether it still runs (kill, signal 0).
