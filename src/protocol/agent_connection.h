@@ -186,12 +186,6 @@ class AgentClient::Impl {
     pending->last_frame = Clock::now();
   }
 
-  std::shared_ptr<Pending> Lookup(uint32_t stream) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(stream);
-    return it == pending_.end() ? nullptr : it->second;
-  }
-
  private:
   void ReadLoop();
 
