@@ -74,16 +74,28 @@ installed_prefix() {
 
 subdirectory() {
   cmake -S "$ROOT/examples/cpp" -B "$SUBDIR_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCODEBOX_SOURCE_DIR="$ROOT" >/dev/null &&
-    cmake --build "$SUBDIR_BUILD" -j "$jobs" | { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCODEBOX_SOURCE_DIR="$ROOT" >/dev/null &&
+    cmake --build "$SUBDIR_BUILD" -j "$jobs" | { grep -vE '^(\[[0-9]+/[0-9]+\] |ninja: no work)' || true; }
   [[ ${PIPESTATUS[0]} -eq 0 ]] || return 1
+  # The consumer sees include/ and not src/ (codebox's private headers).
+  local includes
+  includes=$(python3 -c 'import json,sys
+print(next(c["command"] for c in json.load(open(sys.argv[1])) if c["file"].endswith("examples/cpp/main.cc")))' \
+    "$SUBDIR_BUILD/compile_commands.json") || return 1
+  if [[ $includes == *"-I$ROOT/src"* || $includes != *"-I$ROOT/include"* ]]; then
+    note "hello_box compiles with: $includes (wanted $ROOT/include and not $ROOT/src)"
+    return 1
+  fi
+  note "hello_box's include path: $ROOT/include only"
   runs_a_box "$SUBDIR_BUILD/hello_box"
 }
 
 pip_venv() {
   /usr/bin/python3 -m venv "$tmp/venv" || return 1
   PIP_NO_INDEX=1 "$tmp/venv/bin/pip" install -q "$ROOT/python" || return 1
-  no_build_tree_paths "$tmp/venv/lib" || return 1
+  # What the wheel put there (pip's own direct_url.json records the source dir, as it should).
+  no_build_tree_paths "$("$tmp/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')/codebox" ||
+    return 1
   runs_a_box "$tmp/venv/bin/python" -c '
 import codebox
 with codebox.SyncCodeBox() as box:
