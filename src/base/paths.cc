@@ -69,8 +69,8 @@ std::string LibraryObjectDir() {
   struct link_map* map = nullptr;
   // The link map names the object by the path it was loaded from; the main program's name is
   // empty, and then /proc/self/exe says where it is.
-  if (::dladdr1(reinterpret_cast<void*>(&LibraryObjectDir), &info,
-                reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 ||
+  if (::dladdr1(reinterpret_cast<void*>(&LibraryObjectDir), &info, reinterpret_cast<void**>(&map),
+                RTLD_DL_LINKMAP) == 0 ||
       map == nullptr || map->l_name == nullptr || map->l_name[0] == '\0') {
     return SelfExeDir();
   }
@@ -122,7 +122,8 @@ std::string HelperNotFoundMessage(const std::string& name) {
 std::string FindRecipeDir() {
   if (std::string v = Env("CODEBOX_IMAGES"); !v.empty()) return v;
   for (const std::string& dir : SearchDirs()) {
-    for (const std::string& candidate : {dir + "/codebox-images", dir + "/../share/codebox/images"}) {
+    for (const std::string& candidate :
+         {dir + "/codebox-images", dir + "/../share/codebox/images"}) {
       if (IsDirectory(candidate)) return candidate;
     }
   }
