@@ -11,8 +11,9 @@ and the helper binaries) and packs a wheel in the bundle layout ``base/paths.h``
 
 so the installed module finds its helpers and recipes from its own location.
 
-The CMake build dir is ``build/wheel-<python tag>`` under the repository (kept, so a second
-install rebuilds little), or ``$CODEBOX_WHEEL_BUILD_DIR``.
+The CMake build dir is ``$CODEBOX_WHEEL_BUILD_DIR``, else ``build/wheel-<python tag>`` under the
+repository (kept, so a second install rebuilds little), else a temporary dir where the
+checkout is not writable.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -71,8 +73,10 @@ def _run(argv: list[str]) -> None:
 def _build_tree() -> Path:
     if os.environ.get("CODEBOX_WHEEL_BUILD_DIR"):
         build = Path(os.environ["CODEBOX_WHEEL_BUILD_DIR"])
-    else:
+    elif os.access(ROOT, os.W_OK):
         build = ROOT / "build" / f"wheel-{_tag().split('-')[0]}"
+    else:  # a checkout this user cannot write to: build in a fresh temporary dir
+        build = Path(tempfile.mkdtemp(prefix="codebox-wheel-"))
     if not (ROOT / "CMakeLists.txt").is_file():
         raise RuntimeError(f"codebox_build: {ROOT}/CMakeLists.txt not found; build from the repository")
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
