@@ -23,7 +23,7 @@
 #include "base/io.h"
 #include "base/paths.h"
 #include "image/store.h"
-#include "protocol/agent_client.h"
+#include "agent_client/agent_client.h"
 #include "vm/accel.h"
 #include "vm/cpio.h"
 #include "vm/fs.h"

@@ -16,12 +16,19 @@ from .errors import BoxError, BoxTimeoutError
 
 def _core() -> Any:
     """The C++ extension; imported on first use so that `import codebox` always works."""
-    try:
+    try:  # installed (pip install ./python): inside the package, beside its helpers
+        from . import _codebox  # type: ignore[attr-defined]
+
+        return _codebox
+    except ImportError:
+        pass
+    try:  # the build tree: build/release/python, on the path through scripts/setup's .pth
         import _codebox  # type: ignore[import-not-found]
     except ImportError as exc:
         raise BoxError(
-            "the codebox C++ extension (_codebox) is not importable: build it with scripts/setup "
-            f"(or `ninja -C build/release _codebox`) so it lands in build/release/python ({exc})",
+            "the codebox C++ extension (_codebox) is not importable: `pip install ./python`, or "
+            "build it with scripts/setup (or `ninja -C build/release _codebox`) so it lands in "
+            f"build/release/python ({exc})",
             "unavailable",
         ) from None
     return _codebox

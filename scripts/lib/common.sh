@@ -10,6 +10,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libgtest-dev libgmock-dev nlohmann-json3-dev libseccomp-dev libcurl4-openssl-dev
   pybind11-dev python3-dev python3-pytest
+  python3-venv                          # scripts/lib/test-packaging.sh: pip install into a venv
   clang libclang-rt-14-dev              # libFuzzer for the protocol fuzz target
   debootstrap                           # image builder
   erofs-utils qemu-system-x86 cpio kmod # vm driver

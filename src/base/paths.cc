@@ -1,12 +1,50 @@
 #include "base/paths.h"
 
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <climits>
 #include <cstdlib>
 
+// Install directories from CMake (GNUInstallDirs); never a build-tree path.
+#ifndef CODEBOX_INSTALL_LIBEXEC_DIR
+#define CODEBOX_INSTALL_LIBEXEC_DIR "/usr/local/libexec/codebox"
+#endif
+#ifndef CODEBOX_INSTALL_IMAGES_DIR
+#define CODEBOX_INSTALL_IMAGES_DIR "/usr/local/share/codebox/images"
+#endif
+
 namespace codebox::base {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// LibraryObjectDir() then SelfExeDir(), without repeating one that is the same.
+std::vector<std::string> SearchDirs() {
+  std::vector<std::string> dirs{LibraryObjectDir()};
+  std::string exe = SelfExeDir();
+  if (exe != dirs[0]) dirs.push_back(exe);
+  return dirs;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
 
 std::string CodeboxHome(const std::string& override_home) {
   if (!override_home.empty()) return override_home;
@@ -23,33 +61,73 @@ std::string SelfExeDir() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return ".";
-  std::string path(buf, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/'));
+  return DirName(std::string(buf, static_cast<size_t>(n)));
 }
 
-std::string FindHelperBinary(const std::string& name) {
+std::string LibraryObjectDir() {
+  Dl_info info;
+  struct link_map* map = nullptr;
+  // The link map names the object by the path it was loaded from; the main program's name is
+  // empty, and then /proc/self/exe says where it is.
+  if (::dladdr1(reinterpret_cast<void*>(&LibraryObjectDir), &info, reinterpret_cast<void**>(&map),
+                RTLD_DL_LINKMAP) == 0 ||
+      map == nullptr || map->l_name == nullptr || map->l_name[0] == '\0') {
+    return SelfExeDir();
+  }
+  char resolved[PATH_MAX];
+  if (::realpath(map->l_name, resolved) == nullptr) return SelfExeDir();
+  return DirName(resolved);
+}
+
+std::vector<std::string> HelperBinaryCandidates(const std::string& name) {
+  std::vector<std::string> out;
   // An exact override per binary: codebox-agent -> $CODEBOX_AGENT. The sanitizer build uses
   // it to put the release (static) agent into boxes, where no sanitizer runtime exists.
   std::string var;
-  for (char c : name) var += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (const char* v = std::getenv(var.c_str()); v != nullptr && *v != '\0') return v;
-  std::string candidates[5];
-  int count = 0;
-  if (const char* v = std::getenv("CODEBOX_LIBEXEC"); v != nullptr && *v != '\0') {
-    candidates[count++] = std::string(v) + "/" + name;
+  for (char c : name) {
+    var += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
-  std::string dir = SelfExeDir();
-  candidates[count++] = dir + "/" + name;
-  candidates[count++] = dir + "/../bin/" + name;
-  candidates[count++] = dir + "/../libexec/codebox/" + name;
-#ifdef CODEBOX_BUILD_BIN_DIR
-  // Callers whose executable is not ours (python3 loading the module) find the build tree.
-  candidates[count++] = std::string(CODEBOX_BUILD_BIN_DIR) + "/" + name;
-#endif
-  for (int i = 0; i < count; ++i) {
-    if (::access(candidates[i].c_str(), X_OK) == 0) return candidates[i];
+  if (std::string v = Env(var.c_str()); !v.empty()) out.push_back(v);
+  if (std::string v = Env("CODEBOX_LIBEXEC"); !v.empty()) out.push_back(v + "/" + name);
+  for (const std::string& dir : SearchDirs()) {
+    out.push_back(dir + "/" + name);
+    out.push_back(dir + "/codebox-libexec/" + name);
+    out.push_back(dir + "/../libexec/codebox/" + name);
+    out.push_back(dir + "/../bin/" + name);
+  }
+  out.push_back(std::string(CODEBOX_INSTALL_LIBEXEC_DIR) + "/" + name);
+  return out;
+}
+
+std::string FindHelperBinary(const std::string& name) {
+  for (const std::string& path : HelperBinaryCandidates(name)) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(path.c_str(), X_OK) == 0) {
+      return path;
+    }
   }
   return "";
+}
+
+std::string HelperNotFoundMessage(const std::string& name) {
+  std::string places;
+  for (const std::string& path : HelperBinaryCandidates(name)) {
+    places += (places.empty() ? "" : ", ") + path;
+  }
+  return name + " not found (looked in: " + places + "); install codebox (cmake --install, " +
+         "pip install, or the .deb), or set $CODEBOX_LIBEXEC to the folder holding " + name;
+}
+
+std::string FindRecipeDir() {
+  if (std::string v = Env("CODEBOX_IMAGES"); !v.empty()) return v;
+  for (const std::string& dir : SearchDirs()) {
+    for (const std::string& candidate :
+         {dir + "/codebox-images", dir + "/../share/codebox/images"}) {
+      if (IsDirectory(candidate)) return candidate;
+    }
+  }
+  return CODEBOX_INSTALL_IMAGES_DIR;
 }
 
 }  // namespace codebox::base

@@ -1,8 +1,14 @@
-// Where codebox keeps its state, and where its own binaries are.
+// Where codebox keeps its state, and where its own helper binaries and image recipes are.
+//
+// Nothing here is a path of the build tree: helpers and recipes are found from where the
+// code that asks is (the executable or shared object holding this library), in one of the
+// layouts below, then in the install directories compiled in (CMAKE_INSTALL_PREFIX). See
+// "Installed layout" in docs/design.md.
 #ifndef CODEBOX_BASE_PATHS_H_
 #define CODEBOX_BASE_PATHS_H_
 
 #include <string>
+#include <vector>
 
 namespace codebox::base {
 
@@ -13,11 +19,29 @@ std::string CodeboxHome(const std::string& override_home = "");
 // Directory holding the running executable (readlink /proc/self/exe).
 std::string SelfExeDir();
 
-// Path of a codebox helper binary (codebox-agent, ...): the variable named after it if set
-// ($CODEBOX_AGENT for codebox-agent), else $CODEBOX_LIBEXEC/NAME if set, else
-// beside the running executable, else ../bin/NAME or ../libexec/codebox/NAME from it.
-// Empty if not found.
+// Directory of the object this library was linked into: the executable for a program
+// linked with codebox's static libraries, the extension module for Python.
+std::string LibraryObjectDir();
+
+// Every place FindHelperBinary looks for NAME, in order:
+//   $CODEBOX_<NAME> (codebox-agent -> $CODEBOX_AGENT), $CODEBOX_LIBEXEC/NAME, then for D in
+//   {LibraryObjectDir(), SelfExeDir()}: D/NAME (build tree: all executables in bin/),
+//   D/codebox-libexec/NAME (a bundle: the Python package, or codebox_bundle() beside an
+//   executable), D/../libexec/codebox/NAME (an installed prefix), D/../bin/NAME (the build
+//   tree's python/ beside bin/), and last the install libexec dir compiled in.
+std::vector<std::string> HelperBinaryCandidates(const std::string& name);
+
+// The first executable candidate above; empty if there is none.
 std::string FindHelperBinary(const std::string& name);
+
+// "NAME not found (looked in: ...); install codebox, or set $CODEBOX_LIBEXEC to the folder
+// holding NAME": what a caller says when FindHelperBinary came back empty.
+std::string HelperNotFoundMessage(const std::string& name);
+
+// The image recipes folder: $CODEBOX_IMAGES, else for D as above D/codebox-images (bundle),
+// D/../share/codebox/images (installed prefix; the build tree links it to images/), else the
+// install data dir compiled in. The compiled-in dir is returned when none exists.
+std::string FindRecipeDir();
 
 }  // namespace codebox::base
 

@@ -83,8 +83,7 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
   CollectLeftoversOnce(base::CodeboxHome(options.home));
   std::string agent = AgentPath();
   if (agent.empty()) {
-    return NotFound("codebox-agent binary not found beside codebox or in $CODEBOX_LIBEXEC; "
-                    "build it with scripts/setup");
+    return NotFound(base::HelperNotFoundMessage("codebox-agent"));
   }
   if (choice.kind == DriverKind::kJail) {
     jail::JailConfig config;

@@ -13,7 +13,7 @@
 #include "box/backend.h"
 #include "box/copy.h"
 #include "image/store.h"
-#include "protocol/agent_client.h"
+#include "agent_client/agent_client.h"
 
 namespace codebox {
 

@@ -6,7 +6,7 @@
 
 #include "codebox/box.h"
 #include "codebox/status.h"
-#include "protocol/agent_client.h"
+#include "agent_client/agent_client.h"
 
 namespace codebox::box {
 

@@ -23,7 +23,7 @@ commands:
   ls                          list built images and recipes not built yet
   rm NAME|ID...               remove every build of NAME, or the one build ID
 
-Recipes live in $CODEBOX_IMAGES or the source tree's images/ (see images/README.md);
+Recipes live in $CODEBOX_IMAGES or share/codebox/images where codebox is installed;
 images in $CODEBOX_HOME/images (default /var/lib/codebox for root,
 ~/.local/share/codebox otherwise).
 )";

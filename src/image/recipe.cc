@@ -7,11 +7,8 @@
 #include <cstdlib>
 
 #include "base/io.h"
+#include "base/paths.h"
 #include "image/sha256.h"
-
-#ifndef CODEBOX_SOURCE_IMAGES_DIR
-#define CODEBOX_SOURCE_IMAGES_DIR ""
-#endif
 
 namespace codebox::image {
 namespace {
@@ -34,11 +31,6 @@ bool IsValidPackageName(const std::string& p) {
     return std::islower(static_cast<unsigned char>(c)) ||
            std::isdigit(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
   });
-}
-
-bool IsDir(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 }  // namespace
@@ -113,12 +105,7 @@ std::string ImageId(const Recipe& recipe) {
   return Sha256Hex(input).substr(0, 16);
 }
 
-std::string RecipeDir() {
-  if (const char* v = std::getenv("CODEBOX_IMAGES"); v != nullptr && *v != '\0') return v;
-  std::string source_dir = CODEBOX_SOURCE_IMAGES_DIR;
-  if (!source_dir.empty() && IsDir(source_dir)) return source_dir;
-  return "/usr/share/codebox/images";
-}
+std::string RecipeDir() { return base::FindRecipeDir(); }
 
 std::vector<std::string> ListRecipes() {
   std::vector<std::string> names;

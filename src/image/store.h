@@ -31,8 +31,8 @@ struct ImageInfo {
   std::string built_at;   // ISO 8601
 };
 
-// Directory holding recipes: $CODEBOX_IMAGES, else the source tree's images/ (compiled in),
-// else /usr/share/codebox/images.
+// Directory holding recipes: base::FindRecipeDir() ($CODEBOX_IMAGES, else where codebox is
+// installed; the build tree links its share/codebox/images to the source images/).
 std::string RecipeDir();
 StatusOr<Recipe> LoadRecipe(const std::string& name);
 std::vector<std::string> ListRecipes();

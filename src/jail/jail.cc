@@ -202,9 +202,7 @@ StatusOr<std::unique_ptr<Jail>> Jail::Start(const JailConfig& config) {
   RETURN_IF_ERROR(Validate(config).WithContext("start jail"));
   std::string helper = base::FindHelperBinary("codebox-jail");
   if (helper.empty()) {
-    return NotFound(
-        "start jail: codebox-jail not found beside the executable (or in "
-        "$CODEBOX_LIBEXEC); build target codebox-jail");
+    return NotFound("start jail: " + base::HelperNotFoundMessage("codebox-jail"));
   }
   auto impl = std::make_unique<Impl>();
   std::string id = NewId();

@@ -207,10 +207,7 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   impl->accel = accel;
   std::string keeper_path = base::FindHelperBinary("codebox-vm-keeper");
   if (keeper_path.empty()) {
-    return NotFound(
-        "start vm box: codebox-vm-keeper not found beside the "
-        "executable (or in "
-        "$CODEBOX_LIBEXEC); build target codebox-vm-keeper");
+    return NotFound("start vm box: " + base::HelperNotFoundMessage("codebox-vm-keeper"));
   }
   // The owner tag in the name lets `codebox gc` tell a dead owner's run dir
   // (base/owner.h).

@@ -10,7 +10,7 @@
 
 #include "base/unique_fd.h"
 #include "codebox/status.h"
-#include "protocol/agent_client.h"
+#include "agent_client/agent_client.h"
 
 namespace codebox::testing {
 

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "base/io.h"
-#include "protocol/agent_client.h"
+#include "agent_client/agent_client.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
 #include "tests/common/rss.h"

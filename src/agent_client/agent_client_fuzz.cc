@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "protocol/agent_client.h"
+#include "agent_client/agent_client.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
 

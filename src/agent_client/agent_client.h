@@ -12,8 +12,8 @@
 // connection with kProtocolError "agent protocol violation: ..."), every cap is enforced here
 // whatever the agent claims, and every wait has a deadline (docs/protocol.md, "Host checks").
 // No exception leaves the reader thread; a user callback that throws fails its own call.
-#ifndef CODEBOX_PROTOCOL_AGENT_CLIENT_H_
-#define CODEBOX_PROTOCOL_AGENT_CLIENT_H_
+#ifndef CODEBOX_AGENT_CLIENT_AGENT_CLIENT_H_
+#define CODEBOX_AGENT_CLIENT_AGENT_CLIENT_H_
 
 #include <chrono>
 #include <cstdint>
@@ -102,4 +102,4 @@ class AgentClient {
 
 }  // namespace codebox::protocol
 
-#endif  // CODEBOX_PROTOCOL_AGENT_CLIENT_H_
+#endif  // CODEBOX_AGENT_CLIENT_AGENT_CLIENT_H_

@@ -1,8 +1,8 @@
 // Internal to AgentClient (agent_client.cc and agent_connection.cc include it, nothing else):
 // the connection to one agent — its reader thread, the requests in flight and what the host
 // remembers of each stream — and the verdicts request handlers give on each frame.
-#ifndef CODEBOX_PROTOCOL_AGENT_CONNECTION_H_
-#define CODEBOX_PROTOCOL_AGENT_CONNECTION_H_
+#ifndef CODEBOX_AGENT_CLIENT_AGENT_CONNECTION_H_
+#define CODEBOX_AGENT_CLIENT_AGENT_CONNECTION_H_
 
 #include <sys/socket.h>
 
@@ -23,7 +23,7 @@
 
 #include "base/unique_fd.h"
 #include "codebox/status.h"
-#include "protocol/agent_client.h"
+#include "agent_client/agent_client.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
 
@@ -211,4 +211,4 @@ class AgentClient::Impl {
 
 }  // namespace codebox::protocol
 
-#endif  // CODEBOX_PROTOCOL_AGENT_CONNECTION_H_
+#endif  // CODEBOX_AGENT_CLIENT_AGENT_CONNECTION_H_

@@ -1,4 +1,4 @@
-#include "protocol/agent_client.h"
+#include "agent_client/agent_client.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -22,7 +22,7 @@
 
 #include "base/io.h"
 #include "base/log.h"
-#include "protocol/agent_connection.h"
+#include "agent_client/agent_connection.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
 #include "protocol/messages.h"

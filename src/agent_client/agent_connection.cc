@@ -1,4 +1,4 @@
-#include "protocol/agent_connection.h"
+#include "agent_client/agent_connection.h"
 
 #include <fcntl.h>
 #include <poll.h>
