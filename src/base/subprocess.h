@@ -31,6 +31,9 @@ std::vector<std::string> ToolEnvironment();
 std::string FindProgram(const std::string& name, const std::string& search_path = kToolPath);
 
 struct Command {
+  Command() = default;
+  explicit Command(std::vector<std::string> argv_in) : argv(std::move(argv_in)) {}
+
   std::vector<std::string> argv;
   // The file to run when it is not argv[0] (which is then only the name the program sees).
   // Without a '/', it is looked up on the PATH of `env` (kToolPath when `env` has none).
