@@ -1,16 +1,15 @@
 #include "base/subprocess.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <unistd.h>
-
-#include <poll.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -45,6 +44,8 @@ struct ChildPlan {
   const char* failed_step = nullptr;
 };
 
+constexpr char kEnterCwd[] = "enter its working directory";
+
 [[noreturn]] CODEBOX_NO_ASAN void ChildFail(ChildPlan* p, const char* step) {
   p->err = errno;
   p->failed_step = step;
@@ -56,7 +57,8 @@ struct ChildPlan {
 CODEBOX_NO_ASAN int ChildMain(void* arg) {
   ChildPlan* p = static_cast<ChildPlan*>(arg);
   if (p->death_signal != 0) {
-    if (::prctl(PR_SET_PDEATHSIG, p->death_signal) != 0) ChildFail(p, "set its parent-death signal");
+    if (::prctl(PR_SET_PDEATHSIG, p->death_signal) != 0)
+      ChildFail(p, "set its parent-death signal");
     // The parent may have died before prctl: then the signal will never come.
     if (::getppid() != p->parent) {
       errno = ESRCH;
@@ -102,7 +104,7 @@ CODEBOX_NO_ASAN int ChildMain(void* arg) {
                     : (1 << 20);
     for (int fd = p->max_target + 1; fd < limit; ++fd) ::close(fd);
   }
-  if (p->cwd != nullptr && ::chdir(p->cwd) != 0) ChildFail(p, "enter its working directory");
+  if (p->cwd != nullptr && ::chdir(p->cwd) != 0) ChildFail(p, kEnterCwd);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -193,8 +195,9 @@ std::string FindProgram(const std::string& name, const std::string& search_path)
     size_t end = search_path.find(':', start);
     if (end == std::string::npos) end = search_path.size();
     std::string dir = search_path.substr(start, end - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    std::string candidate = dir + "/" + name;
+    // An empty entry would mean the working directory: never that.
+    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
     start = end + 1;
   }
   return "";
@@ -219,8 +222,8 @@ StatusOr<pid_t> Spawn(const Command& command) {
                              " is given twice or is negative");
     }
     if (::fcntl(from, F_GETFD) < 0) {
-      return ErrnoStatus("could not run " + path + ": fd " + std::to_string(from) +
-                         " to pass as " + std::to_string(to));
+      return ErrnoStatus("could not run " + path + ": fd " + std::to_string(from) + " to pass as " +
+                         std::to_string(to));
     }
     plan.max_target = std::max(plan.max_target, to);
     if (to <= 2) plan.target_is_std[to] = true;
@@ -258,10 +261,7 @@ StatusOr<pid_t> Spawn(const Command& command) {
     }
     std::string what = "could not run " + path;
     if (plan.failed_step != nullptr) what += std::string(": could not ") + plan.failed_step;
-    if (plan.cwd != nullptr && plan.failed_step != nullptr &&
-        std::string(plan.failed_step) == "enter its working directory") {
-      what += " " + command.cwd;
-    }
+    if (plan.failed_step == kEnterCwd) what += " " + command.cwd;
     return ErrnoStatus(what, plan.err);
   }
   return pid;
@@ -269,9 +269,9 @@ StatusOr<pid_t> Spawn(const Command& command) {
 
 std::string RunResult::Describe() const {
   std::string s =
-      timed_out ? "killed after its deadline of " + (timeout.count() % 1000 == 0
-                                                           ? std::to_string(timeout.count() / 1000) + " s"
-                                                           : std::to_string(timeout.count()) + " ms")
+      timed_out ? "killed after its deadline of " +
+                      (timeout.count() % 1000 == 0 ? std::to_string(timeout.count() / 1000) + " s"
+                                                   : std::to_string(timeout.count()) + " ms")
       : signal != 0 ? "killed by signal " + std::to_string(signal)
                     : "exited with status " + std::to_string(exit_code);
   if (!tail.empty()) {
