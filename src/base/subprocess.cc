@@ -350,6 +350,11 @@ StatusOr<RunResult> Run(const Command& command, const RunOptions& options) {
   for (Stream& s : streams) Consume(s, {}, true, options, result);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
+    if (errno == ECHILD) {
+      return Internal("run " + result.program +
+                      ": its exit status is lost (SIGCHLD is ignored in this process; it must not "
+                      "be for codebox to tell success from failure)");
+    }
     if (errno != EINTR) return ErrnoStatus("run " + result.program + ": collect its exit status");
   }
   if (WIFEXITED(status)) {

@@ -53,7 +53,8 @@ TEST(SubprocessTest, CapturesStdoutAndPassesStderrLinesOn) {
   std::vector<std::string> lines;
   RunOptions options;
   options.on_line = [&](const std::string& l) { lines.push_back(l); };
-  auto r = base::Run(Sh("echo out; echo 'err 1' >&2; printf 'err 2\\r\\n' >&2; echo out2"), options);
+  auto r =
+      base::Run(Sh("echo out; echo 'err 1' >&2; printf 'err 2\\r\\n' >&2; echo out2"), options);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->out, "out\nout2\n");
   EXPECT_EQ(lines, (std::vector<std::string>{"err 1", "err 2"}));
@@ -229,6 +230,32 @@ TEST(SubprocessTest, ParentDeathSignalFiresWhenTheSpawningThreadEnds) {
   ASSERT_EQ(::waitpid(*pid, &status, 0), *pid);
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+TEST(SubprocessTest, ParentDeathSignalFiresWhenTheParentProcessIsKilled) {
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  pid_t parent = ::fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    Command command = Cmd({"sleep", "30"});
+    command.parent_death_signal = SIGKILL;
+    auto pid = Spawn(command);
+    pid_t child = pid.ok() ? *pid : -1;
+    (void)!::write(report[1], &child, sizeof child);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  pid_t child = -1;
+  ASSERT_EQ(::read(report[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ::close(report[0]);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(Running(child));
+  ::kill(parent, SIGKILL);
+  ::waitpid(parent, nullptr, 0);
+  for (int i = 0; i < 100 && Running(child); ++i) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_FALSE(Running(child)) << "the child outlived its SIGKILLed parent";
 }
 
 TEST(SubprocessTest, ManyThreadsSpawnAtOnce) {
