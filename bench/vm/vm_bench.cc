@@ -20,15 +20,15 @@
 #include <thread>
 #include <vector>
 
+#include "base/fs.h"
 #include "base/io.h"
 #include "base/paths.h"
+#include "base/subprocess.h"
 #include "image/store.h"
 #include "agent_client/agent_client.h"
 #include "vm/accel.h"
 #include "vm/cpio.h"
-#include "vm/fs.h"
 #include "vm/kernel.h"
-#include "vm/process.h"
 #include "vm/qemu.h"
 #include "vm/vm.h"
 
@@ -69,10 +69,8 @@ std::vector<std::string> FloorArgv(QemuLaunch launch) {
 
 double FloorBoot(const QemuLaunch& launch) {
   ::unlink(launch.console_log.c_str());
-  SpawnSpec spec;
-  spec.argv = FloorArgv(launch);
   auto start = Clock::now();
-  auto pid = Spawn(spec);
+  auto pid = base::Spawn(base::Command(FloorArgv(launch)));
   if (!pid.ok()) Die("floor: " + pid.status().ToString());
   double ms = -1;
   while (Clock::now() - start < std::chrono::seconds(120)) {
@@ -126,7 +124,7 @@ int Main(int argc, char** argv) {
   std::string floor_init = base::SelfExeDir() + "/vm_floor_init";
   auto init = base::ReadFile(floor_init);
   if (!init.ok()) Die("read " + floor_init + ": " + init.status().message());
-  auto tmp = MakeTempDir("/tmp", "vm_bench_");
+  auto tmp = base::MakeTempDir("/tmp", "vm_bench_");
   if (!tmp.ok()) Die(tmp.status().ToString());
   CpioWriter cpio;
   cpio.AddDirectory("dev");
@@ -184,7 +182,7 @@ int Main(int argc, char** argv) {
   long rss = status.ok() ? MeminfoKib(*status, "VmRSS") : -1;
   client->reset();
   (void)(*m)->Destroy();
-  (void)RemoveTree(*tmp);
+  (void)base::RemoveTree(*tmp);
 
   double floor_med = Median(floor_ms), launch_med = Median(launch_ms), full_med = Median(full_ms);
   std::printf("vm_bench: kernel %s, driver %s, %d runs, medians\n", kernel->release.c_str(),

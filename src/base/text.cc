@@ -1,6 +1,7 @@
 #include "base/text.h"
 
 #include <cstdint>
+#include <cstdio>
 
 namespace codebox::base {
 namespace {
@@ -57,6 +58,31 @@ std::string TerminalSafe(std::string_view text, size_t max_bytes) {
   }
   if (cut > 0) out += "...[" + std::to_string(cut) + " bytes cut]";
   return out;
+}
+
+std::string TailLines(const std::string& text, size_t max_lines) {
+  size_t end = text.size();
+  while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == '\r')) --end;
+  size_t pos = end;
+  for (size_t lines = 0; pos > 0; --pos) {
+    if (text[pos - 1] == '\n' && ++lines == max_lines) break;
+  }
+  return text.substr(pos, end - pos);
+}
+
+std::string FormatSize(uint64_t bytes) {
+  char buf[32];
+  double b = static_cast<double>(bytes);
+  if (bytes >= (uint64_t{1} << 30)) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", b / (1 << 30));
+  } else if (bytes >= (uint64_t{1} << 20)) {
+    std::snprintf(buf, sizeof buf, "%.0f MiB", b / (1 << 20));
+  } else if (bytes >= 1024) {
+    std::snprintf(buf, sizeof buf, "%.0f KiB", b / 1024);
+  } else {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  }
+  return buf;
 }
 
 }  // namespace codebox::base

@@ -3,6 +3,7 @@
 #define CODEBOX_BASE_TEXT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,12 @@ namespace codebox::base {
 // from a box cannot move the cursor, set the title, change colours or hide text.
 // At most `max_bytes` of input are kept; the rest becomes "...[N bytes cut]".
 std::string TerminalSafe(std::string_view text, size_t max_bytes = 64u << 10);
+
+// The last `max_lines` lines of `text`, without trailing newlines (for error messages).
+std::string TailLines(const std::string& text, size_t max_lines);
+
+// A size for people: "512 B", "3 KiB", "163 MiB", "1.2 GiB".
+std::string FormatSize(uint64_t bytes);
 
 }  // namespace codebox::base
 

@@ -32,5 +32,18 @@ TEST(TerminalSafeTest, CutsAtTheLimitAndSaysHowMuch) {
   EXPECT_EQ(TerminalSafe(std::string(10, 'a'), 4), "aaaa...[6 bytes cut]");
 }
 
+TEST(TailLinesTest, KeepsTheLastLinesWithoutTrailingNewlines) {
+  EXPECT_EQ(TailLines("a\nb\nc\n", 2), "b\nc");
+  EXPECT_EQ(TailLines("a\nb", 5), "a\nb");
+  EXPECT_EQ(TailLines("", 3), "");
+}
+
+TEST(FormatSizeTest, PicksTheUnit) {
+  EXPECT_EQ(FormatSize(512), "512 B");
+  EXPECT_EQ(FormatSize(3 * 1024), "3 KiB");
+  EXPECT_EQ(FormatSize(163ull << 20), "163 MiB");
+  EXPECT_EQ(FormatSize((12ull << 30) / 10), "1.2 GiB");
+}
+
 }  // namespace
 }  // namespace codebox::base

@@ -16,13 +16,13 @@
 #include <set>
 #include <sstream>
 
+#include "base/fs.h"
 #include "base/io.h"
 #include "base/log.h"
 #include "base/owner.h"
 #include "base/unique_fd.h"
 #include "jail/cgroups.h"
 #include "jail/jail.h"
-#include "vm/fs.h"
 
 namespace codebox::box {
 namespace {
@@ -175,16 +175,16 @@ class Collector {
       std::string rest = name.substr(3);
       base::OwnerRef owner;
       if (Dashes(rest) == 2 && base::ParseOwnerTag(rest, &owner)) {
-        Consider("vm run directory", path, owner, [&path] { return vm::RemoveTree(path); });
+        Consider("vm run directory", path, owner, [&path] { return base::RemoveTree(path); });
         continue;
       }
       // Older "vm-XXXXXX": QEMU's pid was written to qemu.pid.
       auto pid_text = base::ReadFile(path + "/qemu.pid");
       if (pid_text.ok() && (owner.pid = std::atoi(pid_text->c_str())) > 0) {
-        Consider("vm run directory", path, owner, [&path] { return vm::RemoveTree(path); });
+        Consider("vm run directory", path, owner, [&path] { return base::RemoveTree(path); });
       } else if (!pid_text.ok() && OlderThan(path, 24 * 3600)) {
         owner.pid = kNoSuchPid;  // an older name without owner: judged by age alone
-        Consider("vm run directory", path, owner, [&path] { return vm::RemoveTree(path); });
+        Consider("vm run directory", path, owner, [&path] { return base::RemoveTree(path); });
       }
     }
   }
@@ -203,7 +203,7 @@ class Collector {
           continue;
         }
         Consider("image build temp directory", path, owner,
-                 [&path] { return vm::RemoveTree(path); });
+                 [&path] { return base::RemoveTree(path); });
       } else if (name.size() == 16 &&
                  name.find_first_not_of("0123456789abcdef") == std::string::npos) {
         ErofsTemps(path);
@@ -217,7 +217,7 @@ class Collector {
         continue;
       }
       std::string path = images + "/by-name/" + name;
-      Consider("image name temp link", path, owner, [&path] { return vm::RemoveTree(path); });
+      Consider("image name temp link", path, owner, [&path] { return base::RemoveTree(path); });
     }
     ErofsTemps(home + "/disks");
     // Initramfs archives are written through "<file>.tmp.<pid>" (base::WriteFile atomic).
@@ -228,7 +228,7 @@ class Collector {
         continue;
       }
       std::string path = home + "/initramfs/" + name;
-      Consider("vm initramfs temp file", path, owner, [&path] { return vm::RemoveTree(path); });
+      Consider("vm initramfs temp file", path, owner, [&path] { return base::RemoveTree(path); });
     }
     // Kernel downloads: ".fetch-<pid>-<start>-XXXXXX" (older ones ".fetch-XXXXXX": by age).
     for (const auto& name : Entries(home + "/kernels")) {
@@ -237,10 +237,10 @@ class Collector {
       std::string rest = name.substr(7);
       base::OwnerRef owner;
       if (Dashes(rest) == 2 && base::ParseOwnerTag(rest, &owner)) {
-        Consider("vm kernel download", path, owner, [&path] { return vm::RemoveTree(path); });
+        Consider("vm kernel download", path, owner, [&path] { return base::RemoveTree(path); });
       } else if (Dashes(rest) == 0 && OlderThan(path, 24 * 3600)) {
         owner.pid = kNoSuchPid;  // an older name without owner: judged by age alone
-        Consider("vm kernel download", path, owner, [&path] { return vm::RemoveTree(path); });
+        Consider("vm kernel download", path, owner, [&path] { return base::RemoveTree(path); });
       }
     }
   }
@@ -256,7 +256,7 @@ class Collector {
       bool with_start = tag.find('-') != std::string::npos;
       if (!base::ParseOwnerTag(tag, &owner, with_start)) continue;
       std::string path = dir + "/" + name;
-      Consider("vm disk temp file", path, owner, [&path] { return vm::RemoveTree(path); });
+      Consider("vm disk temp file", path, owner, [&path] { return base::RemoveTree(path); });
     }
   }
 

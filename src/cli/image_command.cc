@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/paths.h"
+#include "base/text.h"
 #include "cli/commands.h"
-#include "image/fs_util.h"
 #include "image/store.h"
 
 namespace codebox::cli {
@@ -124,7 +124,7 @@ int List(const std::vector<std::string>& args) {
       note = "(old recipe)";
     }
     std::printf("%-16s %-16s %9s  %-20s %s\n", info.name.c_str(), info.id.c_str(),
-                image::FormatSize(info.size_bytes).c_str(), info.built_at.c_str(), note);
+                base::FormatSize(info.size_bytes).c_str(), info.built_at.c_str(), note);
   }
   for (const auto& [name, id] : current_ids) {
     if (built_current.count(name) != 0) continue;

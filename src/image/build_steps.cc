@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "base/fs.h"
 #include "base/io.h"
+#include "base/subprocess.h"
 #include "base/unique_fd.h"
-#include "image/fs_util.h"
-#include "image/run_program.h"
 
 namespace codebox::image {
 namespace {
@@ -24,12 +24,16 @@ double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// debootstrap and apt-get on a slow archive take minutes; a tool still running after this is
+// hung.
+constexpr auto kToolTimeout = std::chrono::hours(1);
+
 // The tools get a small known environment, not ours; proxies are kept so that a host that
 // needs one to reach its archive still works.
 std::vector<std::string> ToolEnv() {
-  std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", "HOME=/root",
-                                  "DEBIAN_FRONTEND=noninteractive",
-                                  "DEBCONF_NONINTERACTIVE_SEEN=true"};
+  std::vector<std::string> env = base::ToolEnvironment();
+  env.insert(env.end(),
+             {"HOME=/root", "DEBIAN_FRONTEND=noninteractive", "DEBCONF_NONINTERACTIVE_SEEN=true"});
   for (const char* name :
        {"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}) {
     if (const char* v = std::getenv(name); v != nullptr) env.push_back(std::string(name) + "=" + v);
@@ -37,14 +41,22 @@ std::vector<std::string> ToolEnv() {
   return env;
 }
 
-Status RunTool(const std::vector<std::string>& argv, OutputSummarizer& summarizer,
+base::Command Tool(const StepContext& ctx, std::vector<std::string> argv) {
+  base::Command command(std::move(argv));
+  command.env = ToolEnv();
+  if (ctx.lock_fd >= 0) command.fds.emplace_back(ctx.lock_fd, 3);
+  return command;
+}
+
+Status RunTool(const StepContext& ctx, std::vector<std::string> argv, OutputSummarizer& summarizer,
                const std::string& what) {
-  ProgramOptions options;
-  options.env = ToolEnv();
+  base::RunOptions options;
+  options.timeout = kToolTimeout;
+  options.capture_stdout = false;
   options.on_line = [&](const std::string& line) { summarizer.OnLine(line); };
-  auto result = RunProgram(argv, options);
+  auto result = base::Run(Tool(ctx, std::move(argv)), options);
   if (!result.ok()) return result.status().WithContext(what);
-  if (!result->ok()) return Unavailable(what + ": " + argv[0] + " " + result->Describe());
+  if (!result->ok()) return Unavailable(what + ": " + result->program + " " + result->Describe());
   return Status::Ok();
 }
 
@@ -65,7 +77,7 @@ Status WriteTreeFile(const std::string& rootfs, const std::string& rel, const st
 Status RemoveChildrenExcept(const std::string& dir, const std::vector<std::string>& keep) {
   for (const std::string& name : base::ListDirectory(dir)) {
     if (std::find(keep.begin(), keep.end(), name) != keep.end()) continue;
-    RETURN_IF_ERROR(RemoveTree(dir + "/" + name));
+    RETURN_IF_ERROR(base::RemoveTree(dir + "/" + name));
   }
   return Status::Ok();
 }
@@ -147,7 +159,8 @@ bool ClassifyAptLine(const std::string& line, std::string* phase, std::string* i
 
 Status RunDebootstrap(const StepContext& ctx, const Recipe& recipe) {
   OutputSummarizer summarizer("debootstrap", ClassifyDebootstrapLine, ctx.say);
-  return RunTool({ctx.debootstrap, "--variant=minbase", "--components=main", recipe.suite,
+  return RunTool(ctx,
+                 {ctx.debootstrap, "--variant=minbase", "--components=main", recipe.suite,
                   ctx.rootfs, ctx.mirror},
                  summarizer, "debootstrap");
 }
@@ -165,23 +178,23 @@ Status InstallPackages(const StepContext& ctx, const Recipe& recipe) {
       ctx.chroot, ctx.rootfs, "apt-get", "install", "-y", "-q", "--no-install-recommends"};
   argv.insert(argv.end(), recipe.packages.begin(), recipe.packages.end());
   OutputSummarizer summarizer("apt-get", ClassifyAptLine, ctx.say);
-  Status st = RunTool(argv, summarizer, "install packages");
+  Status st = RunTool(ctx, argv, summarizer, "install packages");
   ::unlink((ctx.rootfs + "/usr/sbin/policy-rc.d").c_str());
   ::unlink((ctx.rootfs + "/etc/resolv.conf").c_str());
   return st;
 }
 
 StatusOr<std::vector<std::pair<std::string, std::string>>> QueryPackages(const StepContext& ctx) {
-  ProgramOptions options;
-  options.env = ToolEnv();
-  options.capture_stdout = true;
-  auto result = RunProgram({"dpkg-query", "--admindir=" + ctx.rootfs + "/var/lib/dpkg", "-W",
-                            "-f=${db:Status-Abbrev}\t${Package}\t${Version}\n"},
-                           options);
+  base::RunOptions options;
+  options.timeout = std::chrono::minutes(2);
+  auto result = base::Run(Tool(ctx, {"dpkg-query", "--admindir=" + ctx.rootfs + "/var/lib/dpkg",
+                                     "-W", "-f=${db:Status-Abbrev}\t${Package}\t${Version}\n"}),
+                          options);
   if (!result.ok()) return result.status().WithContext("list packages");
   if (!result->ok()) return Unavailable("list packages: dpkg-query " + result->Describe());
+  if (result->out_truncated) return Unavailable("list packages: dpkg-query wrote too much");
   std::vector<std::pair<std::string, std::string>> packages;
-  std::istringstream in(result->output);
+  std::istringstream in(result->out);
   for (std::string line; std::getline(in, line);) {
     size_t t1 = line.find('\t');
     size_t t2 = line.find('\t', t1 + 1);
@@ -200,7 +213,8 @@ Status StripTree(const std::string& rootfs) {
   RETURN_IF_ERROR(RemoveChildrenExcept(rootfs + "/var/cache/apt/archives", {"partial", "lock"}));
   RETURN_IF_ERROR(RemoveChildrenExcept(rootfs + "/var/cache/apt/archives/partial", {}));
   for (const std::string& name : base::ListDirectory(rootfs + "/var/cache/apt")) {
-    if (name.ends_with(".bin")) RETURN_IF_ERROR(RemoveTree(rootfs + "/var/cache/apt/" + name));
+    if (name.ends_with(".bin"))
+      RETURN_IF_ERROR(base::RemoveTree(rootfs + "/var/cache/apt/" + name));
   }
   // Documentation goes, licences stay: usr/share/doc/PKG/copyright is kept.
   std::string doc = rootfs + "/usr/share/doc";
@@ -209,7 +223,7 @@ Status StripTree(const std::string& rootfs) {
     if (::lstat((doc + "/" + pkg).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       RETURN_IF_ERROR(RemoveChildrenExcept(doc + "/" + pkg, {"copyright"}));
     } else {
-      RETURN_IF_ERROR(RemoveTree(doc + "/" + pkg));
+      RETURN_IF_ERROR(base::RemoveTree(doc + "/" + pkg));
     }
   }
   for (const char* dir : {"usr/share/man", "usr/share/info", "usr/share/lintian", "usr/share/linda",

@@ -18,6 +18,7 @@ struct StepContext {
   std::string mirror;       // Debian archive URI
   std::string debootstrap;  // programs to run (fakes in tests)
   std::string chroot;
+  int lock_fd = -1;  // the build's lock on its temp dir, held by every tool (builder.cc)
   std::function<void(const std::string&)> say;  // progress, one short line at a time
 };
 

@@ -16,13 +16,13 @@
 #include <ctime>
 #include <sstream>
 
+#include "base/fs.h"
 #include "base/io.h"
+#include "base/text.h"
 #include "base/unique_fd.h"
 #include "image/build_steps.h"
-#include "image/fs_util.h"
 #include "image/mirror.h"
 #include "image/recipe.h"
-#include "image/run_program.h"
 #include "image/store.h"
 #include "image/store_internal.h"
 
@@ -78,7 +78,7 @@ Status CleanStaleTemps(const std::string& images_dir, const std::string& id,
       continue;
     }
     say("removing leftover " + name + " of an earlier build that did not finish");
-    RETURN_IF_ERROR(RemoveTree(path).WithContext("clean stale build"));
+    RETURN_IF_ERROR(base::RemoveTreeAndMounts(path).WithContext("clean stale build"));
   }
   return Status::Ok();
 }
@@ -109,7 +109,7 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
   const std::string images_dir = ImagesDir(home);
   const std::string final_dir = images_dir + "/" + id;
 
-  if (!options.force && PathExists(final_dir + "/manifest.json")) {
+  if (!options.force && base::PathExists(final_dir + "/manifest.json")) {
     auto record = ReadManifest(final_dir);
     if (record.ok()) {
       RETURN_IF_ERROR(SetNamePointer(home, recipe.name, id));
@@ -124,7 +124,7 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
         "and files owned by other users); run: sudo codebox image build " +
         recipe.name);
   }
-  RETURN_IF_ERROR(MakeDirs(images_dir).WithContext("create image store"));
+  RETURN_IF_ERROR(base::MakeDirs(images_dir).WithContext("create image store"));
   RETURN_IF_ERROR(CleanStaleTemps(images_dir, id, say));
 
   std::string mirror = options.mirror;
@@ -133,17 +133,17 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
   }
 
   const std::string tmp_dir = images_dir + "/.tmp-" + id + "-" + std::to_string(::getpid());
-  RETURN_IF_ERROR(RemoveTree(tmp_dir));
+  RETURN_IF_ERROR(base::RemoveTreeAndMounts(tmp_dir));
   if (::mkdir(tmp_dir.c_str(), 0755) != 0) return base::ErrnoStatus("mkdir " + tmp_dir);
   // From here on, any failure removes the temp dir; success moves it away first.
   struct TempGuard {
     std::string path;
     ~TempGuard() {
-      if (!path.empty()) (void)RemoveTree(path);
+      if (!path.empty()) (void)base::RemoveTreeAndMounts(path);
     }
   } guard{tmp_dir};
-  // Deliberately without O_CLOEXEC: the build tools inherit the lock (see TempInUse).
-  base::UniqueFd lock(::open(tmp_dir.c_str(), O_RDONLY | O_DIRECTORY));
+  // Every build tool is handed the lock too (StepContext::lock_fd; see TempInUse).
+  base::UniqueFd lock(::open(tmp_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!lock.valid() || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
     return base::ErrnoStatus("lock " + tmp_dir);
   }
@@ -153,6 +153,7 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
   ctx.mirror = mirror;
   ctx.debootstrap = ProgramOr(options.debootstrap, "CODEBOX_DEBOOTSTRAP", "debootstrap");
   ctx.chroot = ProgramOr(options.chroot, "CODEBOX_CHROOT", "chroot");
+  ctx.lock_fd = lock.get();
   ctx.say = say;
 
   say("building image " + recipe.name + " (" + id + "): debootstrap " + recipe.suite + " from " +
@@ -169,7 +170,7 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
 
   record.info.name = recipe.name;
   record.info.id = id;
-  record.info.size_bytes = TreeSize(ctx.rootfs);
+  record.info.size_bytes = base::TreeSize(ctx.rootfs);
   record.info.built_at = NowIso8601();
   record.description = recipe.description;
   record.mirror = mirror;
@@ -179,7 +180,7 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
 
   // Into place. With --force over an existing build, swap the two atomically and delete the
   // old one afterwards, so readers see either the old or the new image, never neither.
-  if (PathExists(final_dir)) {
+  if (base::PathExists(final_dir)) {
     if (::renameat2(AT_FDCWD, tmp_dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) != 0) {
       return base::ErrnoStatus("swap " + tmp_dir + " with " + final_dir);
     }
@@ -190,8 +191,8 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
   RETURN_IF_ERROR(SetNamePointer(home, recipe.name, id));
   record.info.dir = final_dir;
   record.info.rootfs = final_dir + "/rootfs";
-  say("image " + recipe.name + " built: " + id + ", " + FormatSize(record.info.size_bytes) + ", " +
-      std::to_string(static_cast<int>(record.build_seconds)) + " s");
+  say("image " + recipe.name + " built: " + id + ", " + base::FormatSize(record.info.size_bytes) +
+      ", " + std::to_string(static_cast<int>(record.build_seconds)) + " s");
   return record.info;
 }
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "base/fs.h"
 #include "base/io.h"
-#include "image/fs_util.h"
 
 namespace codebox::image {
 namespace {
@@ -92,7 +92,7 @@ TEST(MirrorTest, FindMirrorReadsAptDirInOrder) {
   char tmpl[] = "/tmp/codebox-mirror-test-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   std::string dir = tmpl;
-  ASSERT_TRUE(MakeDirs(dir + "/sources.list.d").ok());
+  ASSERT_TRUE(base::MakeDirs(dir + "/sources.list.d").ok());
   // sources.list has only security; the .d files are read in name order; disabled ones never.
   ASSERT_TRUE(base::WriteFile(dir + "/sources.list",
                               "deb http://sec.example.org/debian-security bookworm-security main\n")
@@ -112,7 +112,7 @@ TEST(MirrorTest, FindMirrorReadsAptDirInOrder) {
   ::setenv("CODEBOX_MIRROR", "http://override.example.org/debian", 1);
   EXPECT_EQ(*FindMirror("bookworm", dir), "http://override.example.org/debian");
   ::unsetenv("CODEBOX_MIRROR");
-  ASSERT_TRUE(RemoveTree(dir).ok());
+  ASSERT_TRUE(base::RemoveTree(dir).ok());
 }
 
 }  // namespace

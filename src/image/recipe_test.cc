@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "base/fs.h"
 #include "base/io.h"
-#include "image/fs_util.h"
 
 namespace codebox::image {
 namespace {
@@ -66,9 +66,9 @@ TEST(RecipeTest, LoadsFromCodeboxImages) {
   char tmpl[] = "/tmp/codebox-recipe-test-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   std::string dir = tmpl;
-  ASSERT_TRUE(MakeDirs(dir + "/alpha").ok());
-  ASSERT_TRUE(MakeDirs(dir + "/beta").ok());
-  ASSERT_TRUE(MakeDirs(dir + "/not-a-recipe").ok());
+  ASSERT_TRUE(base::MakeDirs(dir + "/alpha").ok());
+  ASSERT_TRUE(base::MakeDirs(dir + "/beta").ok());
+  ASSERT_TRUE(base::MakeDirs(dir + "/not-a-recipe").ok());
   ASSERT_TRUE(base::WriteFile(dir + "/alpha/recipe", "packages=python3\n").ok());
   ASSERT_TRUE(base::WriteFile(dir + "/beta/recipe", "packages=python3-numpy\n").ok());
   ::setenv("CODEBOX_IMAGES", dir.c_str(), 1);
@@ -82,7 +82,7 @@ TEST(RecipeTest, LoadsFromCodeboxImages) {
   EXPECT_NE(missing.status().message().find("alpha, beta"), std::string::npos)
       << missing.status().message();
   ::unsetenv("CODEBOX_IMAGES");
-  ASSERT_TRUE(RemoveTree(dir).ok());
+  ASSERT_TRUE(base::RemoveTree(dir).ok());
 }
 
 TEST(RecipeTest, RepositoryRecipesParse) {

@@ -9,8 +9,8 @@
 #include <climits>
 #include <nlohmann/json.hpp>
 
+#include "base/fs.h"
 #include "base/io.h"
-#include "image/fs_util.h"
 #include "image/recipe.h"
 #include "image/store_internal.h"
 
@@ -101,7 +101,7 @@ StatusOr<BuildRecord> ReadManifest(const std::string& image_dir) {
 }
 
 Status SetNamePointer(const std::string& home, const std::string& name, const std::string& id) {
-  RETURN_IF_ERROR(MakeDirs(ByNameDir(home)));
+  RETURN_IF_ERROR(base::MakeDirs(ByNameDir(home)));
   std::string link = ByNameDir(home) + "/" + name;
   std::string tmp = link + ".tmp-" + std::to_string(::getpid());
   ::unlink(tmp.c_str());
@@ -129,7 +129,7 @@ StatusOr<ImageInfo> FindImage(const std::string& home, const std::string& name) 
     if (id.empty()) return recipe.status();
   }
   std::string dir = ImagesDir(home) + "/" + id;
-  if (!PathExists(dir + "/manifest.json")) {
+  if (!base::PathExists(dir + "/manifest.json")) {
     std::string message = NotBuiltMessage(name);
     std::string old = NamePointer(home, name);
     if (!old.empty() && old != id) message += " (its recipe changed since build " + old + ")";
@@ -164,7 +164,7 @@ Status RemoveImage(const std::string& home, const std::string& name) {
     std::string dir = ImagesDir(home) + "/" + id;
     std::string trash = ImagesDir(home) + "/.tmp-rm-" + id + "-" + std::to_string(::getpid());
     if (::rename(dir.c_str(), trash.c_str()) != 0) return base::ErrnoStatus("rename " + dir);
-    RETURN_IF_ERROR(RemoveTree(trash).WithContext("remove image " + id));
+    RETURN_IF_ERROR(base::RemoveTreeAndMounts(trash).WithContext("remove image " + id));
   }
   // Drop name pointers that now point nowhere.
   if (DIR* d = ::opendir(ByNameDir(home).c_str())) {

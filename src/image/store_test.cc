@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/io.h"
 #include "image/build_steps.h"
-#include "image/fs_util.h"
 #include "image/recipe.h"
 
 namespace codebox::image {
@@ -37,6 +37,7 @@ echo alias > "$root/usr/share/locale/locale.alias"
 echo list > "$root/var/lib/apt/lists/x_Packages"
 echo deb > "$root/var/cache/apt/archives/x.deb"
 echo "I: Configuring base-files..."
+readlink /proc/$$/fd/3 > "$root/lock-fd" || true
 echo "I: Base system installed successfully."
 )";
 
@@ -70,8 +71,8 @@ class StoreTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     root_ = tmpl;
     home_ = root_ + "/home";
-    ASSERT_TRUE(MakeDirs(root_ + "/recipes/python").ok());
-    ASSERT_TRUE(MakeDirs(root_ + "/recipes/python-data").ok());
+    ASSERT_TRUE(base::MakeDirs(root_ + "/recipes/python").ok());
+    ASSERT_TRUE(base::MakeDirs(root_ + "/recipes/python-data").ok());
     WriteRecipe("python", "description=test python\npackages=python3\n");
     WriteRecipe("python-data", "packages=python3 python3-numpy\n");
     ::setenv("CODEBOX_IMAGES", (root_ + "/recipes").c_str(), 1);
@@ -82,7 +83,7 @@ class StoreTest : public ::testing::Test {
   }
   void TearDown() override {
     ::unsetenv("CODEBOX_IMAGES");
-    ASSERT_TRUE(RemoveTree(root_).ok());
+    ASSERT_TRUE(base::RemoveTree(root_).ok());
   }
 
   void WriteRecipe(const std::string& name, const std::string& text) {
@@ -133,22 +134,24 @@ TEST_F(StoreTest, BuildsFindsListsAndRemoves) {
 
   // The tree: mount points, hostname, policy-rc.d gone, apt got --no-install-recommends.
   const std::string& r = built->rootfs;
-  EXPECT_TRUE(PathExists(r + "/work"));
-  EXPECT_TRUE(PathExists(r + "/.codebox"));
+  EXPECT_TRUE(base::PathExists(r + "/work"));
+  EXPECT_TRUE(base::PathExists(r + "/.codebox"));
   EXPECT_EQ(*base::ReadFile(r + "/etc/hostname"), "codebox\n");
-  EXPECT_FALSE(PathExists(r + "/usr/sbin/policy-rc.d"));
-  EXPECT_FALSE(PathExists(r + "/etc/resolv.conf"));
-  EXPECT_TRUE(PathExists(r + "/policy-rc.d-was-there"));
+  EXPECT_FALSE(base::PathExists(r + "/usr/sbin/policy-rc.d"));
+  EXPECT_FALSE(base::PathExists(r + "/etc/resolv.conf"));
+  EXPECT_TRUE(base::PathExists(r + "/policy-rc.d-was-there"));
   EXPECT_EQ(*base::ReadFile(r + "/apt-args"),
             "apt-get install -y -q --no-install-recommends python3\n");
+  // The tools hold the build's lock (fd 3, on the temp dir), so an orphan keeps its tree.
+  EXPECT_NE(base::ReadFile(r + "/lock-fd")->find("/images/.tmp-" + id + "-"), std::string::npos);
   // Stripped, licences kept.
-  EXPECT_TRUE(PathExists(r + "/usr/share/doc/base-files/copyright"));
-  EXPECT_FALSE(PathExists(r + "/usr/share/doc/base-files/changelog.gz"));
-  EXPECT_FALSE(PathExists(r + "/usr/share/man/man1"));
-  EXPECT_FALSE(PathExists(r + "/usr/share/locale/de"));
-  EXPECT_TRUE(PathExists(r + "/usr/share/locale/locale.alias"));
-  EXPECT_FALSE(PathExists(r + "/var/lib/apt/lists/x_Packages"));
-  EXPECT_FALSE(PathExists(r + "/var/cache/apt/archives/x.deb"));
+  EXPECT_TRUE(base::PathExists(r + "/usr/share/doc/base-files/copyright"));
+  EXPECT_FALSE(base::PathExists(r + "/usr/share/doc/base-files/changelog.gz"));
+  EXPECT_FALSE(base::PathExists(r + "/usr/share/man/man1"));
+  EXPECT_FALSE(base::PathExists(r + "/usr/share/locale/de"));
+  EXPECT_TRUE(base::PathExists(r + "/usr/share/locale/locale.alias"));
+  EXPECT_FALSE(base::PathExists(r + "/var/lib/apt/lists/x_Packages"));
+  EXPECT_FALSE(base::PathExists(r + "/var/cache/apt/archives/x.deb"));
 
   auto record = ReadManifest(built->dir);
   ASSERT_TRUE(record.ok()) << record.status().ToString();
@@ -177,7 +180,7 @@ TEST_F(StoreTest, BuildsFindsListsAndRemoves) {
   ASSERT_TRUE(RemoveImage(home_, "python").ok());
   EXPECT_EQ(FindImage(home_, "python").status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(ListImages(home_).empty());
-  EXPECT_FALSE(PathExists(home_ + "/images/by-name/python"));
+  EXPECT_FALSE(base::PathExists(home_ + "/images/by-name/python"));
   EXPECT_EQ(RemoveImage(home_, "python").code(), StatusCode::kNotFound);
 }
 
@@ -231,14 +234,14 @@ TEST_F(StoreTest, KilledBuildIsNotTakenForWholeAndIsCleanedNextTime) {
   ::waitpid(child, nullptr, 0);
   std::string id = ImageId(Load("python"));
   std::string stale = home_ + "/images/.tmp-" + id + "-" + std::to_string(child);
-  ASSERT_TRUE(MakeDirs(stale + "/rootfs/etc").ok());
+  ASSERT_TRUE(base::MakeDirs(stale + "/rootfs/etc").ok());
   ASSERT_TRUE(base::WriteFile(stale + "/manifest.json", "{}").ok());
   EXPECT_EQ(FindImage(home_, "python").status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(ListImages(home_).empty());
 
   auto built = Build("python", options_);
   ASSERT_TRUE(built.ok()) << built.status().ToString();
-  EXPECT_FALSE(PathExists(stale));
+  EXPECT_FALSE(base::PathExists(stale));
   EXPECT_TRUE(Leftovers().empty());
 }
 
@@ -249,23 +252,23 @@ TEST_F(StoreTest, OrphanedToolKeepsItsTempDir) {
   ::waitpid(child, nullptr, 0);
   std::string id = ImageId(Load("python"));
   std::string busy = home_ + "/images/.tmp-" + id + "-" + std::to_string(child);
-  ASSERT_TRUE(MakeDirs(busy).ok());
+  ASSERT_TRUE(base::MakeDirs(busy).ok());
   int fd = ::open(busy.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
   EXPECT_EQ(Build("python", options_).status().code(), StatusCode::kUnavailable);
-  EXPECT_TRUE(PathExists(busy));
+  EXPECT_TRUE(base::PathExists(busy));
   ::close(fd);
   ASSERT_TRUE(Build("python", options_).ok());
-  EXPECT_FALSE(PathExists(busy));
+  EXPECT_FALSE(base::PathExists(busy));
 }
 
 TEST_F(StoreTest, RunningBuildOfSameImageIsNotRaced) {
   std::string id = ImageId(Load("python"));
   // pid 1 is alive: this looks like another build in progress.
-  ASSERT_TRUE(MakeDirs(home_ + "/images/.tmp-" + id + "-1").ok());
+  ASSERT_TRUE(base::MakeDirs(home_ + "/images/.tmp-" + id + "-1").ok());
   auto built = Build("python", options_);
   EXPECT_EQ(built.status().code(), StatusCode::kUnavailable);
-  EXPECT_TRUE(PathExists(home_ + "/images/.tmp-" + id + "-1"));
+  EXPECT_TRUE(base::PathExists(home_ + "/images/.tmp-" + id + "-1"));
 }
 
 TEST_F(StoreTest, FindImageErrors) {
@@ -283,7 +286,7 @@ TEST_F(StoreTest, FindImageErrors) {
   EXPECT_NE(stale.status().message().find("codebox image build python"), std::string::npos);
   EXPECT_NE(stale.status().message().find("recipe changed"), std::string::npos);
   // With its recipe gone, the newest build of the name still serves.
-  ASSERT_TRUE(RemoveTree(root_ + "/recipes/python").ok());
+  ASSERT_TRUE(base::RemoveTree(root_ + "/recipes/python").ok());
   EXPECT_TRUE(FindImage(home_, "python").ok());
 }
 

@@ -1,12 +1,11 @@
 // The library side of the jail driver: validates the config, plans the paths it must be able
-// to clean up alone, spawns codebox-jail (posix_spawn: no code of ours runs between fork and
-// exec in a possibly multithreaded caller), and talks to it over the control socket.
+// to clean up alone, spawns codebox-jail (base/subprocess.h: safe in a multithreaded caller),
+// and talks to it over the control socket.
 #include "jail/jail.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,6 +21,7 @@
 #include "base/log.h"
 #include "base/owner.h"
 #include "base/paths.h"
+#include "base/subprocess.h"
 #include "jail/agent_image.h"
 #include "jail/cgroups.h"
 #include "jail/control.h"
@@ -98,52 +98,25 @@ Status Validate(const JailConfig& c) {
   return Status::Ok();
 }
 
-// fds 3, 4 and 5 of the child are assigned with dup2; a source already sitting on one of them
-// would be clobbered by another dup2, so each is moved above them first.
-StatusOr<UniqueFd> DupHigh(int fd) {
-  int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
-  if (high < 0) return ErrnoStatus("dup");
-  return UniqueFd(high);
-}
+constexpr auto kProbeTimeout = std::chrono::seconds(30);
 
-StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args, int agent_fd,
-                      int control_fd, int agent_image_fd, int stdout_fd) {
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  if (agent_fd >= 0) posix_spawn_file_actions_adddup2(&fa, agent_fd, kSupervisorAgentFd);
-  if (control_fd >= 0) posix_spawn_file_actions_adddup2(&fa, control_fd, kSupervisorControlFd);
-  if (agent_image_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&fa, agent_image_fd, kSupervisorAgentImageFd);
+// codebox-jail with fds 3-5 as given (-1: none), stdin /dev/null, our stderr for its
+// diagnostics, an empty environment, and its own session: a ^C meant for the caller's process
+// group does not skip the caller's cleanup.
+base::Command SupervisorCommand(const std::string& binary, const std::vector<std::string>& args,
+                                int agent_fd, int control_fd, int agent_image_fd) {
+  base::Command command({"codebox-jail"});
+  command.argv.insert(command.argv.end(), args.begin(), args.end());
+  command.program = binary;
+  command.env.clear();
+  for (auto [fd, target] :
+       {std::pair{agent_fd, kSupervisorAgentFd}, std::pair{control_fd, kSupervisorControlFd},
+        std::pair{agent_image_fd, kSupervisorAgentImageFd}}) {
+    if (fd >= 0) command.fds.emplace_back(fd, target);
   }
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  if (stdout_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
-  } else {
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  }
-  // stderr stays the caller's, for diagnostics; every other fd of the caller is closed.
-  posix_spawn_file_actions_addclosefrom_np(&fa, kSupervisorAgentImageFd + 1);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  // Own session: a ^C meant for the caller's process group does not skip the caller's cleanup.
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>("codebox-jail"));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  char* envp[] = {nullptr};  // nothing of the caller's environment
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, binary.c_str(), &fa, &attr, argv.data(), envp);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) return ErrnoStatus("spawn " + binary, rc);
-  return pid;
+  if (::fcntl(STDERR_FILENO, F_GETFD) >= 0) command.fds.emplace_back(STDERR_FILENO, STDERR_FILENO);
+  command.new_session = true;
+  return command;
 }
 
 // Waits for `pid` (whose pidfd we hold) up to `timeout`, then SIGKILLs it. Reaps it unless
@@ -224,15 +197,11 @@ StatusOr<std::unique_ptr<Jail>> Jail::Start(const JailConfig& config) {
 
   ASSIGN_OR_RETURN(auto agent_pair, base::SocketPair());
   ASSIGN_OR_RETURN(auto control_pair, SeqPacketPair());
-  ASSIGN_OR_RETURN(UniqueFd box_agent, DupHigh(agent_pair.second.get()));
-  ASSIGN_OR_RETURN(UniqueFd sup_control, DupHigh(control_pair.second.get()));
   ASSIGN_OR_RETURN(int shared_image, SharedAgentImage(config.agent_path));
-  ASSIGN_OR_RETURN(UniqueFd agent_image, DupHigh(shared_image));
-  agent_pair.second.reset();
-  control_pair.second.reset();
-  ASSIGN_OR_RETURN(j.supervisor, Spawn(helper, {"--parent", std::to_string(::getpid())},
-                                       box_agent.get(), sup_control.get(), agent_image.get(),
-                                       -1));
+  ASSIGN_OR_RETURN(j.supervisor,
+                   base::Spawn(SupervisorCommand(helper, {"--parent", std::to_string(::getpid())},
+                                                 agent_pair.second.get(), control_pair.second.get(),
+                                                 shared_image)));
   j.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, j.supervisor, 0)));
   if (!j.pidfd.valid()) {
     Status st = ErrnoStatus("start jail: pidfd_open");
@@ -241,8 +210,8 @@ StatusOr<std::unique_ptr<Jail>> Jail::Start(const JailConfig& config) {
     j.supervisor = -1;
     return st;
   }
-  box_agent.reset();
-  sup_control.reset();
+  agent_pair.second.reset();
+  control_pair.second.reset();
   j.control = std::move(control_pair.first);
   j.agent_fd = std::move(agent_pair.first);
 
@@ -307,23 +276,13 @@ Status ProbeJailSupport() {
     }
   }
   // The real test: the helper tries the namespaces and mounts in a child of its own.
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoStatus("jail probe: pipe");
-  UniqueFd rd(fds[0]), wr(fds[1]);
-  ASSIGN_OR_RETURN(UniqueFd out, DupHigh(wr.get()));
-  wr.reset();
-  ASSIGN_OR_RETURN(pid_t pid, Spawn(helper, {"--probe"}, -1, -1, -1, out.get()));
-  out.reset();
-  std::string text;
-  char buf[512];
-  for (;;) {
-    ssize_t n = ::read(rd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  base::RunOptions options;
+  options.timeout = kProbeTimeout;
+  options.max_output_bytes = 4096;
+  ASSIGN_OR_RETURN(base::RunResult probe,
+                   base::Run(SupervisorCommand(helper, {"--probe"}, -1, -1, -1), options));
+  std::string text = probe.out;
+  if (probe.timed_out) return Unavailable("jail: codebox-jail --probe " + probe.Describe());
   if (text.starts_with("ok")) return Status::Ok();
   while (!text.empty() && text.back() == '\n') text.pop_back();
   if (text.starts_with("error ")) text = text.substr(6);

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "base/io.h"
+#include "base/subprocess.h"
 #include "base/unique_fd.h"
-#include "vm/process.h"
 
 namespace codebox::vm {
 namespace {
@@ -77,7 +77,7 @@ std::string QemuBinary() {
   if (const char* v = std::getenv("CODEBOX_QEMU"); v != nullptr && *v != '\0') {
     return ::access(v, X_OK) == 0 ? std::string(v) : "";
   }
-  return FindProgram("qemu-system-x86_64");
+  return base::FindProgram("qemu-system-x86_64");
 }
 
 AcceleratorProbe ProbeAccelerators() {

@@ -5,10 +5,11 @@
 
 #include <cerrno>
 
+#include "base/fs.h"
 #include "base/io.h"
 #include "base/owner.h"
-#include "vm/fs.h"
-#include "vm/process.h"
+#include "base/subprocess.h"
+#include "vm/cache_key.h"
 
 namespace codebox::vm {
 namespace {
@@ -37,11 +38,11 @@ StatusOr<std::string> EnsureErofsDisk(const std::string& home, const std::string
   }
   std::string disk = tree + ".erofs";
   if (::access(ParentDir(tree).c_str(), W_OK) != 0) {
-    RETURN_IF_ERROR(MakeDirs(home + "/disks"));
+    RETURN_IF_ERROR(base::MakeDirs(home + "/disks"));
     disk = home + "/disks/" + HashHex(tree) + ".erofs";
   }
   if (Fresh(disk, tree_st)) return disk;
-  if (FindProgram("mkfs.erofs").empty()) {
+  if (base::FindProgram("mkfs.erofs").empty()) {
     return Unavailable("vm driver: mkfs.erofs not found (run: apt-get install erofs-utils)");
   }
   // Built under a unique temp name and renamed: a box never sees a half-written disk, and
@@ -50,7 +51,8 @@ StatusOr<std::string> EnsureErofsDisk(const std::string& home, const std::string
   // --preserve-mtime: without it erofs-utils stores compact inodes stamped with the build
   // time, every .pyc then mismatches its source's mtime and Python recompiles the standard
   // library on each box's first run (~1 s under tcg).
-  auto built = RunCommand({"mkfs.erofs", "--quiet", "--preserve-mtime", tmp, tree});
+  auto built =
+      base::RunChecked(base::Command({"mkfs.erofs", "--quiet", "--preserve-mtime", tmp, tree}));
   if (!built.ok()) {
     ::unlink(tmp.c_str());
     return built.status().WithContext("build erofs disk from " + tree);

@@ -8,9 +8,10 @@
 #include <ctime>
 #include <vector>
 
+#include "base/fs.h"
 #include "base/io.h"
+#include "vm/cache_key.h"
 #include "vm/cpio.h"
-#include "vm/fs.h"
 #include "vm/modules.h"
 
 namespace codebox::vm {
@@ -44,8 +45,8 @@ StatusOr<std::string> EnsureInitramfs(const std::string& home, const Kernel& ker
   std::string dir = home + "/initramfs";
   std::string name = kernel.release + "-" + agent_hash + ".cpio";
   std::string path = dir + "/" + name;
-  if (PathExists(path)) return path;
-  RETURN_IF_ERROR(MakeDirs(dir));
+  if (base::PathExists(path)) return path;
+  RETURN_IF_ERROR(base::MakeDirs(dir));
   ASSIGN_OR_RETURN(std::string archive, BuildInitramfs(kernel, agent_path));
   RETURN_IF_ERROR(base::WriteFile(path, archive, /*atomic=*/true));
   // Archives of earlier agent builds are dead weight. Only old ones go: another process may

@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -13,9 +13,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/fs.h"
 #include "base/io.h"
+#include "base/subprocess.h"
 #include "base/unique_fd.h"
-#include "vm/fs.h"
 #include "vm/qemu.h"
 
 namespace codebox::vm {
@@ -43,7 +44,7 @@ int RunKeeper(pid_t parent, const std::string& run_dir, char** qemu_argv, char**
   }
   // Opened, then checked: if the owner died before, we are not its child any more.
   if (::getppid() != parent) {
-    (void)RemoveTree(run_dir);
+    (void)base::RemoveTree(run_dir);
     return 1;
   }
   sigset_t chld;
@@ -51,45 +52,30 @@ int RunKeeper(pid_t parent, const std::string& run_dir, char** qemu_argv, char**
   sigaddset(&chld, SIGCHLD);
   ::sigprocmask(SIG_BLOCK, &chld, nullptr);
   base::UniqueFd sig_fd(::signalfd(-1, &chld, SFD_CLOEXEC));
-  int err_pipe[2];
-  if (!sig_fd.valid() || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+  if (!sig_fd.valid()) {
     Say(std::string("error keeper setup: ") + std::strerror(errno));
     return 1;
   }
-  base::UniqueFd err_read(err_pipe[0]), err_write(err_pipe[1]);
-  const pid_t keeper = ::getpid();
-  pid_t qemu = ::fork();
-  if (qemu < 0) {
-    Say(std::string("error fork: ") + std::strerror(errno));
+  base::Command qemu_command;
+  for (char** arg = qemu_argv; *arg != nullptr; ++arg) qemu_command.argv.push_back(*arg);
+  qemu_command.env.clear();
+  for (char** var = envp; *var != nullptr; ++var) qemu_command.env.push_back(*var);
+  // QEMU's log (1, 2) and its sockets. Not the status socket: the library must see EOF when we
+  // go, not when QEMU goes.
+  qemu_command.fds = {{1, 1}, {2, 2}, {kQemuAgentFd, kQemuAgentFd}, {kQemuQmpFd, kQemuQmpFd}};
+  // Correct here, unlike in the library: we are single-threaded.
+  qemu_command.parent_death_signal = SIGKILL;
+  // The log cap the library set on us holds for QEMU too: its writes fail, it is not killed.
+  struct rlimit fsize;
+  if (::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
+    qemu_command.max_file_bytes = fsize.rlim_cur;
+  }
+  auto started = base::Spawn(qemu_command);
+  if (!started.ok()) {
+    Say("error " + started.status().message());
     return 1;
   }
-  if (qemu == 0) {
-    // Correct here, unlike in the library: we are single-threaded.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != keeper) ::_exit(127);
-    ::close(kKeeperStatusFd);  // the library must see EOF when we go, not when
-                               // QEMU goes
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE,
-             SIG_DFL);  // SIGXFSZ stays ignored: the log cap fails writes instead
-    ::execve(qemu_argv[0], qemu_argv, envp);
-    int err = errno;
-    (void)!::write(err_write.get(), &err, sizeof err);
-    ::_exit(127);
-  }
-  err_write.reset();
-  int exec_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(err_read.get(), &exec_errno, sizeof exec_errno);
-  } while (n < 0 && errno == EINTR);
-  if (n > 0) {
-    ::waitpid(qemu, nullptr, 0);
-    Say(std::string("error exec ") + qemu_argv[0] + ": " + std::strerror(exec_errno));
-    return 1;
-  }
+  const pid_t qemu = *started;
   // Only QEMU holds the box's socket ends now: the library sees EOF when QEMU dies.
   ::close(kQemuAgentFd);
   ::close(kQemuQmpFd);
@@ -114,7 +100,7 @@ int RunKeeper(pid_t parent, const std::string& run_dir, char** qemu_argv, char**
     if (fds[1].revents != 0) {
       // The owner is gone without Destroy: nobody else will clean up.
       KillAndReap(qemu, nullptr);
-      (void)RemoveTree(run_dir);
+      (void)base::RemoveTree(run_dir);
       return 0;
     }
     if (fds[2].revents != 0) {
@@ -129,7 +115,7 @@ int RunKeeper(pid_t parent, const std::string& run_dir, char** qemu_argv, char**
         // A dying owner's fds close before its pidfd fires: if it is exiting, nobody else will
         // remove the run directory.
         pollfd owner = {parent_pidfd.get(), POLLIN, 0};
-        if (::poll(&owner, 1, 1000) > 0) (void)RemoveTree(run_dir);
+        if (::poll(&owner, 1, 1000) > 0) (void)base::RemoveTree(run_dir);
       }
       return 0;
     }

@@ -8,11 +8,11 @@
 #include <sstream>
 #include <vector>
 
+#include "base/fs.h"
 #include "base/io.h"
 #include "base/owner.h"
+#include "base/subprocess.h"
 #include "base/unique_fd.h"
-#include "vm/fs.h"
-#include "vm/process.h"
 
 namespace codebox::vm {
 namespace {
@@ -36,7 +36,7 @@ Kernel KernelAt(const std::string& home, const std::string& release) {
 
 // `apt-cache depends linux-image-cloud-amd64` -> "linux-image-6.1.0-57-cloud-amd64".
 StatusOr<std::string> ResolveKernelPackage() {
-  auto out = RunCommand({"apt-cache", "depends", kKernelMetaPackage});
+  auto out = base::RunChecked(base::Command({"apt-cache", "depends", kKernelMetaPackage}));
   if (!out.ok())
     return out.status().WithContext("apt-cache depends " + std::string(kKernelMetaPackage));
   std::istringstream lines(out->out);
@@ -56,29 +56,31 @@ StatusOr<std::string> ResolveKernelPackage() {
 StatusOr<Kernel> FetchKernel(const std::string& home) {
   ASSIGN_OR_RETURN(std::string package, ResolveKernelPackage());
   ASSIGN_OR_RETURN(std::string tmp,
-                   MakeTempDir(home + "/kernels", ".fetch-" + base::OwnerTag() + "-"));
+                   base::MakeTempDir(home + "/kernels", ".fetch-" + base::OwnerTag() + "-"));
   auto fetch = [&]() -> StatusOr<Kernel> {
     // As root apt drops to _apt for downloads, which cannot write our temp dir.
-    std::vector<std::string> argv = {"apt-get", "download", "-q"};
+    base::Command download({"apt-get", "download", "-q"});
     if (::geteuid() == 0) {
-      argv.push_back("-o");
-      argv.push_back("APT::Sandbox::User=root");
+      download.argv.push_back("-o");
+      download.argv.push_back("APT::Sandbox::User=root");
     }
-    argv.push_back(package);
-    RETURN_IF_ERROR(RunCommand(argv, tmp).status().WithContext("apt-get download " + package));
+    download.argv.push_back(package);
+    download.cwd = tmp;
+    RETURN_IF_ERROR(base::RunChecked(download).status().WithContext("apt-get download " + package));
     std::string deb;
     for (const auto& name : base::ListDirectory(tmp)) {
       if (name.size() > 4 && name.substr(name.size() - 4) == ".deb") deb = tmp + "/" + name;
     }
     if (deb.empty()) return NotFound("apt-get download " + package + " left no .deb");
-    auto version = RunCommand({"dpkg-deb", "-f", deb, "Version"});
+    auto version = base::RunChecked(base::Command({"dpkg-deb", "-f", deb, "Version"}));
     RETURN_IF_ERROR(version.status());
-    RETURN_IF_ERROR(RunCommand({"dpkg-deb", "-x", deb, tmp + "/root"}).status());
+    RETURN_IF_ERROR(
+        base::RunChecked(base::Command({"dpkg-deb", "-x", deb, tmp + "/root"})).status());
     std::vector<std::string> releases = base::ListDirectory(tmp + "/root/lib/modules");
     if (releases.size() != 1) return NotFound(package + ": expected one lib/modules/<release>");
     const std::string& release = releases[0];
     std::string out = tmp + "/out";
-    RETURN_IF_ERROR(MakeDirs(out));
+    RETURN_IF_ERROR(base::MakeDirs(out));
     auto move = [](const std::string& from, const std::string& to) -> Status {
       if (::rename(from.c_str(), to.c_str()) != 0) return base::ErrnoStatus("rename " + from);
       return Status::Ok();
@@ -95,7 +97,7 @@ StatusOr<Kernel> FetchKernel(const std::string& home) {
     return KernelAt(home, release);
   };
   StatusOr<Kernel> result = fetch();
-  (void)RemoveTree(tmp);
+  (void)base::RemoveTree(tmp);
   if (!result.ok()) {
     return Unavailable("vm driver: cannot fetch the guest kernel (" + package + "): " +
                        result.status().message() + "; check that apt works (run: apt-get update)");
@@ -109,7 +111,8 @@ StatusOr<Kernel> FindCachedKernel(const std::string& home) {
   auto release = base::ReadFile(home + "/kernels/default");
   if (release.ok()) {
     Kernel k = KernelAt(home, Trim(*release));
-    if (!k.release.empty() && PathExists(k.vmlinuz) && PathExists(k.modules_dir)) return k;
+    if (!k.release.empty() && base::PathExists(k.vmlinuz) && base::PathExists(k.modules_dir))
+      return k;
   }
   return NotFound("no guest kernel in " + home + "/kernels");
 }
@@ -117,7 +120,7 @@ StatusOr<Kernel> FindCachedKernel(const std::string& home) {
 StatusOr<Kernel> EnsureKernel(const std::string& home) {
   auto cached = FindCachedKernel(home);
   if (cached.ok()) return cached;
-  RETURN_IF_ERROR(MakeDirs(home + "/kernels"));
+  RETURN_IF_ERROR(base::MakeDirs(home + "/kernels"));
   // Serialize concurrent first fetches (two boxes starting at once) on a lock file.
   base::UniqueFd lock(
       ::open((home + "/kernels/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));

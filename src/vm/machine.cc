@@ -18,17 +18,18 @@
 #include <ctime>
 #include <mutex>
 
+#include "base/fs.h"
 #include "base/io.h"
 #include "base/log.h"
 #include "base/owner.h"
 #include "base/paths.h"
+#include "base/subprocess.h"
+#include "base/text.h"
 #include "vm/accel.h"
 #include "vm/disk.h"
-#include "vm/fs.h"
 #include "vm/initramfs.h"
 #include "vm/keeper.h"
 #include "vm/kernel.h"
-#include "vm/process.h"
 #include "vm/qemu.h"
 #include "vm/vm.h"
 
@@ -156,7 +157,7 @@ class Machine::Impl {
 
   std::string Diagnostics() const {
     std::string out;
-    std::string qemu = TailLines(ReadTail(qemu_log, 4096), 5);
+    std::string qemu = base::TailLines(ReadTail(qemu_log, 4096), 5);
     if (!qemu.empty()) out += "\nqemu: " + qemu;
     std::string console = ConsoleExcerpt(ReadTail(console_log, kConsoleKeepBytes), 20);
     out += console.empty() ? "\n(guest console is empty)" : "\nguest console:\n" + console;
@@ -211,7 +212,7 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   }
   // The owner tag in the name lets `codebox gc` tell a dead owner's run dir
   // (base/owner.h).
-  auto run_dir = MakeTempDir(home + "/run", "vm-" + base::OwnerTag() + "-");
+  auto run_dir = base::MakeTempDir(home + "/run", "vm-" + base::OwnerTag() + "-");
   if (!run_dir.ok()) return run_dir.status().WithContext("start vm box");
   ::chmod(run_dir->c_str(), 0700);
   impl->run_dir = *run_dir;
@@ -249,16 +250,16 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   ASSIGN_OR_RETURN(auto keeper_pair, base::SocketPair());
   base::UniqueFd log(::open(m.qemu_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!log.valid()) return base::ErrnoStatus("start vm box: open " + m.qemu_log);
-  SpawnSpec spec;
-  spec.argv = {keeper_path, "--parent", std::to_string(::getpid()), "--run-dir", m.run_dir, "--"};
-  for (auto& arg : QemuArgv(launch)) spec.argv.push_back(std::move(arg));
-  spec.fds = {{log.get(), 1},
-              {log.get(), 2},
-              {agent_pair.second.get(), kQemuAgentFd},
-              {qmp_pair.second.get(), kQemuQmpFd},
-              {keeper_pair.second.get(), kKeeperStatusFd}};
-  spec.max_file_bytes = kMaxLogBytes;  // inherited by QEMU
-  auto keeper = Spawn(spec);
+  base::Command keeper_command(
+      {keeper_path, "--parent", std::to_string(::getpid()), "--run-dir", m.run_dir, "--"});
+  for (auto& arg : QemuArgv(launch)) keeper_command.argv.push_back(std::move(arg));
+  keeper_command.fds = {{log.get(), 1},
+                        {log.get(), 2},
+                        {agent_pair.second.get(), kQemuAgentFd},
+                        {qmp_pair.second.get(), kQemuQmpFd},
+                        {keeper_pair.second.get(), kKeeperStatusFd}};
+  keeper_command.max_file_bytes = kMaxLogBytes;  // passed on to QEMU
+  auto keeper = base::Spawn(keeper_command);
   if (!keeper.ok()) return keeper.status().WithContext("start vm box: codebox-vm-keeper");
   m.keeper = *keeper;
   m.keeper_fd = std::move(keeper_pair.first);
@@ -314,7 +315,7 @@ Status Machine::Destroy() {
   impl_->destroyed = true;
   Status st = impl_->StopLocked();
   impl_->saved_console = ReadTail(impl_->console_log, kConsoleKeepBytes);
-  Status removed = RemoveTree(impl_->run_dir);
+  Status removed = base::RemoveTree(impl_->run_dir);
   return st.ok() ? removed.WithContext("destroy vm box") : st;
 }
 

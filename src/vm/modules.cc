@@ -10,7 +10,7 @@
 #include <set>
 
 #include "base/io.h"
-#include "vm/process.h"
+#include "base/subprocess.h"
 
 namespace codebox::vm {
 namespace {
@@ -64,7 +64,7 @@ StatusOr<std::string> ReadModule(const std::string& path) {
                      : ends_with(".gz")  ? "gzip"
                                          : nullptr;
   if (tool == nullptr) return base::ReadFile(path);
-  auto out = RunCommand({tool, "-dc", path});
+  auto out = base::RunChecked(base::Command({tool, "-dc", path}));
   if (!out.ok()) return out.status().WithContext("decompress " + path);
   return std::move(out->out);
 }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/io.h"
+#include "base/text.h"
 #include "base/unique_fd.h"
 
 namespace codebox::vm {
@@ -105,6 +106,21 @@ bool WaitChild(pid_t pid, std::chrono::milliseconds timeout, int* wstatus) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(5, left.count())));
     }
   }
+}
+
+std::string ConsoleExcerpt(const std::string& console, size_t max_lines) {
+  std::string clean;
+  for (char c : console) {
+    if (c != '\r') clean.push_back(c);
+  }
+  std::string tail = base::TailLines(clean, max_lines);
+  size_t panic = clean.find("Kernel panic");
+  if (panic == std::string::npos || tail.find("Kernel panic") != std::string::npos) return tail;
+  size_t start = clean.rfind('\n', panic);
+  start = start == std::string::npos ? 0 : start + 1;
+  size_t end = clean.find('\n', panic);
+  return clean.substr(start, end == std::string::npos ? std::string::npos : end - start) +
+         "\n...\n" + tail;
 }
 
 }  // namespace codebox::vm

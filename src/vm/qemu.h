@@ -41,6 +41,11 @@ std::vector<std::string> QemuArgv(const QemuLaunch& launch);
 // Asks QEMU to quit over QMP (fd: our end of the QMP socket); does not wait.
 Status QmpQuit(int qmp_fd);
 
+// The last max_lines of a guest console, carriage returns dropped. A panic's stack trace
+// pushes its cause out of any short tail, so the "Kernel panic" line is put first when the
+// tail lacks it.
+std::string ConsoleExcerpt(const std::string& console, size_t max_lines);
+
 // Waits up to `timeout` for the child to exit; true (and *wstatus set) if it did.
 bool WaitChild(pid_t pid, std::chrono::milliseconds timeout, int* wstatus);
 

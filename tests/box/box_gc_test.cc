@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "base/fs.h"
 #include "base/io.h"
 #include "base/owner.h"
 #include "base/paths.h"
@@ -20,7 +21,6 @@
 #include "jail/jail.h"
 #include "tests/box/box_test_util.h"
 #include "tests/box/owner_process.h"
-#include "vm/fs.h"
 #include "vm/vm.h"
 
 namespace codebox {
@@ -113,9 +113,9 @@ TEST(BoxGcTest, RemovesOnlyLeftoversOfDeadOwners) {
   ASSERT_EQ(base::OwnerTag(), Tag(self));
 
   std::vector<std::string> gone, kept;
-  auto plant_dir = [](const std::string& path) { ASSERT_TRUE(vm::MakeDirs(path).ok()) << path; };
+  auto plant_dir = [](const std::string& path) { ASSERT_TRUE(base::MakeDirs(path).ok()) << path; };
   auto plant_file = [](const std::string& path) {
-    ASSERT_TRUE(vm::MakeDirs(path.substr(0, path.rfind('/'))).ok());
+    ASSERT_TRUE(base::MakeDirs(path.substr(0, path.rfind('/'))).ok());
     ASSERT_TRUE(base::WriteFile(path, "x").ok()) << path;
   };
   // vm run directories (with a file inside: the whole tree goes).
@@ -181,8 +181,8 @@ TEST(BoxGcTest, RemovesOnlyLeftoversOfDeadOwners) {
   box::LeftoverReport again = box::CollectLeftovers({home, false, false});
   for (const auto& line : again.removed) ADD_FAILURE() << "second pass removed " << line;
   for (const auto& dir : cgroup_dirs) ::rmdir(dir.c_str());
-  for (const auto& path : kept) (void)vm::RemoveTree(path);
-  (void)vm::RemoveTree(home);
+  for (const auto& path : kept) (void)base::RemoveTree(path);
+  (void)base::RemoveTree(home);
 }
 
 // Without `codebox gc`: the next codebox process collects leftovers on its first box start.

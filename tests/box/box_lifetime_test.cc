@@ -26,7 +26,6 @@
 #include "jail/jail.h"
 #include "tests/box/box_test_util.h"
 #include "tests/box/owner_process.h"
-#include "vm/fs.h"
 #include "vm/vm.h"
 
 namespace codebox {
