@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/proc.h"
 #include "agent/server.h"
 #include "base/io.h"
 
@@ -38,6 +39,17 @@ StatusOr<pid_t> ForkAgent(base::UniqueFd fd) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   int code = agent::Server(base::UniqueFd(3), /*is_init=*/false).Run();
   ::_exit(code);
+}
+
+// Ends the agent and every process it started, as the end of a real box does (the programs
+// of its execs run in sessions of their own and would outlive it). The agent is stopped first
+// so that it cannot start more while its tree is killed.
+void KillAgentTree(pid_t agent) {
+  ::kill(agent, SIGSTOP);
+  agent::KillMatching([agent](const agent::ProcInfo& p, const std::vector<agent::ProcInfo>& all) {
+    return agent::DescendsFrom(p.pid, agent, all);
+  });
+  ::kill(agent, SIGKILL);
 }
 
 bool SendAll(int fd, const std::string& bytes) {
@@ -98,7 +110,7 @@ class FakeBackend final : public box::Backend {
       HangUp();
     }
     if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
+      KillAgentTree(pid_);
       int status;
       while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
@@ -140,7 +152,7 @@ class FakeBackend final : public box::Backend {
           if (verdict == Verdict::kForward) {
             if (!SendAll(to, protocol::EncodeFrame(f.type, f.stream, f.payload))) return HangUp();
           } else if (verdict == Verdict::kKillAgent) {
-            ::kill(pid_, SIGKILL);  // reaped only after this thread ends
+            KillAgentTree(pid_);  // reaped only after this thread ends
           } else if (verdict == Verdict::kStall) {
             stalled = true;
             break;
