@@ -156,6 +156,22 @@ TEST_F(SeamTest, ImpossibleExitIsAProtocolError) {
   EXPECT_NE(r.status().message().find("exit_code"), std::string::npos) << r.status().ToString();
 }
 
+TEST_F(SeamTest, AFrameOverTheSizeLimitIsAProtocolError) {
+  env_.tamper = [](Direction dir, protocol::Frame& f) {
+    return dir == Direction::kToHost && f.type == FrameType::kStdout ? Verdict::kOversize
+                                                                     : Verdict::kForward;
+  };
+  auto box = Create();
+  ASSERT_NE(box, nullptr);
+  auto start = Clock::now();
+  auto r = box->Exec({"sh", "-c", "echo out; sleep 30"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_LT(Seconds(start), 5) << "refused at the header, not after waiting for the payload";
+  EXPECT_EQ(r.status().code(), StatusCode::kProtocolError) << r.status().ToString();
+  EXPECT_EQ(box->Exec({"true"}).status().code(), StatusCode::kProtocolError)
+      << "the connection cannot be framed again";
+}
+
 TEST_F(SeamTest, CopyInAndOutThroughTheAgent) {
   auto box = Create();
   ASSERT_NE(box, nullptr);

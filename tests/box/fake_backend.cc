@@ -153,6 +153,11 @@ class FakeBackend final : public box::Backend {
             if (!SendAll(to, protocol::EncodeFrame(f.type, f.stream, f.payload))) return HangUp();
           } else if (verdict == Verdict::kKillAgent) {
             KillAgentTree(pid_);  // reaped only after this thread ends
+          } else if (verdict == Verdict::kOversize) {
+            std::string header = protocol::EncodeFrame(f.type, f.stream, "");
+            const uint32_t length = protocol::kMaxPayload + 1;
+            for (int i = 0; i < 4; ++i) header[i] = static_cast<char>(length >> (8 * i));  // LE
+            if (!SendAll(to, header)) return HangUp();
           } else if (verdict == Verdict::kStall) {
             stalled = true;
             break;

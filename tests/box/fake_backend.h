@@ -31,6 +31,7 @@ enum class Verdict {
   kDrop,       // swallow it
   kKillAgent,  // SIGKILL the agent (the frame is dropped); the host then sees the end
   kStall,      // swallow it and everything after it, both ways, keeping the connection open
+  kOversize,   // send its header announcing a payload over kMaxPayload, and nothing more
 };
 enum class Direction { kToAgent, kToHost };
 // Called on the relay's thread for every frame between host and agent.
