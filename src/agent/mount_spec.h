@@ -9,11 +9,12 @@
 namespace codebox::agent {
 
 struct MountSpec {
-  std::string type;         // also the source, as for proc, tmpfs, devtmpfs
-  std::string target;       // absolute
-  std::string options;      // the data argument of mount(2); empty: none
-  unsigned long flags = 0;  // always nosuid; nodev except on device filesystems; noexec on
-                            // proc and sysfs
+  std::string type;     // also the source, as for proc, tmpfs, devtmpfs
+  std::string target;   // absolute
+  std::string options;  // the data argument of mount(2); empty: none
+  // Always nosuid; nodev except on devtmpfs and tmpfs (either may be a /dev); noexec on proc
+  // and sysfs.
+  unsigned long flags = 0;
 };
 
 // e.g. proc:/proc, tmpfs:/tmp:size=64m, devtmpfs:/dev.

@@ -27,8 +27,8 @@ TEST(ParseMountSpec, NeverAllowsSetuidAndDevicesOnlyWhereTheyBelong) {
     auto m = ParseMountSpec(spec);
     ASSERT_TRUE(m.ok()) << spec;
     EXPECT_TRUE(m->flags & MS_NOSUID) << spec;
-    const bool device_fs = m->type == "devtmpfs" || m->type == "tmpfs";
-    EXPECT_EQ((m->flags & MS_NODEV) != 0, !device_fs) << spec;
+    const bool may_hold_devices = m->type == "devtmpfs" || m->type == "tmpfs";
+    EXPECT_EQ((m->flags & MS_NODEV) != 0, !may_hold_devices) << spec;
     const bool kernel_view = m->type == "proc" || m->type == "sysfs";
     EXPECT_EQ((m->flags & MS_NOEXEC) != 0, kernel_view) << spec;
   }
