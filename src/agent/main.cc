@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/mount_spec.h"
 #include "agent/server.h"
 #include "agent/vm_guest.h"
 #include "base/io.h"
@@ -62,24 +63,11 @@ StatusOr<Args> ParseArgs(int argc, char** argv) {
   return args;
 }
 
-// TYPE:TARGET[:OPTIONS], e.g. proc:/proc, tmpfs:/tmp:size=64m, devtmpfs:/dev.
 Status MountOne(const std::string& spec) {
-  size_t first = spec.find(':');
-  if (first == std::string::npos || first == 0) {
-    return InvalidArgument("--mount " + spec + ": expected TYPE:TARGET[:OPTIONS]");
-  }
-  size_t second = spec.find(':', first + 1);
-  std::string type = spec.substr(0, first);
-  std::string target = spec.substr(first + 1, second == std::string::npos ? std::string::npos
-                                                                          : second - first - 1);
-  std::string options = second == std::string::npos ? "" : spec.substr(second + 1);
-  if (target.empty() || target[0] != '/') return InvalidArgument("--mount " + spec + ": target must be absolute");
-  ::mkdir(target.c_str(), 0755);  // usually exists already; mount says if it does not
-  unsigned long flags = MS_NOSUID;
-  if (type != "devtmpfs" && type != "tmpfs") flags |= MS_NODEV;
-  if (type == "proc" || type == "sysfs") flags |= MS_NOEXEC;
-  if (::mount(type.c_str(), target.c_str(), type.c_str(), flags,
-              options.empty() ? nullptr : options.c_str()) != 0) {
+  ASSIGN_OR_RETURN(MountSpec m, ParseMountSpec(spec));
+  ::mkdir(m.target.c_str(), 0755);  // usually exists already; mount says if it does not
+  if (::mount(m.type.c_str(), m.target.c_str(), m.type.c_str(), m.flags,
+              m.options.empty() ? nullptr : m.options.c_str()) != 0) {
     return base::ErrnoStatus("--mount " + spec);
   }
   return Status::Ok();

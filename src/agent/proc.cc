@@ -31,9 +31,14 @@ bool ParseStat(pid_t pid, ProcInfo* out) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
   char buf[1024];
-  if (!ReadSmall(path, buf, sizeof buf)) return false;
+  return ReadSmall(path, buf, sizeof buf) && ParseStatLine(pid, buf, out);
+}
+
+}  // namespace
+
+bool ParseStatLine(pid_t pid, const char* line, ProcInfo* out) {
   // The command name may contain spaces and ')': the fields start after the last ')'.
-  const char* close = std::strrchr(buf, ')');
+  const char* close = std::strrchr(line, ')');
   if (close == nullptr) return false;
   char state = '?';
   int ppid = 0, pgrp = 0, session = 0;
@@ -41,8 +46,6 @@ bool ParseStat(pid_t pid, ProcInfo* out) {
   *out = ProcInfo{pid, ppid, pgrp, session, state};
   return true;
 }
-
-}  // namespace
 
 std::vector<ProcInfo> ListProcesses() {
   std::vector<ProcInfo> result;
@@ -95,7 +98,13 @@ int KillMatching(const std::function<bool(const ProcInfo&, const std::vector<Pro
 uint64_t ReadOomKillCount() {
   char buf[16384];
   if (!ReadSmall("/proc/vmstat", buf, sizeof buf)) return 0;
-  const char* p = std::strstr(buf, "\noom_kill ");
+  return ParseOomKillCount(buf);
+}
+
+uint64_t ParseOomKillCount(const char* vmstat) {
+  // Not the first line of /proc/vmstat, so "\n" keeps "oom_kill" from matching inside
+  // another name.
+  const char* p = std::strstr(vmstat, "\noom_kill ");
   if (p == nullptr) return 0;
   return std::strtoull(p + 10, nullptr, 10);
 }

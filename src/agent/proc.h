@@ -34,6 +34,12 @@ bool DescendsFrom(pid_t pid, pid_t ancestor, const std::vector<ProcInfo>& all);
 // The kernel's count of OOM kills (`oom_kill` in /proc/vmstat), 0 if unavailable.
 uint64_t ReadOomKillCount();
 
+// The parsers behind them, on text already read.
+// One /proc/PID/stat line; false if it is malformed.
+bool ParseStatLine(pid_t pid, const char* line, ProcInfo* out);
+// The `oom_kill` count in the text of /proc/vmstat, 0 if absent.
+uint64_t ParseOomKillCount(const char* vmstat);
+
 }  // namespace codebox::agent
 
 #endif  // CODEBOX_AGENT_PROC_H_

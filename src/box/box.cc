@@ -11,6 +11,7 @@
 #include "base/paths.h"
 #include "base/text.h"
 #include "box/backend.h"
+#include "box/box_internal.h"
 #include "box/copy.h"
 #include "image/store.h"
 #include "agent_client/agent_client.h"
@@ -141,6 +142,11 @@ class Box::Impl {
 
   const BoxInfo& info() const { return info_; }
 
+  // Box's constructor is private; Impl, a member, may call it.
+  static std::unique_ptr<Box> Wrap(std::unique_ptr<Impl> impl) {
+    return std::unique_ptr<Box>(new Box(std::move(impl)));
+  }
+
   // The workdir lives on the writable layer; it must exist before the first exec.
   Status PrepareWorkdir() {
     return Explain(agent_->MakeDir(options_.workdir, 0755), "make workdir " + options_.workdir);
@@ -202,19 +208,43 @@ class Box::Impl {
   std::atomic<uint64_t> next_program_{0};
 };
 
-StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
+namespace box {
+
+std::chrono::milliseconds BoxEnv::handshake_timeout() const { return kHandshakeTimeout; }
+std::chrono::milliseconds BoxEnv::agent_idle_timeout() const {
+  return protocol::kDefaultIdleTimeout;
+}
+
+namespace {
+
+// The image store and the real drivers.
+class DriverEnv final : public BoxEnv {
+ public:
+  StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options) override {
+    std::string home = base::CodeboxHome(options.home);
+    ASSIGN_OR_RETURN(image::ImageInfo image, image::FindImage(home, options.image));
+    ASSIGN_OR_RETURN(DriverChoice choice, ChooseDriver(options));
+    CODEBOX_LOG(kInfo, "create box: image " << image.id << ", driver " << choice.reason);
+    return box::StartBackend(options, choice, image.rootfs);
+  }
+};
+
+}  // namespace
+
+BoxEnv& BoxEnv::Default() {
+  static DriverEnv env;
+  return env;
+}
+
+StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env) {
   RETURN_IF_ERROR(options.Validate().WithContext("create box"));
-  std::string home = base::CodeboxHome(options.home);
-  ASSIGN_OR_RETURN(image::ImageInfo image, image::FindImage(home, options.image));
-  ASSIGN_OR_RETURN(box::DriverChoice choice, box::ChooseDriver(options));
-  CODEBOX_LOG(kInfo, "create box: image " << image.id << ", driver " << choice.reason);
-  auto backend = box::StartBackend(options, choice, image.rootfs);
+  auto backend = env.StartBackend(options);
   if (!backend.ok()) {
     // A failed start quotes the guest console or the jail's log: box-controlled text.
     Status st = backend.status().WithContext("create box");
     return Status(st.code(), base::TerminalSafe(st.message()));
   }
-  auto agent = protocol::AgentClient::Connect((*backend)->TakeAgentFd(), kHandshakeTimeout);
+  auto agent = protocol::AgentClient::Connect((*backend)->TakeAgentFd(), env.handshake_timeout());
   if (!agent.ok()) {
     Status st = agent.status().WithContext("create box: connect to agent");
     std::string diag = base::TerminalSafe((*backend)->Diagnostics());
@@ -222,10 +252,16 @@ StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
     if (!diag.empty()) st = Status(st.code(), st.message() + "\n" + diag);
     return st;
   }
-  auto impl = std::make_unique<Impl>(options, std::move(*backend), std::move(*agent));
-  auto box = std::unique_ptr<Box>(new Box(std::move(impl)));
-  RETURN_IF_ERROR(box->impl_->PrepareWorkdir().WithContext("create box"));
-  return box;
+  (*agent)->set_idle_timeout(env.agent_idle_timeout());
+  auto impl = std::make_unique<Box::Impl>(options, std::move(*backend), std::move(*agent));
+  RETURN_IF_ERROR(impl->PrepareWorkdir().WithContext("create box"));
+  return Box::Impl::Wrap(std::move(impl));
+}
+
+}  // namespace box
+
+StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
+  return box::CreateBox(options, box::BoxEnv::Default());
 }
 
 Box::Box(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

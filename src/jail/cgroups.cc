@@ -38,10 +38,11 @@ std::string ReadSmall(const std::string& path) {
 
 bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-// /proc/self/cgroup: "N:ctrl1,ctrl2:/path" (v1) and "0::/path" (v2).
-std::map<std::string, std::string> OwnCgroups() {
+}  // namespace
+
+std::map<std::string, std::string> ParseProcCgroup(const std::string& text) {
   std::map<std::string, std::string> out;
-  std::istringstream is(ReadSmall("/proc/self/cgroup"));
+  std::istringstream is(text);
   std::string line;
   while (std::getline(is, line)) {
     size_t a = line.find(':');
@@ -60,10 +61,9 @@ std::map<std::string, std::string> OwnCgroups() {
   return out;
 }
 
-// Mount points of v1 hierarchies by controller, from /proc/self/mountinfo.
-std::map<std::string, std::string> V1Mounts() {
+std::map<std::string, std::string> ParseV1Mounts(const std::string& mountinfo) {
   std::map<std::string, std::string> out;
-  std::istringstream is(ReadSmall("/proc/self/mountinfo"));
+  std::istringstream is(mountinfo);
   std::string line;
   while (std::getline(is, line)) {
     size_t sep = line.find(" - ");
@@ -81,6 +81,8 @@ std::map<std::string, std::string> V1Mounts() {
   }
   return out;
 }
+
+namespace {
 
 std::string JoinPath(const std::string& mount, const std::string& rel, const std::string& leaf) {
   std::string p = mount;
@@ -107,7 +109,7 @@ std::string CpuText(double cpus) {
 Plan MakePlan(const std::string& id) {
   Plan plan;
   const std::string leaf = "codebox-" + id;
-  auto own = OwnCgroups();
+  auto own = ParseProcCgroup(ReadSmall("/proc/self/cgroup"));
   // v2: a unified hierarchy whose cgroup of ours offers the controllers (delegated to us).
   for (const char* root : {kV2Root, kV2Unified}) {
     if (!IsCgroup2(root) || own.count("unified") == 0) continue;
@@ -126,7 +128,7 @@ Plan MakePlan(const std::string& id) {
     plan.dirs.push_back({"unified", parent + "/" + leaf});
     return plan;
   }
-  auto mounts = V1Mounts();
+  auto mounts = ParseV1Mounts(ReadSmall("/proc/self/mountinfo"));
   for (const char* ctrl : {"memory", "pids", "cpu"}) {
     if (mounts.count(ctrl) == 0 || own.count(ctrl) == 0) {
       plan.unavailable.push_back(std::string(ctrl) + ": no cgroup v1 or v2 controller mounted");

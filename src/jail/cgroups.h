@@ -6,6 +6,7 @@
 #define CODEBOX_JAIL_CGROUPS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,13 @@ struct Plan {
 // Decides where this jail's cgroups go: under the caller's own cgroup of each controller, as
 // "codebox-<id>" (nesting keeps any limit the caller itself is under). Reads /proc/self.
 Plan MakePlan(const std::string& id);
+
+// Our cgroup by controller ("unified" for v2) from the text of /proc/self/cgroup:
+// "N:ctrl1,ctrl2:/path" (v1) and "0::/path" (v2).
+std::map<std::string, std::string> ParseProcCgroup(const std::string& text);
+// Mount points of v1 hierarchies by controller (and by every other mount option), from the
+// text of /proc/self/mountinfo.
+std::map<std::string, std::string> ParseV1Mounts(const std::string& mountinfo);
 
 // "controller:path" strings for the control channel, and back.
 std::vector<std::string> EncodeDirs(const Plan& plan);

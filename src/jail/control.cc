@@ -33,7 +33,8 @@ std::vector<std::pair<std::string, std::string>> Lines(const std::string& text) 
 }
 
 bool ParseU64(const std::string& s, uint64_t* out) {
-  if (s.empty()) return false;
+  // strtoull alone would take " 5", "+5" and "-1" (as 2^64 - 1).
+  if (s.empty() || s[0] < '0' || s[0] > '9') return false;
   char* end = nullptr;
   errno = 0;
   unsigned long long v = std::strtoull(s.c_str(), &end, 10);

@@ -1,0 +1,149 @@
+#include "agent/exec.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace codebox::agent {
+namespace {
+
+protocol::msg::Exec Request(std::vector<std::string> argv) {
+  protocol::msg::Exec r;
+  r.argv = std::move(argv);
+  return r;
+}
+
+TEST(ParseExecSpec, CopiesAValidRequest) {
+  auto r = Request({"python3", "-c", "print(1)"});
+  r.env = {{"PATH", "/bin"}, {"EMPTY", ""}, {"EQ", "a=b"}};
+  r.cwd = "/work";
+  r.stdin_stream = true;
+  r.timeout_ms = 1500;
+  r.output_limit = 99;
+  auto spec = ParseExecSpec(r);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->argv, r.argv);
+  EXPECT_EQ(spec->env, (std::vector<std::string>{"EMPTY=", "EQ=a=b", "PATH=/bin"}));
+  EXPECT_EQ(spec->cwd, "/work");
+  EXPECT_TRUE(spec->stdin_stream);
+  EXPECT_EQ(spec->timeout_ms, 1500);
+  EXPECT_EQ(spec->output_limit, 99u);
+}
+
+TEST(ParseExecSpec, RefusesWhatExecveWouldCutOrMisread) {
+  auto expect_invalid = [](const protocol::msg::Exec& r, const std::string& text) {
+    auto spec = ParseExecSpec(r);
+    ASSERT_FALSE(spec.ok()) << text;
+    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(spec.status().message().find(text), std::string::npos) << spec.status().ToString();
+  };
+  expect_invalid(Request({}), "\"argv\" is empty");
+  expect_invalid(Request({"echo", std::string("a\0b", 3)}), "argv[1] contains a NUL");
+  auto r = Request({"true"});
+  r.env = {{"", "x"}};
+  expect_invalid(r, "bad \"env\" entry");
+  r.env = {{"A=B", "x"}};
+  expect_invalid(r, "bad \"env\" entry \"A=B\"");
+  r.env = {{std::string("A\0B", 3), "x"}};
+  expect_invalid(r, "bad \"env\" entry");
+  r.env = {{"A", std::string("x\0y", 3)}};
+  expect_invalid(r, "bad \"env\" entry \"A\"");
+  r.env = {{std::string(1000, 'N') + "=", "x"}};
+  auto spec = ParseExecSpec(r);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_LT(spec.status().message().size(), 200u) << "the name is quoted cut short";
+  r = Request({"true"});
+  r.cwd = std::string("/a\0b", 4);
+  expect_invalid(r, "\"cwd\" contains a NUL");
+}
+
+// Reads a non-blocking pipe to EOF (bounded by 10 s).
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  for (int i = 0; i < 1000; ++i) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10'000) <= 0) break;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+struct Ran {
+  std::string out, err;
+  int status = 0;
+  pid_t pgid = 0, sid = 0;
+};
+
+Ran RunToEnd(const ExecSpec& spec) {
+  Ran ran;
+  auto spawned = SpawnExec(spec);
+  EXPECT_TRUE(spawned.ok()) << spawned.status().ToString();
+  if (!spawned.ok()) return ran;
+  ran.out = ReadAll(spawned->stdout_fd.get());
+  ran.err = ReadAll(spawned->stderr_fd.get());
+  ran.pgid = ::getpgid(spawned->pid);
+  ran.sid = ::getsid(spawned->pid);
+  ::waitpid(spawned->pid, &ran.status, 0);
+  EXPECT_EQ(ran.pgid, spawned->pid) << "its own process group";
+  EXPECT_EQ(ran.sid, spawned->pid) << "its own session";
+  return ran;
+}
+
+TEST(SpawnExec, RunsWithExactlyTheGivenEnvironmentAndCwd) {
+  ExecSpec spec;
+  spec.argv = {"sh", "-c", "pwd; env | sort"};
+  spec.env = {"PATH=/usr/bin:/bin", "ONLY=this"};
+  spec.cwd = "/tmp";
+  Ran ran = RunToEnd(spec);
+  EXPECT_EQ(ran.out, "/tmp\nONLY=this\nPATH=/usr/bin:/bin\nPWD=/tmp\n");
+  EXPECT_TRUE(WIFEXITED(ran.status) && WEXITSTATUS(ran.status) == 0) << ran.err;
+}
+
+TEST(SpawnExec, AMissingProgramExits127WithTheReason) {
+  ExecSpec spec;
+  spec.argv = {"codebox-no-such-program"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  Ran ran = RunToEnd(spec);
+  EXPECT_TRUE(WIFEXITED(ran.status) && WEXITSTATUS(ran.status) == 127);
+  EXPECT_EQ(ran.err.rfind("codebox-agent: exec codebox-no-such-program: ", 0), 0u) << ran.err;
+}
+
+TEST(SpawnExec, AMissingCwdExits127WithTheReason) {
+  ExecSpec spec;
+  spec.argv = {"true"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.cwd = "/codebox-no-such-dir";
+  Ran ran = RunToEnd(spec);
+  EXPECT_TRUE(WIFEXITED(ran.status) && WEXITSTATUS(ran.status) == 127);
+  EXPECT_EQ(ran.err.rfind("codebox-agent: chdir /codebox-no-such-dir: ", 0), 0u) << ran.err;
+}
+
+TEST(SpawnExec, StdinIsDevNullUnlessStreamed) {
+  ExecSpec spec;
+  spec.argv = {"cat"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  auto quiet = SpawnExec(spec);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_FALSE(quiet->stdin_fd.valid());
+  EXPECT_EQ(ReadAll(quiet->stdout_fd.get()), "");
+  int status;
+  ::waitpid(quiet->pid, &status, 0);
+
+  spec.stdin_stream = true;
+  auto fed = SpawnExec(spec);
+  ASSERT_TRUE(fed.ok());
+  ASSERT_TRUE(fed->stdin_fd.valid());
+  ASSERT_EQ(::write(fed->stdin_fd.get(), "fed", 3), 3);
+  fed->stdin_fd.reset();
+  EXPECT_EQ(ReadAll(fed->stdout_fd.get()), "fed");
+  ::waitpid(fed->pid, &status, 0);
+}
+
+}  // namespace
+}  // namespace codebox::agent
