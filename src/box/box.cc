@@ -204,8 +204,9 @@ class Box::Impl {
 
 StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
   RETURN_IF_ERROR(options.Validate().WithContext("create box"));
-  std::string home = base::CodeboxHome(options.home);
-  ASSIGN_OR_RETURN(image::ImageInfo image, image::FindImage(home, options.image));
+  // The user's own store first, then the system store root built for everyone.
+  ASSIGN_OR_RETURN(image::ImageInfo image,
+                   image::FindImage(base::ImageStores(options.home), options.image));
   ASSIGN_OR_RETURN(box::DriverChoice choice, box::ChooseDriver(options));
   CODEBOX_LOG(kInfo, "create box: image " << image.id << ", driver " << choice.reason);
   auto backend = box::StartBackend(options, choice, image.rootfs);
