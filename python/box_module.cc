@@ -273,6 +273,7 @@ PYBIND11_MODULE(_codebox, m) {
   m.doc() = "codebox C++ core (use the `codebox` package, not this module)";
   py::register_exception_translator(&cp::TranslateStatusError);
   cp::BindBox(m);
+  cp::BindHost(m);
 #ifdef CODEBOX_PYTHON_WITH_LLM
   cp::BindInterpreter(m);
   m.attr("HAS_INTERPRETER") = true;

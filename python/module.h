@@ -34,7 +34,8 @@ std::chrono::milliseconds TimeoutSeconds(const pybind11::handle& value, const ch
 BoxOptions BoxOptionsFromDict(const pybind11::dict& kwargs);
 
 void BindBox(pybind11::module_& m);
-void BindInterpreter(pybind11::module_& m);  // interpreter_module.cc, when codebox_llm exists
+void BindInterpreter(pybind11::module_& m);
+void BindHost(pybind11::module_& m);  // host_module.cc: describe_host  // interpreter_module.cc, when codebox_llm exists
 
 }  // namespace codebox::python
 

@@ -22,6 +22,7 @@ timeout raises :class:`BoxTimeoutError` (a TimeoutError), ``exec`` reports ``tim
 """
 
 from ._box import CodeBox, SyncCodeBox
+from ._host import HostDescription, describe_host
 from ._values import BoxInfo, ExecResult
 from ._interpreter import Interpreter, Transcript
 from .errors import (
@@ -45,7 +46,9 @@ __all__ = [
     "BoxTimeoutError",
     "CodeBox",
     "ExecResult",
+    "HostDescription",
     "Interpreter",
     "SyncCodeBox",
     "Transcript",
+    "describe_host",
 ]

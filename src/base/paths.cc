@@ -46,15 +46,54 @@ bool IsDirectory(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+}  // namespace
+
 std::string CodeboxHome(const std::string& override_home) {
-  if (!override_home.empty()) return override_home;
-  if (const char* v = std::getenv("CODEBOX_HOME"); v != nullptr && *v != '\0') return v;
-  if (::geteuid() == 0) return "/var/lib/codebox";
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x != '\0') {
-    return std::string(x) + "/codebox";
+  return ImageStores(override_home).front().path;
+}
+
+const char* StoreKindName(ImageStore::Kind kind) {
+  switch (kind) {
+    case ImageStore::Kind::kExplicit:
+      return "explicit";
+    case ImageStore::Kind::kUser:
+      return "user";
+    case ImageStore::Kind::kSystem:
+      return "system";
   }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "/tmp") + "/.local/share/codebox";
+  return "?";
+}
+
+StoreEnv CurrentStoreEnv(const std::string& override_home) {
+  StoreEnv env;
+  env.override_home = override_home;
+  env.codebox_home = Env("CODEBOX_HOME");
+  env.xdg_data_home = Env("XDG_DATA_HOME");
+  env.home = Env("HOME");
+  env.root = ::geteuid() == 0;
+  return env;
+}
+
+std::vector<ImageStore> ImageStoresFor(const StoreEnv& env) {
+  using Kind = ImageStore::Kind;
+  if (!env.override_home.empty()) return {{env.override_home, Kind::kExplicit}};
+  if (!env.codebox_home.empty()) return {{env.codebox_home, Kind::kExplicit}};
+  if (env.root) return {{kSystemStore, Kind::kSystem}};
+  std::string own = !env.xdg_data_home.empty()
+                        ? env.xdg_data_home + "/codebox"
+                        : (env.home.empty() ? "/tmp" : env.home) + "/.local/share/codebox";
+  return {{own, Kind::kUser}, {kSystemStore, Kind::kSystem}};
+}
+
+std::vector<ImageStore> ImageStores(const std::string& override_home) {
+  return ImageStoresFor(CurrentStoreEnv(override_home));
 }
 
 std::string SelfExeDir() {

@@ -221,8 +221,9 @@ namespace {
 class DriverEnv final : public BoxEnv {
  public:
   StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options) override {
-    std::string home = base::CodeboxHome(options.home);
-    ASSIGN_OR_RETURN(image::ImageInfo image, image::FindImage(home, options.image));
+    // The user's own store first, then the system store root built for everyone.
+    ASSIGN_OR_RETURN(image::ImageInfo image,
+                     image::FindImage(base::ImageStores(options.home), options.image));
     ASSIGN_OR_RETURN(DriverChoice choice, ChooseDriver(options));
     CODEBOX_LOG(kInfo, "create box: image " << image.id << ", driver " << choice.reason);
     return box::StartBackend(options, choice, image.rootfs);

@@ -1,15 +1,13 @@
 // `codebox doctor`: which drivers can run here, which limits a box gets, and why not.
 #include <cstdio>
+#include <string>
 
 #include "base/paths.h"
-#include "box/backend.h"
 #include "box/leftovers.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
 #include "codebox/box.h"
-#include "image/store.h"
-#include "jail/jail.h"
-#include "vm/vm.h"
+#include "codebox/host.h"
 
 namespace codebox::cli {
 namespace {
@@ -24,36 +22,54 @@ int DoctorCommand(const std::vector<std::string>& args) {
   BoxOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
-      std::puts("usage: codebox doctor [--image NAME]\n\nReports which isolation drivers run on "
-                "this host, which limits a box gets here, and why anything is missing.");
+      std::puts(
+          "usage: codebox doctor [--image NAME]\n\nReports which isolation drivers run on "
+          "this host, which limits a box gets here, and why anything is missing.");
       return 0;
     }
     auto parsed = ParseBoxFlag(args, &i, &options);
     if (!parsed.ok() || !*parsed) {
-      PrintError("doctor", parsed.ok() ? InvalidArgument("unknown option " + args[i]) : parsed.status());
+      PrintError("doctor",
+                 parsed.ok() ? InvalidArgument("unknown option " + args[i]) : parsed.status());
       return kExitCodeboxError;
     }
   }
 
+  const HostDescription host = DescribeHost(options);
   std::printf("drivers:\n");
-  vm::AcceleratorProbe accel = vm::ProbeAccelerators();
-  Line("vm (kvm)", accel.kvm_usable, accel.kvm_usable ? "hardware virtualization" : accel.kvm_reason);
-  Line("vm (tcg)", accel.tcg_usable,
-       accel.tcg_usable ? "software emulation: slow, only with --allow-emulation" : accel.tcg_reason);
-  Status jail = jail::ProbeJailSupport();
-  Line("jail", jail.ok(), jail.ok() ? "namespaces, seccomp, cgroups/rlimits" : jail.message());
-  BoxOptions auto_options = options;
-  auto_options.driver = DriverKind::kAuto;
-  auto choice = box::ChooseDriver(auto_options);
-  std::printf("  auto picks:    %s\n",
-              choice.ok() ? choice->reason.c_str() : choice.status().message().c_str());
-
-  std::string home = base::CodeboxHome(options.home);
-  std::printf("\nimages (store %s):\n", home.c_str());
-  for (const std::string& name : image::ListRecipes()) {
-    auto found = image::FindImage(home, name);
-    Line(name.c_str(), found.ok(), found.ok() ? found->id : "not built: codebox image build " + name);
+  Line("vm (kvm)", host.vm.kvm_usable, host.vm.kvm_detail);
+  Line("vm (tcg)", host.vm.tcg_usable,
+       host.vm.tcg_usable ? host.vm.tcg_detail + " (qemu: " + host.vm.qemu + ")"
+                          : host.vm.tcg_detail);
+  Line("jail", host.jail.usable, host.jail.detail);
+  Line("  user ns", host.jail.user_namespaces, host.jail.user_namespaces_detail);
+  std::string controllers;
+  for (const std::string& c : host.jail.cgroup_controllers) controllers += " " + c;
+  Line("  cgroups", !host.jail.cgroup_controllers.empty(),
+       host.jail.cgroup_version == 0
+           ? "none usable by this user"
+           : "v" + std::to_string(host.jail.cgroup_version) + ":" + controllers);
+  for (const std::string& m : host.jail.cgroup_missing) std::printf("  %-19s %s\n", "", m.c_str());
+  if (!host.jail.cgroup_hint.empty()) {
+    std::printf("  %-19s how to get them: %s\n", "", host.jail.cgroup_hint.c_str());
   }
+  std::string picks = std::string(DriverKindName(options.driver)) + " picks:";
+  std::printf("  %-19s %s\n", picks.c_str(), host.driver_reason.c_str());
+
+  std::printf("\nlimits a box would get here (--driver %s):\n",
+              std::string(DriverKindName(options.driver)).c_str());
+  for (const HostLimit& l : host.limits) Line(l.name.c_str(), l.enforced, l.detail);
+
+  std::printf("\nimage stores, in search order:\n");
+  for (const HostStore& s : host.stores) {
+    std::printf("  %-14s %s%s\n", s.kind.c_str(), s.path.c_str(),
+                s.writable ? "" : " (read-only for you)");
+  }
+  std::printf("\nimages:\n");
+  for (const HostImage& i : host.images) {
+    Line(i.name.c_str(), i.built, i.built ? i.id + " in " + i.store : i.detail);
+  }
+  const std::string home = base::CodeboxHome(options.home);
 
   // Before Box::Create below, which removes leftovers itself (once per process).
   box::LeftoverOptions leftovers;
@@ -65,14 +81,16 @@ int DoctorCommand(const std::vector<std::string>& args) {
       "  the next box start; a box that ends normally cleans up after itself)\n",
       found.removed.size());
 
-  std::printf("\nlimits of a box here (--driver %s):\n", std::string(DriverKindName(options.driver)).c_str());
+  std::printf("\na box started here reports (--driver %s):\n",
+              std::string(DriverKindName(options.driver)).c_str());
   auto box = Box::Create(options);
   if (!box.ok()) {
     std::printf("  cannot start one: %s\n", box.status().message().c_str());
     return 1;
   }
   std::printf("  driver:        %s\n", (*box)->info().driver.c_str());
-  for (const std::string& l : (*box)->info().limits) std::printf("  enforced:      %s\n", l.c_str());
+  for (const std::string& l : (*box)->info().limits)
+    std::printf("  enforced:      %s\n", l.c_str());
   for (const std::string& l : (*box)->info().limits_not_enforced) {
     std::printf("  NOT enforced:  %s\n", l.c_str());
   }

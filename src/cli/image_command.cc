@@ -1,5 +1,7 @@
 // codebox image build|ls|rm: builds images from the recipes in images/, lists and removes them.
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -19,13 +21,17 @@ constexpr const char kImageUsage[] = R"(usage: codebox image COMMAND [options]
 commands:
   build [--force] [NAME...]   build images from their recipes (default: python); an image
                               whose recipe is unchanged is skipped unless --force is given.
-                              Needs root (debootstrap).
-  ls                          list built images and recipes not built yet
-  rm NAME|ID...               remove every build of NAME, or the one build ID
+                              Needs root (debootstrap); root builds into
+                              /var/lib/codebox, where every user's boxes find them.
+  ls                          list built images (in every store searched) and recipes
+                              not built yet
+  rm NAME|ID...               remove every build of NAME, or the one build ID, from
+                              your own store
 
-Recipes live in $CODEBOX_IMAGES or share/codebox/images where codebox is installed;
-images in $CODEBOX_HOME/images (default /var/lib/codebox for root,
-~/.local/share/codebox otherwise).
+Recipes live in $CODEBOX_IMAGES or share/codebox/images where codebox is installed.
+Stores searched for images: $CODEBOX_HOME alone if set; else /var/lib/codebox for root;
+else your own ~/.local/share/codebox (or $XDG_DATA_HOME/codebox) first, then
+/var/lib/codebox (read-only for you).
 )";
 
 volatile sig_atomic_t g_interrupted = 0;
@@ -62,12 +68,28 @@ int Build(const std::vector<std::string>& args) {
   struct sigaction old_action;
   ::sigaction(SIGINT, &action, &old_action);
 
-  std::string home = base::CodeboxHome();
+  // Whatever root's umask, the system store's images must be readable by every user.
+  if (::geteuid() == 0) ::umask(022);
+  const std::vector<base::ImageStore> stores = base::ImageStores();
+  const std::string home = stores.front().path;
   int rc = 0;
   for (const std::string& name : names) {
     auto recipe = image::LoadRecipe(name);
     if (!recipe.ok()) {
       std::fprintf(stderr, "codebox image build: %s\n", recipe.status().message().c_str());
+      rc = 1;
+      continue;
+    }
+    if (::geteuid() != 0) {
+      // A non-root user cannot build (debootstrap); an image root built serves them.
+      auto found = image::FindImage(stores, name);
+      if (found.ok() && !options.force) {
+        std::printf("image %s is up to date (%s, in %s)\n", name.c_str(), found->id.c_str(),
+                    found->store.c_str());
+        continue;
+      }
+      std::fprintf(stderr, "codebox image build %s: run: %s\n", name.c_str(),
+                   image::BuildCommandHint(name, stores, false).c_str());
       rc = 1;
       continue;
     }
@@ -104,34 +126,42 @@ int List(const std::vector<std::string>& args) {
     std::fprintf(stderr, "codebox image ls: unexpected argument '%s'\n", a.c_str());
     return 2;
   }
-  std::string home = base::CodeboxHome();
+  const std::vector<base::ImageStore> stores = base::ImageStores();
   std::map<std::string, std::string> current_ids;  // recipe name -> id its recipe gives now
   for (const std::string& name : image::ListRecipes()) {
     auto recipe = image::LoadRecipe(name);
     current_ids[name] = recipe.ok() ? image::ImageId(*recipe) : "";
   }
-  std::vector<image::ImageInfo> images = image::ListImages(home);
-  std::printf("%-16s %-16s %9s  %-20s %s\n", "NAME", "ID", "SIZE", "BUILT", "");
+  const char* row = "%-16s %-16s %9s  %-20s %-8s %s\n";
+  std::printf(row, "NAME", "ID", "SIZE", "BUILT", "STORE", "");
   std::map<std::string, bool> built_current;
-  for (const image::ImageInfo& info : images) {
+  for (const image::ImageInfo& info : image::ListImages(stores)) {
     auto it = current_ids.find(info.name);
     const char* note = "";
     if (it == current_ids.end()) {
       note = "(no recipe)";
     } else if (it->second == info.id) {
+      // The first store in search order with a current build is the one boxes use.
+      note = built_current[info.name] ? "(shadowed by the store above)" : "";
       built_current[info.name] = true;
     } else {
       note = "(old recipe)";
     }
-    std::printf("%-16s %-16s %9s  %-20s %s\n", info.name.c_str(), info.id.c_str(),
-                base::FormatSize(info.size_bytes).c_str(), info.built_at.c_str(), note);
+    std::printf(row, info.name.c_str(), info.id.c_str(), base::FormatSize(info.size_bytes).c_str(),
+                info.built_at.c_str(), base::StoreKindName(info.store_kind), note);
   }
   for (const auto& [name, id] : current_ids) {
     if (built_current.count(name) != 0) continue;
-    std::string note = "(not built; run: codebox image build " + name + ")";
-    std::printf("%-16s %-16s %9s  %-20s %s\n", name.c_str(), "-", "-", "-", note.c_str());
+    std::string note =
+        "(not built; run: " + image::BuildCommandHint(name, stores, ::geteuid() == 0) + ")";
+    std::printf(row, name.c_str(), "-", "-", "-", "-", note.c_str());
   }
-  std::printf("store: %s/images\n", home.c_str());
+  for (const base::ImageStore& store : stores) {
+    std::printf("%s store: %s/images%s\n", base::StoreKindName(store.kind), store.path.c_str(),
+                store.kind == base::ImageStore::Kind::kSystem && ::geteuid() != 0
+                    ? " (read-only for you)"
+                    : "");
+  }
   return 0;
 }
 
@@ -156,6 +186,14 @@ int Remove(const std::vector<std::string>& args) {
   int rc = 0;
   for (const std::string& name : names) {
     Status st = image::RemoveImage(home, name);
+    if (st.code() == StatusCode::kNotFound && home != base::kSystemStore) {
+      for (const image::ImageInfo& info : image::ListImages(std::string(base::kSystemStore))) {
+        if (info.name != name && info.id != name) continue;
+        st = NotFound("'" + name + "' is in the system store " + base::kSystemStore + ", not in " +
+                      home + "; run: sudo codebox image rm " + name);
+        break;
+      }
+    }
     if (!st.ok()) {
       std::fprintf(stderr, "codebox image rm: %s\n", st.message().c_str());
       rc = 1;

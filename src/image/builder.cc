@@ -125,6 +125,13 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
         recipe.name);
   }
   RETURN_IF_ERROR(base::MakeDirs(images_dir).WithContext("create image store"));
+  if (::geteuid() == 0) {
+    // Root's images serve every user (the system store): the store's own directories are
+    // world-readable whatever root's umask is. Each image's dirs are set below.
+    for (const std::string& dir : {home, images_dir}) {
+      if (::chmod(dir.c_str(), 0755) != 0) return base::ErrnoStatus("chmod " + dir);
+    }
+  }
   RETURN_IF_ERROR(CleanStaleTemps(images_dir, id, say));
 
   std::string mirror = options.mirror;
@@ -177,6 +184,12 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
   record.build_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   RETURN_IF_ERROR(WriteManifest(tmp_dir + "/manifest.json", record, recipe.text));
+  // Readable by every user whatever the umask (the tree's insides are as dpkg made them).
+  for (const auto& [path, mode] : {std::pair<std::string, mode_t>{tmp_dir, 0755},
+                                   {ctx.rootfs, 0755},
+                                   {tmp_dir + "/manifest.json", 0644}}) {
+    if (::chmod(path.c_str(), mode) != 0) return base::ErrnoStatus("chmod " + path);
+  }
 
   // Into place. With --force over an existing build, swap the two atomically and delete the
   // old one afterwards, so readers see either the old or the new image, never neither.

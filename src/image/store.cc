@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "base/fs.h"
@@ -19,8 +21,13 @@ namespace {
 
 constexpr int kManifestFormat = 1;
 
-std::string NotBuiltMessage(const std::string& name) {
-  return "image '" + name + "' is not built; run: codebox image build " + name;
+constexpr char kNeedsRoot[] =
+    "building needs root: debootstrap creates device nodes and files owned by other users";
+
+std::string JoinStorePaths(const std::vector<base::ImageStore>& stores) {
+  std::string out;
+  for (const base::ImageStore& store : stores) out += (out.empty() ? "" : " or ") + store.path;
+  return out;
 }
 
 // The id images/by-name/<name> points at, or "" when there is no pointer.
@@ -102,6 +109,8 @@ StatusOr<BuildRecord> ReadManifest(const std::string& image_dir) {
 
 Status SetNamePointer(const std::string& home, const std::string& name, const std::string& id) {
   RETURN_IF_ERROR(base::MakeDirs(ByNameDir(home)));
+  if (::chmod(ByNameDir(home).c_str(), 0755) != 0)
+    return base::ErrnoStatus("chmod " + ByNameDir(home));
   std::string link = ByNameDir(home) + "/" + name;
   std::string tmp = link + ".tmp-" + std::to_string(::getpid());
   ::unlink(tmp.c_str());
@@ -114,42 +123,101 @@ Status SetNamePointer(const std::string& home, const std::string& name, const st
   return Status::Ok();
 }
 
-StatusOr<ImageInfo> FindImage(const std::string& home, const std::string& name) {
+std::string BuildCommandHint(const std::string& name, const std::vector<base::ImageStore>& stores,
+                             bool root) {
+  if (!stores.empty() && stores.front().kind == base::ImageStore::Kind::kExplicit) {
+    std::string build = "CODEBOX_HOME=" + stores.front().path + " codebox image build " + name;
+    return root ? build : "sudo env " + build + " (" + kNeedsRoot + ")";
+  }
+  if (root) return "codebox image build " + name;
+  return "sudo codebox image build " + name + " (" + kNeedsRoot + "; the image goes to " +
+         base::kSystemStore + ", where every user's boxes find it)";
+}
+
+std::string MissingImageHint(const std::string& name, const std::vector<base::ImageStore>& stores,
+                             bool root) {
+  std::string where =
+      root && !stores.empty() && stores.front().kind != base::ImageStore::Kind::kExplicit
+          ? ""
+          : " in " + JoinStorePaths(stores);
+  return "image '" + name + "' is not built" + where +
+         "; run: " + BuildCommandHint(name, stores, root);
+}
+
+std::string UnreadableImageHint(const std::string& name, const std::string& store,
+                                const std::string& image_dir, const std::string& path, int err) {
+  return "image '" + name + "' is in the store " + store + " but " + path +
+         " cannot be read by uid " + std::to_string(::geteuid()) + " (" + std::strerror(err) +
+         "); make it readable for every user: sudo chmod a+rX " + store + " " + ImagesDir(store) +
+         " " + image_dir + " " + image_dir + "/rootfs " + image_dir + "/manifest.json";
+}
+
+StatusOr<ImageInfo> FindImage(const std::vector<base::ImageStore>& stores,
+                              const std::string& name) {
   if (!IsValidImageName(name)) {
     return InvalidArgument("bad image name '" + name + "' (use a-z, 0-9, '-', '_', '.')");
   }
   auto recipe = LoadRecipe(name);
-  std::string id;
-  if (recipe.ok()) {
-    id = ImageId(*recipe);
-  } else {
+  std::string old;    // a build of an older recipe, for the message
+  Status unreadable;  // the first store that has the image but cannot be read
+  bool any_pointer = false;
+  for (const base::ImageStore& store : stores) {
+    std::string pointer = NamePointer(store.path, name);
+    any_pointer = any_pointer || !pointer.empty();
     // No recipe here (an installed codebox without recipes, or one removed since): the
-    // newest build of that name still serves; without one, say which recipes exist.
-    id = NamePointer(home, name);
-    if (id.empty()) return recipe.status();
+    // newest build of that name still serves.
+    std::string id = recipe.ok() ? ImageId(*recipe) : pointer;
+    if (id.empty()) continue;
+    if (!pointer.empty() && pointer != id && old.empty()) old = pointer;
+    std::string dir = ImagesDir(store.path) + "/" + id;
+    std::string manifest = dir + "/manifest.json";
+    if (::access(manifest.c_str(), R_OK) != 0) {
+      // EACCES on the file or on a directory above it: there may well be an image there.
+      if (errno == EACCES && unreadable.ok()) {
+        unreadable = PermissionDenied(UnreadableImageHint(name, store.path, dir, manifest, errno));
+      }
+      continue;
+    }
+    auto record = ReadManifest(dir);
+    if (!record.ok()) return record.status().WithContext("image " + name);
+    record->info.store = store.path;
+    record->info.store_kind = store.kind;
+    return record->info;
   }
-  std::string dir = ImagesDir(home) + "/" + id;
-  if (!base::PathExists(dir + "/manifest.json")) {
-    std::string message = NotBuiltMessage(name);
-    std::string old = NamePointer(home, name);
-    if (!old.empty() && old != id) message += " (its recipe changed since build " + old + ")";
-    return NotFound(message);
-  }
-  auto record = ReadManifest(dir);
-  if (!record.ok()) return record.status().WithContext("image " + name);
-  return record->info;
+  if (!recipe.ok() && !any_pointer) return recipe.status();  // says which recipes exist
+  if (!unreadable.ok()) return unreadable;
+  std::string message = MissingImageHint(name, stores, ::geteuid() == 0);
+  if (!old.empty()) message += " (its recipe changed since build " + old + ")";
+  return NotFound(message);
+}
+
+StatusOr<ImageInfo> FindImage(const std::string& home, const std::string& name) {
+  return FindImage(std::vector<base::ImageStore>{{home, base::ImageStore::Kind::kExplicit}}, name);
 }
 
 std::vector<ImageInfo> ListImages(const std::string& home) {
   std::vector<ImageInfo> images;
   for (const std::string& id : ImageDirs(home)) {
     auto record = ReadManifest(ImagesDir(home) + "/" + id);
-    if (record.ok()) images.push_back(record->info);
+    if (!record.ok()) continue;
+    record->info.store = home;
+    images.push_back(record->info);
   }
   std::sort(images.begin(), images.end(), [](const ImageInfo& a, const ImageInfo& b) {
     return a.name != b.name ? a.name < b.name : a.built_at > b.built_at;
   });
   return images;
+}
+
+std::vector<ImageInfo> ListImages(const std::vector<base::ImageStore>& stores) {
+  std::vector<ImageInfo> all;
+  for (const base::ImageStore& store : stores) {
+    for (ImageInfo& info : ListImages(store.path)) {
+      info.store_kind = store.kind;
+      all.push_back(std::move(info));
+    }
+  }
+  return all;
 }
 
 Status RemoveImage(const std::string& home, const std::string& name) {

@@ -10,25 +10,28 @@
 #include <utility>
 #include <vector>
 
+#include "base/paths.h"
 #include "codebox/status.h"
 
 namespace codebox::image {
 
 struct Recipe {
-  std::string name;                   // "python"
+  std::string name;  // "python"
   std::string description;
   std::vector<std::string> packages;  // Debian packages installed on top of minbase
   std::string suite = "bookworm";
-  std::string text;                   // the recipe file as read (hashed into the id)
+  std::string text;  // the recipe file as read (hashed into the id)
 };
 
 struct ImageInfo {
   std::string name;
-  std::string id;         // content-addressed: hash of the recipe text (+ builder version)
-  std::string dir;        // $home/images/<id>
-  std::string rootfs;     // $home/images/<id>/rootfs
+  std::string id;      // content-addressed: hash of the recipe text (+ builder version)
+  std::string dir;     // $home/images/<id>
+  std::string rootfs;  // $home/images/<id>/rootfs
   uint64_t size_bytes = 0;
-  std::string built_at;   // ISO 8601
+  std::string built_at;  // ISO 8601
+  std::string store;     // $home: the store it was found in
+  base::ImageStore::Kind store_kind = base::ImageStore::Kind::kExplicit;
 };
 
 // Directory holding recipes: base::FindRecipeDir() ($CODEBOX_IMAGES, else where codebox is
@@ -37,10 +40,29 @@ std::string RecipeDir();
 StatusOr<Recipe> LoadRecipe(const std::string& name);
 std::vector<std::string> ListRecipes();
 
-// The built image named `name` (its current recipe's id). kNotFound says how to build it:
-// "image 'python' is not built; run: codebox image build python".
+// The built image named `name` (its current recipe's id), from the first of `stores` that
+// has it (base::ImageStores gives the search order). kNotFound says how to build it with a
+// command that works for this user (MissingImageHint); kPermissionDenied when a store has
+// it but this user cannot read it (UnreadableImageHint).
+StatusOr<ImageInfo> FindImage(const std::vector<base::ImageStore>& stores, const std::string& name);
+// The same in the one store `home` (as an explicit home).
 StatusOr<ImageInfo> FindImage(const std::string& home, const std::string& name);
 std::vector<ImageInfo> ListImages(const std::string& home);
+// Every build in every store, each with the store it is in, in search order.
+std::vector<ImageInfo> ListImages(const std::vector<base::ImageStore>& stores);
+
+// The message for an image that no store has, with the command that builds it where this
+// user's boxes look. Building needs root (debootstrap makes device nodes and root-owned
+// files), so a non-root user is told `sudo codebox image build NAME`, which puts it in the
+// system store, which they search.
+std::string MissingImageHint(const std::string& name, const std::vector<base::ImageStore>& stores,
+                             bool root);
+// The command (with a short why) that builds `name` where this user's boxes look.
+std::string BuildCommandHint(const std::string& name, const std::vector<base::ImageStore>& stores,
+                             bool root);
+// The message for an image whose files `path` (in store `store`) this user cannot read.
+std::string UnreadableImageHint(const std::string& name, const std::string& store,
+                                const std::string& image_dir, const std::string& path, int err);
 Status RemoveImage(const std::string& home, const std::string& name);
 
 // Builds (or skips, when already built) the image for `recipe`. Progress lines go to

@@ -101,9 +101,13 @@ class StoreTest : public ::testing::Test {
     return *r;
   }
   StatusOr<ImageInfo> Build(const std::string& name, const BuildOptions& options) {
+    return BuildIn(home_, name, options);
+  }
+  StatusOr<ImageInfo> BuildIn(const std::string& home, const std::string& name,
+                              const BuildOptions& options) {
     lines_.clear();
     return BuildImage(
-        home_, Load(name), [&](const std::string& l) { lines_.push_back(l); }, options);
+        home, Load(name), [&](const std::string& l) { lines_.push_back(l); }, options);
   }
   // Entries of images/ other than ids and by-name: what a failed build might leave behind.
   std::vector<std::string> Leftovers() {
@@ -125,7 +129,12 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, BuildsFindsListsAndRemoves) {
   EXPECT_EQ(FindImage(home_, "python").status().message(),
-            "image 'python' is not built; run: codebox image build python");
+            "image 'python' is not built in " + home_ +
+                "; run: " + (::geteuid() == 0 ? "" : "sudo env ") + "CODEBOX_HOME=" + home_ +
+                " codebox image build python" +
+                (::geteuid() == 0 ? ""
+                                  : " (building needs root: debootstrap creates device nodes "
+                                    "and files owned by other users)"));
   auto built = Build("python", options_);
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   std::string id = ImageId(Load("python"));
@@ -297,6 +306,130 @@ TEST_F(StoreTest, NeedsRootUnlessTold) {
   auto built = Build("python", as_user);
   EXPECT_EQ(built.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(built.status().message().find("root"), std::string::npos);
+}
+
+using Kind = base::ImageStore::Kind;
+
+TEST(ImageStoresTest, SearchOrder) {
+  base::StoreEnv user{.override_home = "",
+                      .codebox_home = "",
+                      .xdg_data_home = "",
+                      .home = "/home/u",
+                      .root = false};
+  auto stores = base::ImageStoresFor(user);
+  ASSERT_EQ(stores.size(), 2u);
+  EXPECT_EQ(stores[0].path, "/home/u/.local/share/codebox");
+  EXPECT_EQ(stores[0].kind, Kind::kUser);
+  EXPECT_EQ(stores[1].path, "/var/lib/codebox");
+  EXPECT_EQ(stores[1].kind, Kind::kSystem);
+
+  base::StoreEnv xdg = user;
+  xdg.xdg_data_home = "/x";
+  EXPECT_EQ(base::ImageStoresFor(xdg)[0].path, "/x/codebox");
+
+  base::StoreEnv root = user;
+  root.root = true;
+  stores = base::ImageStoresFor(root);
+  ASSERT_EQ(stores.size(), 1u);
+  EXPECT_EQ(stores[0].path, "/var/lib/codebox");
+
+  // An explicit home ($CODEBOX_HOME or BoxOptions::home, which wins) is the only store.
+  base::StoreEnv env_home = user;
+  env_home.codebox_home = "/env";
+  stores = base::ImageStoresFor(env_home);
+  ASSERT_EQ(stores.size(), 1u);
+  EXPECT_EQ(stores[0].path, "/env");
+  EXPECT_EQ(stores[0].kind, Kind::kExplicit);
+  env_home.override_home = "/opt";
+  env_home.root = true;
+  stores = base::ImageStoresFor(env_home);
+  ASSERT_EQ(stores.size(), 1u);
+  EXPECT_EQ(stores[0].path, "/opt");
+}
+
+TEST_F(StoreTest, UserStoreFirstThenSystemStore) {
+  const std::string user = root_ + "/user", system = root_ + "/system";
+  const std::vector<base::ImageStore> both = {{user, Kind::kUser}, {system, Kind::kSystem}};
+  ASSERT_TRUE(BuildIn(system, "python", options_).ok());
+  auto found = FindImage(both, "python");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->store, system);
+  EXPECT_EQ(found->store_kind, Kind::kSystem);
+  EXPECT_EQ(found->rootfs, system + "/images/" + found->id + "/rootfs");
+
+  ASSERT_TRUE(BuildIn(user, "python", options_).ok());
+  found = FindImage(both, "python");
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->store, user) << "the user's own store is searched first";
+  // An explicit home is the only store searched.
+  EXPECT_EQ(FindImage({{root_ + "/other", Kind::kExplicit}}, "python").status().code(),
+            StatusCode::kNotFound);
+
+  auto all = ListImages(both);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].store_kind, Kind::kUser);
+  EXPECT_EQ(all[1].store_kind, Kind::kSystem);
+}
+
+TEST_F(StoreTest, BuildIsReadableByEveryUserWhateverTheUmask) {
+  mode_t old = ::umask(077);
+  auto built = Build("python", options_);
+  ::umask(old);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  for (const std::string& path :
+       {built->dir, built->rootfs, built->dir + "/manifest.json", home_ + "/images/by-name"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_mode & 0055, S_ISDIR(st.st_mode) ? 0055u : 0044u) << path;
+  }
+  if (::geteuid() == 0) {  // root's store itself (the system store) is opened up too
+    struct stat st {};
+    ASSERT_EQ(::stat((home_ + "/images").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0755u);
+  }
+}
+
+TEST(MissingImageHintTest, GivesACommandThatWorksForThisUser) {
+  const std::vector<base::ImageStore> user = {{"/home/u/.local/share/codebox", Kind::kUser},
+                                              {"/var/lib/codebox", Kind::kSystem}};
+  std::string as_user = MissingImageHint("python", user, /*root=*/false);
+  EXPECT_NE(as_user.find("run: sudo codebox image build python ("), std::string::npos) << as_user;
+  EXPECT_NE(as_user.find("in /home/u/.local/share/codebox or /var/lib/codebox"), std::string::npos)
+      << as_user;
+  EXPECT_NE(as_user.find("needs root"), std::string::npos) << as_user;
+
+  EXPECT_EQ(MissingImageHint("python", {{"/var/lib/codebox", Kind::kSystem}}, /*root=*/true),
+            "image 'python' is not built; run: codebox image build python");
+
+  const std::vector<base::ImageStore> explicit_home = {{"/srv/cb", Kind::kExplicit}};
+  EXPECT_EQ(MissingImageHint("python", explicit_home, /*root=*/true),
+            "image 'python' is not built in /srv/cb; run: CODEBOX_HOME=/srv/cb codebox image "
+            "build python");
+  std::string explicit_user = MissingImageHint("python", explicit_home, /*root=*/false);
+  EXPECT_NE(explicit_user.find("run: sudo env CODEBOX_HOME=/srv/cb codebox image build python"),
+            std::string::npos)
+      << explicit_user;
+}
+
+TEST(MissingImageHintTest, UnreadableStoreSaysWhatToOpenUp) {
+  std::string m = UnreadableImageHint("python", "/var/lib/codebox", "/var/lib/codebox/images/abc",
+                                      "/var/lib/codebox/images/abc/manifest.json", EACCES);
+  EXPECT_NE(m.find("Permission denied"), std::string::npos) << m;
+  EXPECT_NE(m.find("sudo chmod a+rX /var/lib/codebox /var/lib/codebox/images "
+                   "/var/lib/codebox/images/abc /var/lib/codebox/images/abc/rootfs "
+                   "/var/lib/codebox/images/abc/manifest.json"),
+            std::string::npos)
+      << m;
+}
+
+TEST_F(StoreTest, UnreadableStoreIsPermissionDeniedNotMissing) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads every store; needs a non-root run";
+  ASSERT_TRUE(Build("python", options_).ok());
+  ASSERT_EQ(::chmod((home_ + "/images").c_str(), 0), 0);
+  auto found = FindImage(home_, "python");
+  ::chmod((home_ + "/images").c_str(), 0755);
+  EXPECT_EQ(found.status().code(), StatusCode::kPermissionDenied) << found.status().ToString();
+  EXPECT_NE(found.status().message().find("chmod a+rX"), std::string::npos);
 }
 
 TEST(OutputSummarizerTest, ClassifiesToolLines) {

@@ -335,13 +335,6 @@ bool Machine::Alive() const {
   return !impl_->destroyed && !impl_->ReapLocked(/*block=*/false);
 }
 
-Status Machine::ExitStatus() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->destroyed) return BoxCrashed("vm box was destroyed");
-  if (!impl_->ReapLocked(/*block=*/false)) return Status::Ok();
-  return BoxCrashed("vm box ended: " + impl_->DescribeEnd() + impl_->Diagnostics());
-}
-
 const std::vector<std::string>& Machine::limits() const { return impl_->limits; }
 
 int Machine::qemu_pid() const {

@@ -54,9 +54,6 @@ class Machine {
   std::string ConsoleTail(size_t max_lines = 20) const;
   bool Alive() const;
   const std::vector<std::string>& limits() const;
-  // OK while QEMU runs; once it has ended (guest panic, power-off, crash, killed), kBoxCrashed
-  // saying how, with the console's last lines. For the box layer to report box_crashed.
-  Status ExitStatus() const;
   // QEMU's pid (for host RSS figures and tests that kill it from outside); -1 once reaped.
   int qemu_pid() const;
 
