@@ -1,5 +1,7 @@
 // The one declarative description of a box and of one exec in it. Validated once, by
 // BoxOptions::Validate() (Box::Create calls it); every driver reads only its own fields.
+// Each field is described (type, unit, bounds, help, aliases) in the option schema
+// (codebox/option_schema.h), which also sets options by name for the CLI, Python and JSON.
 #ifndef CODEBOX_OPTIONS_H_
 #define CODEBOX_OPTIONS_H_
 
@@ -23,10 +25,6 @@ enum class DriverKind {
 };
 std::string_view DriverKindName(DriverKind kind);
 StatusOr<DriverKind> ParseDriverKind(std::string_view name);
-
-enum class Network {
-  kNone,  // only loopback inside the box; the only mode today
-};
 
 // An explicit "no limit" for BoxOptions::exec_timeout, box_timeout and ExecOptions::timeout.
 // A zero or negative timeout is an error, never a silent "no limit".
@@ -59,7 +57,6 @@ struct BoxOptions {
   // environment enters the box.
   std::map<std::string, std::string> env;
   std::string workdir = "/work";
-  Network network = Network::kNone;
   // Bytes of stdout and of stderr kept per exec; the rest is dropped and flagged.
   uint64_t output_limit_bytes = 16ull << 20;
   // jail driver: keep one started, never-used spare jail with these options, so the next
@@ -70,6 +67,7 @@ struct BoxOptions {
   // else ~/.local/share/codebox.
   std::string home;
 
+  // Checks every field against the option schema; the error names the field.
   Status Validate() const;
 };
 
