@@ -128,6 +128,9 @@ struct OptionMatch {
 };
 OptionMatch FindOption(const OptionSchema& schema, std::string_view name);
 
+// The name or alias closest to `name` (a few typing slips away), or empty when none is.
+std::string_view ClosestOptionName(const OptionSchema& schema, std::string_view name);
+
 // "unknown option 'memroy_mib'; did you mean 'memory_mib'?" (kInvalidArgument), naming the
 // closest name or alias when there is a close one. `what` is "option" or "flag" and so on.
 Status UnknownOptionError(const OptionSchema& schema, std::string_view name,

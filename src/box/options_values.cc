@@ -105,27 +105,34 @@ OptionMatch FindOption(const OptionSchema& schema, std::string_view name) {
   return {};
 }
 
-Status UnknownOptionError(const OptionSchema& schema, std::string_view name,
-                          std::string_view what) {
-  const bool as_flag = name.substr(0, 2) == "--";
+std::string_view ClosestOptionName(const OptionSchema& schema, std::string_view name) {
   std::string wanted = Normalized(name);
   std::string_view best;
   size_t best_distance = std::max<size_t>(2, wanted.size() / 3) + 1;
-  std::string all;
+  auto consider = [&](std::string_view candidate) {
+    size_t d = Distance(wanted, candidate);
+    if (d < best_distance) best_distance = d, best = candidate;
+  };
   for (const OptionSpec& spec : schema) {
-    all += (all.empty() ? "" : ", ") + (as_flag ? spec.Flag() : std::string(spec.name));
-    auto consider = [&](std::string_view candidate) {
-      size_t d = Distance(wanted, candidate);
-      if (d < best_distance) best_distance = d, best = candidate;
-    };
     consider(spec.name);
     for (const OptionAlias& alias : spec.aliases) consider(alias.name);
   }
+  return best;
+}
+
+Status UnknownOptionError(const OptionSchema& schema, std::string_view name,
+                          std::string_view what) {
+  const bool as_flag = name.substr(0, 2) == "--";
   auto shown = [&](std::string_view n) {
     return as_flag ? OptionSpec::FlagOf(Normalized(n)) : "'" + std::string(n) + "'";
   };
   std::string message = "unknown " + std::string(what) + " " + shown(name);
+  std::string_view best = ClosestOptionName(schema, name);
   if (!best.empty()) return InvalidArgument(message + "; did you mean " + shown(best) + "?");
+  std::string all;
+  for (const OptionSpec& spec : schema) {
+    all += (all.empty() ? "" : ", ") + (as_flag ? spec.Flag() : std::string(spec.name));
+  }
   return InvalidArgument(message + "; valid: " + all);
 }
 
