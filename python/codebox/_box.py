@@ -45,6 +45,12 @@ class _Base:
         self._closed = False
 
     @property
+    def options(self) -> dict[str, Any]:
+        """Every box option by its name, as checked and resolved by the C++ core: defaults
+        filled in, aliases in the option's unit (``disk_size_gb=2`` is ``disk_mib=2048``)."""
+        return dict(self._options)
+
+    @property
     def closed(self) -> bool:
         """True once the box has been closed (it cannot be used again)."""
         return self._closed
