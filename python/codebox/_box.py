@@ -88,8 +88,8 @@ class _Base:
     def _exec_call(
         self,
         cmd: Sequence[Any],
-        env: Mapping[str, str] | None,
-        cwd: str | None,
+        env: Any,
+        cwd: Any,
         timeout: float | None,
         stdin: str | bytes | None,
     ) -> Callable[[], ExecResult]:
@@ -190,17 +190,19 @@ class SyncCodeBox(_Base):
     def exec(
         self,
         *cmd: Any,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        env: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
         stdin: str | bytes | None = None,
     ) -> ExecResult:
         """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
 
-        ``env`` adds to the box's environment, ``cwd`` defaults to the workdir (relative paths
-        are under it), ``timeout`` in seconds overrides the box's (``math.inf``: no limit;
-        at least 0.001), ``stdin`` is fed to the
-        process (else it reads /dev/null). A timeout is reported as ``timed_out=True``.
+        ``env`` (a mapping or (name, value) pairs) adds to the box's environment, ``cwd``
+        defaults to the workdir (relative paths are under it), ``timeout`` in seconds
+        overrides the box's (``math.inf``: no limit; at least 0.001), ``stdin`` is fed to the
+        process (else it reads /dev/null); ``None`` is the default of each. They are checked
+        here, as the box options are (TypeError, ValueError naming the argument). A timeout is
+        reported as ``timed_out=True``.
         """
         return self._exec_call(cmd, env, cwd, timeout, stdin)()
 
@@ -312,17 +314,19 @@ class CodeBox(_Base):
     async def exec(
         self,
         *cmd: Any,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        env: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
         stdin: str | bytes | None = None,
     ) -> ExecResult:
         """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
 
-        ``env`` adds to the box's environment, ``cwd`` defaults to the workdir (relative paths
-        are under it), ``timeout`` in seconds overrides the box's (``math.inf``: no limit;
-        at least 0.001), ``stdin`` is fed to the
-        process (else it reads /dev/null). A timeout is reported as ``timed_out=True``.
+        ``env`` (a mapping or (name, value) pairs) adds to the box's environment, ``cwd``
+        defaults to the workdir (relative paths are under it), ``timeout`` in seconds
+        overrides the box's (``math.inf``: no limit; at least 0.001), ``stdin`` is fed to the
+        process (else it reads /dev/null); ``None`` is the default of each. They are checked
+        here, as the box options are (TypeError, ValueError naming the argument). A timeout is
+        reported as ``timed_out=True``.
         Cancelling the awaiting task does not stop the command; closing the box does.
         """
         return await self._call(self._exec_call(cmd, env, cwd, timeout, stdin))

@@ -16,16 +16,18 @@ import codebox
 from codebox._values import _core
 from conftest import box_unavailable_reason
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(codebox, "CodeBox") or _core is None, reason="codebox package missing"
-)
+
+@pytest.fixture(autouse=True)
+def need_core() -> None:
+    """Options are checked by the C++ extension: without it, say so and skip."""
+    try:
+        _core()
+    except codebox.BoxError as e:
+        pytest.skip(str(e))
 
 
 def _schema() -> list[dict[str, Any]]:
-    try:
-        return list(_core().box_option_schema())
-    except codebox.BoxError as e:
-        pytest.skip(str(e))
+    return list(_core().box_option_schema())
 
 
 STRING_SAMPLES = {"image": "img-1", "workdir": "/w", "home": "/tmp/codebox-home", "cwd": "sub"}
