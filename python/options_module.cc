@@ -17,15 +17,19 @@ namespace py = pybind11;
 namespace codebox::python {
 namespace {
 
-std::string TypeName(py::handle value) { return py::type::of(value).attr("__name__").cast<std::string>(); }
+std::string TypeName(py::handle value) {
+  return py::type::of(value).attr("__name__").cast<std::string>();
+}
 
 std::string Repr(py::handle value) {
   std::string r = py::repr(value).cast<std::string>();
   return r.size() > 60 ? r.substr(0, 57) + "..." : r;
 }
 
-[[noreturn]] void TypeErrorOf(const std::string& label, const std::string& wants, py::handle value) {
-  throw py::type_error(label + ": must be " + wants + ", got " + TypeName(value) + " " + Repr(value));
+[[noreturn]] void TypeErrorOf(const std::string& label, const std::string& wants,
+                              py::handle value) {
+  throw py::type_error(label + ": must be " + wants + ", got " + TypeName(value) + " " +
+                       Repr(value));
 }
 
 std::string Text(py::handle value, const std::string& label) {
@@ -68,7 +72,8 @@ OptionValue FromPython(const OptionSpec& spec, py::handle value, const std::stri
   } else if (PyLong_Check(value.ptr())) {
     int overflow = 0;
     long long n = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
-    v = overflow == 0 ? OptionValue(static_cast<int64_t>(n)) : OptionValue(PyLong_AsDouble(value.ptr()));
+    v = overflow == 0 ? OptionValue(static_cast<int64_t>(n))
+                      : OptionValue(PyLong_AsDouble(value.ptr()));
   } else if (PyFloat_Check(value.ptr())) {
     v = OptionValue(value.cast<double>());
   } else if (PyUnicode_Check(value.ptr())) {
@@ -95,10 +100,14 @@ OptionValue FromPython(const OptionSpec& spec, py::handle value, const std::stri
 py::object ToPython(const OptionSpec& spec, const OptionValue& v) {
   using K = OptionValue::Kind;
   switch (v.kind()) {
-    case K::kNull: return py::none();
-    case K::kBool: return py::bool_(v.as_bool());
-    case K::kInteger: return py::int_(v.as_integer());
-    case K::kNumber: return py::float_(v.as_number());
+    case K::kNull:
+      return py::none();
+    case K::kBool:
+      return py::bool_(v.as_bool());
+    case K::kInteger:
+      return py::int_(v.as_integer());
+    case K::kNumber:
+      return py::float_(v.as_number());
     case K::kString:
       // A timeout's "none" is None in Python (CodeBox(timeout=None): no limit).
       if (spec.type == OptionType::kDuration && v.as_string() == "none") return py::none();
@@ -187,7 +196,8 @@ py::dict BoxOptionsToDict(const BoxOptions& options) {
 void BindOptions(py::module_& m) {
   py::class_<ExecOptions>(m, "ExecOptions");  // opaque: made by exec_options(), read by Box.exec
   m.def(
-      "box_options", [](const py::dict& kwargs) { return BoxOptionsToDict(BoxOptionsFromDict(kwargs)); },
+      "box_options",
+      [](const py::dict& kwargs) { return BoxOptionsToDict(BoxOptionsFromDict(kwargs)); },
       py::arg("options"),
       "Checks box options (names, aliases, types, bounds); returns every option by its name, "
       "resolved (defaults filled in, aliases in the option's unit).");

@@ -26,11 +26,11 @@
 namespace codebox {
 
 enum class OptionType {
-  kBool,         // true or false; a CLI flag without a value sets it
-  kInteger,      // a whole number of `unit`
-  kNumber,       // a real number
-  kSize,         // a whole number of `unit` (MiB or bytes); on the CLI also 512K, 512M, 2G
-  kDuration,     // seconds (CLI also 500ms, 2m); "none" = no limit where allows_none
+  kBool,      // true or false; a CLI flag without a value sets it
+  kInteger,   // a whole number of `unit`
+  kNumber,    // a real number
+  kSize,      // a whole number of `unit` (MiB or bytes); on the CLI also 512K, 512M, 2G
+  kDuration,  // seconds (CLI also 500ms, 2m); "none" = no limit where allows_none
   kString,
   kChoice,       // one of `choices`
   kEnvironment,  // NAME=value pairs: a mapping or a list of pairs; CLI --env K=V, repeatable
@@ -86,8 +86,7 @@ class OptionValue {
   OptionValue() = default;
   OptionValue(bool v) : v_(v) {}
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  OptionValue(T v) : v_(ClampToInt64(v)) {}
+  requires(!std::same_as<T, bool>) OptionValue(T v) : v_(ClampToInt64(v)) {}
   OptionValue(double v) : v_(v) {}
   OptionValue(std::string v) : v_(std::move(v)) {}
   OptionValue(std::string_view v) : v_(std::string(v)) {}

@@ -25,7 +25,8 @@ template <class Options>
 json ToJson(const Options& options, const OptionSchema& schema,
             OptionValue (*get)(const Options&, std::string_view)) {
   json out = json::object();
-  for (const OptionSpec& spec : schema) out[std::string(spec.name)] = OptionValueToJson(get(options, spec.name));
+  for (const OptionSpec& spec : schema)
+    out[std::string(spec.name)] = OptionValueToJson(get(options, spec.name));
   return out;
 }
 
@@ -33,12 +34,18 @@ json ToJson(const Options& options, const OptionSchema& schema,
 
 StatusOr<OptionValue> OptionValueFromJson(const json& j, std::string_view label) {
   switch (j.type()) {
-    case json::value_t::null: return OptionValue();
-    case json::value_t::boolean: return OptionValue(j.get<bool>());
-    case json::value_t::number_integer: return OptionValue(j.get<int64_t>());
-    case json::value_t::number_unsigned: return OptionValue(j.get<uint64_t>());
-    case json::value_t::number_float: return OptionValue(j.get<double>());
-    case json::value_t::string: return OptionValue(j.get<std::string>());
+    case json::value_t::null:
+      return OptionValue();
+    case json::value_t::boolean:
+      return OptionValue(j.get<bool>());
+    case json::value_t::number_integer:
+      return OptionValue(j.get<int64_t>());
+    case json::value_t::number_unsigned:
+      return OptionValue(j.get<uint64_t>());
+    case json::value_t::number_float:
+      return OptionValue(j.get<double>());
+    case json::value_t::string:
+      return OptionValue(j.get<std::string>());
     case json::value_t::object: {
       OptionValue::Environment env;
       for (const auto& [k, v] : j.items()) {
@@ -71,11 +78,16 @@ StatusOr<OptionValue> OptionValueFromJson(const json& j, std::string_view label)
 json OptionValueToJson(const OptionValue& value) {
   using K = OptionValue::Kind;
   switch (value.kind()) {
-    case K::kNull: return nullptr;
-    case K::kBool: return value.as_bool();
-    case K::kInteger: return value.as_integer();
-    case K::kNumber: return value.as_number();
-    case K::kString: return value.as_string();
+    case K::kNull:
+      return nullptr;
+    case K::kBool:
+      return value.as_bool();
+    case K::kInteger:
+      return value.as_integer();
+    case K::kNumber:
+      return value.as_number();
+    case K::kString:
+      return value.as_string();
     case K::kEnvironment: {
       json env = json::object();
       for (const auto& [k, v] : value.as_environment()) env[k] = v;
@@ -110,7 +122,8 @@ std::string BoxShapeKey(const BoxOptions& options) {
   for (const OptionSpec& spec : BoxOptionSchema()) {
     if (!spec.shapes_box) continue;
     OptionValue v = GetBoxOption(options, spec.name);
-    std::string value = v.kind() == OptionValue::Kind::kString ? v.as_string() : FormatOptionValue(v);
+    std::string value =
+        v.kind() == OptionValue::Kind::kString ? v.as_string() : FormatOptionValue(v);
     key += std::string(spec.name) + ' ' + std::to_string(value.size()) + ' ' + value + '\n';
   }
   return key;

@@ -12,15 +12,23 @@ namespace {
 // option's unit). A new option without one fails here, so it cannot go untested.
 OptionValue SampleOf(const OptionSpec& spec) {
   switch (spec.type) {
-    case OptionType::kBool: return true;
+    case OptionType::kBool:
+      return true;
     case OptionType::kInteger:
-    case OptionType::kSize: return static_cast<int64_t>(spec.min * 2);
-    case OptionType::kNumber: return 2.5;
-    case OptionType::kDuration: return 2.5;
-    case OptionType::kChoice: return std::string(spec.choices.back());
-    case OptionType::kEnvironment: return OptionValue::Environment{{"A", "1"}, {"B", "x y"}};
-    case OptionType::kData: return "some input";
-    case OptionType::kString: break;
+    case OptionType::kSize:
+      return static_cast<int64_t>(spec.min * 2);
+    case OptionType::kNumber:
+      return 2.5;
+    case OptionType::kDuration:
+      return 2.5;
+    case OptionType::kChoice:
+      return std::string(spec.choices.back());
+    case OptionType::kEnvironment:
+      return OptionValue::Environment{{"A", "1"}, {"B", "x y"}};
+    case OptionType::kData:
+      return "some input";
+    case OptionType::kString:
+      break;
   }
   if (spec.name == "image") return "img-1";
   if (spec.name == "workdir") return "/w";
@@ -39,7 +47,8 @@ OptionValue WrongKindFor(const OptionSpec& spec) {
 TEST(OptionSchemaTest, EveryBoxOptionIsSettableByNameFlagAndEachAlias) {
   for (const OptionSpec& spec : BoxOptionSchema()) {
     const OptionValue sample = SampleOf(spec);
-    ASSERT_NE(GetBoxOption(BoxOptions{}, spec.name), sample) << spec.name << " sample is the default";
+    ASSERT_NE(GetBoxOption(BoxOptions{}, spec.name), sample)
+        << spec.name << " sample is the default";
     BoxOptions o;
     ASSERT_TRUE(SetBoxOption(&o, spec.name, sample).ok()) << spec.name;
     EXPECT_EQ(GetBoxOption(o, spec.name), sample) << spec.name;
@@ -66,7 +75,8 @@ TEST(OptionSchemaTest, EveryBoxOptionIsSettableByNameFlagAndEachAlias) {
 TEST(OptionSchemaTest, EveryExecOptionIsSettableByNameAndEachAlias) {
   for (const OptionSpec& spec : ExecOptionSchema()) {
     const OptionValue sample = SampleOf(spec);
-    for (std::string_view name : {spec.name, spec.aliases.empty() ? spec.name : spec.aliases[0].name}) {
+    for (std::string_view name :
+         {spec.name, spec.aliases.empty() ? spec.name : spec.aliases[0].name}) {
       ExecOptions o;
       ASSERT_TRUE(SetExecOption(&o, name, sample).ok()) << name;
       EXPECT_EQ(GetExecOption(o, spec.name), sample) << name;
@@ -129,7 +139,8 @@ TEST(OptionSchemaTest, NullIsTheDefaultAndTimeoutsTakeNone) {
     EXPECT_EQ(o.exec_timeout, kNoTimeout);
   }
   EXPECT_FALSE(SetBoxOption(&o, "timeout", 0).ok());
-  EXPECT_EQ(SetBoxOption(&o, "timeout", 0.0004).message().find("timeout: must be at least 0.001 s"), 0u);
+  EXPECT_EQ(SetBoxOption(&o, "timeout", 0.0004).message().find("timeout: must be at least 0.001 s"),
+            0u);
   ASSERT_TRUE(SetBoxOption(&o, "box_timeout", 0.5).ok());
   EXPECT_EQ(o.box_timeout.count(), 500);
   // An exec's timeout: null is "the box's", none is no limit.
@@ -150,8 +161,9 @@ TEST(OptionSchemaTest, AliasesInOtherUnitsAndEnvironmentForms) {
   EXPECT_EQ(o.disk_mib, 512u);
   ASSERT_TRUE(SetBoxOption(&o, "working_dir", "/srv").ok());
   EXPECT_EQ(o.workdir, "/srv");
-  EXPECT_NE(SetBoxOption(&o, "working_dir", "srv").message().find("working_dir: must be an absolute"),
-            std::string::npos);
+  EXPECT_NE(
+      SetBoxOption(&o, "working_dir", "srv").message().find("working_dir: must be an absolute"),
+      std::string::npos);
   ASSERT_TRUE(SetBoxOption(&o, "env", OptionValue::Environment{{"K", "V"}}).ok());
   EXPECT_EQ(o.env, (std::map<std::string, std::string>{{"K", "V"}}));
   Status twice = SetBoxOption(&o, "env", OptionValue::Environment{{"K", "1"}, {"K", "2"}});
@@ -178,7 +190,8 @@ TEST(OptionSchemaTest, UnknownNamesSuggestTheClosest) {
 
 TEST(OptionSchemaTest, JsonRoundTripsEveryOption) {
   BoxOptions o;
-  for (const OptionSpec& spec : BoxOptionSchema()) ASSERT_TRUE(SetBoxOption(&o, spec.name, SampleOf(spec)).ok());
+  for (const OptionSpec& spec : BoxOptionSchema())
+    ASSERT_TRUE(SetBoxOption(&o, spec.name, SampleOf(spec)).ok());
   nlohmann::json j = box::BoxOptionsToJson(o);
   EXPECT_EQ(j.size(), BoxOptionSchema().size());
   EXPECT_EQ(j["memory_mib"], 64);
@@ -192,7 +205,8 @@ TEST(OptionSchemaTest, JsonRoundTripsEveryOption) {
   EXPECT_EQ(defaults->box_timeout, kNoTimeout);
 
   ExecOptions e;
-  for (const OptionSpec& spec : ExecOptionSchema()) ASSERT_TRUE(SetExecOption(&e, spec.name, SampleOf(spec)).ok());
+  for (const OptionSpec& spec : ExecOptionSchema())
+    ASSERT_TRUE(SetExecOption(&e, spec.name, SampleOf(spec)).ok());
   auto exec_back = box::ExecOptionsFromJson(box::ExecOptionsToJson(e));
   ASSERT_TRUE(exec_back.ok());
   EXPECT_EQ(box::ExecOptionsToJson(*exec_back), box::ExecOptionsToJson(e));

@@ -61,27 +61,42 @@ double OptionValue::as_number() const {
 
 std::string_view OptionValue::KindName(Kind kind) {
   switch (kind) {
-    case Kind::kNull: return "null";
-    case Kind::kBool: return "bool";
-    case Kind::kInteger: return "integer";
-    case Kind::kNumber: return "number";
-    case Kind::kString: return "string";
-    case Kind::kEnvironment: return "environment";
+    case Kind::kNull:
+      return "null";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInteger:
+      return "integer";
+    case Kind::kNumber:
+      return "number";
+    case Kind::kString:
+      return "string";
+    case Kind::kEnvironment:
+      return "environment";
   }
   return "unknown";
 }
 
 std::string_view OptionTypeName(OptionType type) {
   switch (type) {
-    case OptionType::kBool: return "bool";
-    case OptionType::kInteger: return "integer";
-    case OptionType::kNumber: return "number";
-    case OptionType::kSize: return "size";
-    case OptionType::kDuration: return "duration";
-    case OptionType::kString: return "string";
-    case OptionType::kChoice: return "choice";
-    case OptionType::kEnvironment: return "environment";
-    case OptionType::kData: return "data";
+    case OptionType::kBool:
+      return "bool";
+    case OptionType::kInteger:
+      return "integer";
+    case OptionType::kNumber:
+      return "number";
+    case OptionType::kSize:
+      return "size";
+    case OptionType::kDuration:
+      return "duration";
+    case OptionType::kString:
+      return "string";
+    case OptionType::kChoice:
+      return "choice";
+    case OptionType::kEnvironment:
+      return "environment";
+    case OptionType::kData:
+      return "data";
   }
   return "unknown";
 }
@@ -153,7 +168,8 @@ Status CheckOptionKind(const OptionSpec& spec, const OptionValue& value, std::st
       wants = "a number" + (spec.unit.empty() ? "" : " of " + std::string(spec.unit));
       break;
     case OptionType::kDuration:
-      ok = ok || kind == K::kInteger || kind == K::kNumber || (spec.allows_none && kind == K::kString);
+      ok = ok || kind == K::kInteger || kind == K::kNumber ||
+           (spec.allows_none && kind == K::kString);
       wants = std::string("a number of seconds") + (spec.allows_none ? " or none" : "");
       break;
     case OptionType::kString:
@@ -175,14 +191,20 @@ Status CheckOptionKind(const OptionSpec& spec, const OptionValue& value, std::st
 std::string FormatOptionValue(const OptionValue& value) {
   using K = OptionValue::Kind;
   switch (value.kind()) {
-    case K::kNull: return "null";
-    case K::kBool: return value.as_bool() ? "true" : "false";
-    case K::kInteger: return std::to_string(value.as_integer());
-    case K::kNumber: return FormatNumber(value.as_number());
-    case K::kString: return value.as_string().empty() ? "\"\"" : value.as_string();
+    case K::kNull:
+      return "null";
+    case K::kBool:
+      return value.as_bool() ? "true" : "false";
+    case K::kInteger:
+      return std::to_string(value.as_integer());
+    case K::kNumber:
+      return FormatNumber(value.as_number());
+    case K::kString:
+      return value.as_string().empty() ? "\"\"" : value.as_string();
     case K::kEnvironment: {
       std::string out;
-      for (const auto& [k, v] : value.as_environment()) out += (out.empty() ? "" : ", ") + k + "=" + v;
+      for (const auto& [k, v] : value.as_environment())
+        out += (out.empty() ? "" : ", ") + k + "=" + v;
       return "{" + out + "}";
     }
   }
@@ -198,13 +220,14 @@ StatusOr<double> ToNumber(const OptionSpec& spec, const OptionValue& value, doub
   const bool whole = spec.type == OptionType::kInteger || spec.type == OptionType::kSize;
   if (whole && std::isfinite(v) && v != std::floor(v)) {
     return Bad(label, "must be a whole number" +
-                          (spec.unit.empty() ? "" : " of " + std::string(spec.unit)) +
-                          ", got " + FormatNumber(v));
+                          (spec.unit.empty() ? "" : " of " + std::string(spec.unit)) + ", got " +
+                          FormatNumber(v));
   }
   if (spec.has_bounds) {
     if (spec.min_exclusive ? !(v > spec.min) : !(v >= spec.min)) {
-      return Bad(label, std::string(spec.min_exclusive ? "must be more than " : "must be at least ") +
-                            WithUnit(spec.min, spec.unit) + ", got " + WithUnit(v, spec.unit));
+      return Bad(label,
+                 std::string(spec.min_exclusive ? "must be more than " : "must be at least ") +
+                     WithUnit(spec.min, spec.unit) + ", got " + WithUnit(v, spec.unit));
     }
     if (!(v <= spec.max)) {
       return Bad(label, "must be at most " + WithUnit(spec.max, spec.unit) + ", got " +

@@ -95,7 +95,8 @@ StatusOr<OptionValue> ParseOptionText(const OptionSpec& spec, const OptionAlias*
     }
     case OptionType::kEnvironment: {
       size_t eq = text.find('=');
-      if (eq == std::string::npos || eq == 0) return InvalidArgument("wants K=V, got '" + text + "'");
+      if (eq == std::string::npos || eq == 0)
+        return InvalidArgument("wants K=V, got '" + text + "'");
       return OptionValue(OptionValue::Environment{{text.substr(0, eq), text.substr(eq + 1)}});
     }
     case OptionType::kString:

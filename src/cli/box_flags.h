@@ -14,7 +14,7 @@
 namespace codebox::cli {
 
 // Exit statuses of codebox itself, apart from the box's own (which are passed through).
-inline constexpr int kExitTimedOut = 124;     // as timeout(1)
+inline constexpr int kExitTimedOut = 124;      // as timeout(1)
 inline constexpr int kExitCodeboxError = 125;  // codebox could not run it (as docker run)
 
 // Help text for the flags ParseBoxFlag understands, from the schema.

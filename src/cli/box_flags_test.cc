@@ -33,7 +33,7 @@ TEST(BoxFlagsTest, ParsesSizesAndDurations) {
 }
 
 TEST(BoxFlagsTest, ConsumesBoxFlagsAndLeavesOthers) {
-  std::vector<std::string> args = {"--memory", "1G", "--env", "A=1", "--driver", "jail",
+  std::vector<std::string> args = {"--memory",          "1G",    "--env", "A=1", "--driver", "jail",
                                    "--allow-emulation", "--json"};
   BoxOptions options;
   size_t i = 0;
@@ -61,7 +61,6 @@ TEST(BoxFlagsTest, BadValuesSayWhichFlag) {
   EXPECT_FALSE(ParseBoxFlag(missing, &i, &options).ok());
 }
 
-
 // Flag text for a valid, non-default value of every option, and the value it must give.
 struct Sample {
   std::string text;
@@ -70,17 +69,24 @@ struct Sample {
 
 Sample SampleFor(const OptionSpec& spec) {
   switch (spec.type) {
-    case OptionType::kBool: return {"", true};  // the bare flag
-    case OptionType::kInteger: return {std::to_string(static_cast<int64_t>(spec.min) * 2 + 1),
-                                       static_cast<int64_t>(spec.min) * 2 + 1};
-    case OptionType::kNumber: return {"2.5", 2.5};
+    case OptionType::kBool:
+      return {"", true};  // the bare flag
+    case OptionType::kInteger:
+      return {std::to_string(static_cast<int64_t>(spec.min) * 2 + 1),
+              static_cast<int64_t>(spec.min) * 2 + 1};
+    case OptionType::kNumber:
+      return {"2.5", 2.5};
     case OptionType::kSize:
       return spec.unit == "MiB" ? Sample{"1G", 1024} : Sample{"3K", 3 * 1024};
-    case OptionType::kDuration: return {"1500ms", 1.5};
-    case OptionType::kChoice: return {std::string(spec.choices.back()), std::string(spec.choices.back())};
-    case OptionType::kEnvironment: return {"K=v=w", OptionValue::Environment{{"K", "v=w"}}};
+    case OptionType::kDuration:
+      return {"1500ms", 1.5};
+    case OptionType::kChoice:
+      return {std::string(spec.choices.back()), std::string(spec.choices.back())};
+    case OptionType::kEnvironment:
+      return {"K=v=w", OptionValue::Environment{{"K", "v=w"}}};
     case OptionType::kString:
-    case OptionType::kData: break;
+    case OptionType::kData:
+      break;
   }
   if (spec.name == "image") return {"img-2", "img-2"};
   if (spec.name == "workdir" || spec.name == "home") return {"/some/dir", "/some/dir"};
@@ -106,7 +112,8 @@ TEST(BoxFlagsTest, EveryOptionIsSettableByEveryFlagSpelling) {
       if (alias.scale == 1) flags.push_back(OptionSpec::FlagOf(alias.name));
     }
     for (const std::string& flag : flags) {
-      std::vector<std::vector<std::string>> forms = {{flag + "=" + (sample.text.empty() ? "true" : sample.text)}};
+      std::vector<std::vector<std::string>> forms = {
+          {flag + "=" + (sample.text.empty() ? "true" : sample.text)}};
       forms.push_back(sample.text.empty() ? std::vector<std::string>{flag}
                                           : std::vector<std::string>{flag, sample.text});
       for (const auto& args : forms) {
@@ -120,9 +127,10 @@ TEST(BoxFlagsTest, EveryOptionIsSettableByEveryFlagSpelling) {
 }
 
 TEST(BoxFlagsTest, FlagsTheOldCliKnewStillWork) {
-  auto o = Parse({"--memory", "2G", "--pids", "7", "--timeout", "none", "--box-timeout", "2m",
-                  "--disk", "512M", "--cpus", "0.5", "--workdir", "/w", "--image", "python-data",
-                  "--driver", "vm", "--allow-emulation", "--env", "A=1", "--env", "B=2"});
+  auto o = Parse({"--memory",          "2G",    "--pids",  "7",           "--timeout", "none",
+                  "--box-timeout",     "2m",    "--disk",  "512M",        "--cpus",    "0.5",
+                  "--workdir",         "/w",    "--image", "python-data", "--driver",  "vm",
+                  "--allow-emulation", "--env", "A=1",     "--env",       "B=2"});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->memory_mib, 2048u);
   EXPECT_EQ(o->max_processes, 7u);
@@ -164,7 +172,8 @@ TEST(BoxFlagsTest, ErrorsNameTheFlagAsTyped) {
       {{"--cpus", "lots"}, "--cpus: 'lots' is not a non-negative number"},
       {{"--workdir", "rel"}, "--workdir: must be an absolute path inside the box, got 'rel'"},
       {{"--prestart=maybe"}, "--prestart: wants true or false, got 'maybe'"},
-      {{"--timeout", "0"}, "--timeout: '0' is under 1 ms; a duration is at least 1ms (or none for no limit)"},
+      {{"--timeout", "0"},
+       "--timeout: '0' is under 1 ms; a duration is at least 1ms (or none for no limit)"},
       {{"--memory"}, "--memory needs a value"},
   };
   for (const Case& c : cases) {
@@ -193,7 +202,8 @@ TEST(BoxFlagsTest, HelpListsEveryFlagWithItsDefault) {
 TEST(BoxFlagsTest, DocsOptionsMdIsWhatTheSchemaGenerates) {
   const std::string path = std::string(CODEBOX_SOURCE_DIR) + "/docs/options.md";
   std::ifstream in(path);
-  ASSERT_TRUE(in) << path << " is missing; make it with: codebox options --markdown > docs/options.md";
+  ASSERT_TRUE(in) << path
+                  << " is missing; make it with: codebox options --markdown > docs/options.md";
   std::stringstream committed;
   committed << in.rdbuf();
   EXPECT_EQ(committed.str(), OptionsMarkdown())

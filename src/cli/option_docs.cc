@@ -18,19 +18,25 @@ std::string Number(double v) {
 std::string ValueName(const OptionSpec& spec) {
   if (!spec.value_name.empty()) return std::string(spec.value_name);
   switch (spec.type) {
-    case OptionType::kBool: return "";
+    case OptionType::kBool:
+      return "";
     case OptionType::kInteger:
-    case OptionType::kNumber: return "N";
-    case OptionType::kSize: return "SIZE";
-    case OptionType::kDuration: return "T";
-    case OptionType::kEnvironment: return "K=V";
+    case OptionType::kNumber:
+      return "N";
+    case OptionType::kSize:
+      return "SIZE";
+    case OptionType::kDuration:
+      return "T";
+    case OptionType::kEnvironment:
+      return "K=V";
     case OptionType::kChoice: {
       std::string out;
       for (std::string_view c : spec.choices) out += (out.empty() ? "" : "|") + std::string(c);
       return out;
     }
     case OptionType::kString:
-    case OptionType::kData: return "TEXT";
+    case OptionType::kData:
+      return "TEXT";
   }
   return "VALUE";
 }
@@ -38,13 +44,15 @@ std::string ValueName(const OptionSpec& spec) {
 // "32 to 1048576", "more than 0, at most 256", with "or none" for durations that allow it.
 std::string Bounds(const OptionSpec& spec) {
   if (!spec.has_bounds) return "";
-  std::string out = spec.min_exclusive ? "more than " + Number(spec.min) + ", at most " + Number(spec.max)
-                                       : Number(spec.min) + " to " + Number(spec.max);
+  std::string out = spec.min_exclusive
+                        ? "more than " + Number(spec.min) + ", at most " + Number(spec.max)
+                        : Number(spec.min) + " to " + Number(spec.max);
   return spec.allows_none ? out + ", or none" : out;
 }
 
 std::string DefaultOf(const OptionSchema& schema, const OptionSpec& spec) {
-  if (&schema == &BoxOptionSchema()) return FormatOptionValue(GetBoxOption(BoxOptions{}, spec.name));
+  if (&schema == &BoxOptionSchema())
+    return FormatOptionValue(GetBoxOption(BoxOptions{}, spec.name));
   return FormatOptionValue(GetExecOption(ExecOptions{}, spec.name));
 }
 
@@ -73,7 +81,8 @@ void Wrapped(std::string* out, const std::string& text, size_t indent, size_t wi
 
 // Text for a Markdown table cell: a '|' would end the cell.
 std::string Cell(std::string text) {
-  for (size_t p = 0; (p = text.find('|', p)) != std::string::npos; p += 2) text.replace(p, 1, "\\|");
+  for (size_t p = 0; (p = text.find('|', p)) != std::string::npos; p += 2)
+    text.replace(p, 1, "\\|");
   return text;
 }
 
@@ -103,7 +112,8 @@ std::string BoxFlagsHelp() {
       details += "in " + std::string(spec.unit);
     }
     for (const OptionAlias& alias : spec.aliases) {
-      if (alias.scale != 1) details += ", " + OptionSpec::FlagOf(alias.name) + " in " + std::string(alias.unit);
+      if (alias.scale != 1)
+        details += ", " + OptionSpec::FlagOf(alias.name) + " in " + std::string(alias.unit);
     }
     if (spec.has_bounds) details += (details.empty() ? "" : ", ") + Bounds(spec);
     if (spec.type == OptionType::kEnvironment) details += "repeatable";
@@ -145,7 +155,8 @@ std::string OptionsMarkdown() {
              " | " + (cli ? flags : "-") + " | " + Cell(std::string(spec.help)) + " |\n";
     }
   };
-  table("Box options (BoxOptions, CodeBox(...), codebox run/exec/ask flags)", BoxOptionSchema(), true);
+  table("Box options (BoxOptions, CodeBox(...), codebox run/exec/ask flags)", BoxOptionSchema(),
+        true);
   table("Exec options (ExecOptions, box.exec(...))", ExecOptionSchema(), false);
   return out;
 }

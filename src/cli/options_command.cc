@@ -12,9 +12,10 @@ int OptionsCommand(const std::vector<std::string>& args) {
     return 0;
   }
   if (args[0] == "--help" || args[0] == "-h") {
-    std::fputs("usage: codebox options [--markdown]\n\nPrints every box and exec option as "
-               "the reference table of docs/options.md.\n\n",
-               stdout);
+    std::fputs(
+        "usage: codebox options [--markdown]\n\nPrints every box and exec option as "
+        "the reference table of docs/options.md.\n\n",
+        stdout);
     std::fputs(BoxFlagsHelp().c_str(), stdout);
     return 0;
   }
