@@ -143,7 +143,9 @@ def _options_doc(schema: Sequence[Mapping[str, Any]], indent: str = "        ") 
             facts.append(f"{low} {o['min']:.15g} to {o['max']:.15g}")
         facts.append(f"default {o['default']!r}")
         text = f"{o['name']}{also}: {o['help']} ({', '.join(facts)})."
-        lines.append(textwrap.fill(text, 96, initial_indent=indent, subsequent_indent=indent + "    "))
+        lines.append(
+            textwrap.fill(text, 96, initial_indent=indent, subsequent_indent=indent + "    ")
+        )
     return "\n".join(lines)
 
 
@@ -158,7 +160,8 @@ def _document_options(*classes: type) -> None:
     except BoxError:
         for cls in classes:
             cls.__doc__ = (cls.__doc__ or "").replace(
-                "{options}", "        (see docs/options.md; the C++ extension _codebox is not built)"
+                "{options}",
+                "        (see docs/options.md; the C++ extension _codebox is not built)",
             )
         return
     by_name = {o["name"]: o for o in schema}

@@ -86,7 +86,8 @@ StatusOr<std::optional<AskFlags>> ParseFlags(const std::vector<std::string>& arg
       bool known = false;
       for (const char* name : kValued) known = known || a == name;
       if (!known) {
-        return InvalidArgument("unknown option " + a + BoxFlagHint(a) + " (see codebox ask --help)");
+        return InvalidArgument("unknown option " + a + BoxFlagHint(a) +
+                               " (see codebox ask --help)");
       }
       if (i + 1 >= args.size()) return InvalidArgument(a + " needs a value");
       const std::string& v = args[++i];
