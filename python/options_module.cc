@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cfloat>
 #include <cmath>
 #include <set>
 #include <string>
@@ -69,11 +70,14 @@ OptionValue FromPython(const OptionSpec& spec, py::handle value, const std::stri
     return v;
   } else if (PyBool_Check(value.ptr())) {
     v = OptionValue(value.cast<bool>());
-  } else if (PyLong_Check(value.ptr())) {
+  } else if (PyLong_Check(value.ptr()) || PyIndex_Check(value.ptr())) {  // int, numpy ints
+    py::int_ number = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+    if (!number) throw py::error_already_set();
     int overflow = 0;
-    long long n = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    long long n = PyLong_AsLongLongAndOverflow(number.ptr(), &overflow);
+    // Past int64 it is out of every bound; a finite stand-in keeps it from reading as inf.
     v = overflow == 0 ? OptionValue(static_cast<int64_t>(n))
-                      : OptionValue(PyLong_AsDouble(value.ptr()));
+                      : OptionValue(overflow > 0 ? DBL_MAX : -DBL_MAX);
   } else if (PyFloat_Check(value.ptr())) {
     v = OptionValue(value.cast<double>());
   } else if (PyUnicode_Check(value.ptr())) {
