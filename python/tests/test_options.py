@@ -114,8 +114,8 @@ def test_boxlite_spellings() -> None:
          "driver: unknown driver 'docker' (choose auto, jail or vm)"),
         ({"workdir": "work"}, ValueError, "workdir: must be an absolute path"),
         ({"image": "../etc"}, ValueError, "image: image name '../etc' is not valid"),
-        ({"timeout": 0}, ValueError, "timeout: must be at least 0.001 s"),
-        ({"box_timeout": -1}, ValueError, "box_timeout: must be at least 0.001 s"),
+        ({"timeout": 0}, ValueError, "timeout: must be at least 1 ms (at least 0.001 s), got 0 s"),
+        ({"box_timeout": -1}, ValueError, "box_timeout: must be at least 1 ms (at least 0.001 s)"),
         ({"disk_size_gb": 4096}, ValueError, "disk_size_gb: must be at most 1048576 MiB"),
     ],
 )
@@ -145,7 +145,7 @@ def test_exec_options_are_checked_before_any_box_is_needed() -> None:
         b.exec("true", stdin=123)
     with pytest.raises(ValueError, match="timeout: must be a number of seconds or none, got 'so"):
         b.exec("true", timeout="soon")
-    with pytest.raises(ValueError, match="timeout: must be at least 0.001 s"):
+    with pytest.raises(ValueError, match=r"timeout: must be at least 1 ms \(at least 0.001 s\)"):
         b.exec("true", timeout=0)
     with pytest.raises(codebox.BoxClosedError, match="not started"):
         b.exec("true", env=[("A", "1")], cwd=Path("sub"), stdin=b"x", timeout=math.inf)

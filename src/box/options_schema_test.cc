@@ -139,7 +139,9 @@ TEST(OptionSchemaTest, NullIsTheDefaultAndTimeoutsTakeNone) {
     EXPECT_EQ(o.exec_timeout, kNoTimeout);
   }
   EXPECT_FALSE(SetBoxOption(&o, "timeout", 0).ok());
-  EXPECT_EQ(SetBoxOption(&o, "timeout", 0.0004).message().find("timeout: must be at least 0.001 s"),
+  EXPECT_EQ(SetBoxOption(&o, "timeout", 0.0004)
+                .message()
+                .find("timeout: must be at least 1 ms (at least 0.001 s), got 0.0004 s"),
             0u);
   ASSERT_TRUE(SetBoxOption(&o, "box_timeout", 0.5).ok());
   EXPECT_EQ(o.box_timeout.count(), 500);

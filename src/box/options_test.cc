@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "codebox/options.h"
+
+#include <gtest/gtest.h>
 
 namespace codebox {
 namespace {
@@ -20,7 +20,8 @@ TEST(BoxOptionsTest, RejectsNonsenseWithAMessageNamingTheField) {
       {[](BoxOptions& o) { o.workdir = "work"; }, "workdir"},
       {[](BoxOptions& o) { o.env["A=B"] = "x"; }, "environment variable name"},
       {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(-1); }, "timeout"},
-      {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(0); }, "at least 0.001 s"},
+      {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(0); },
+       "at least 1 ms (at least 0.001 s)"},
       {[](BoxOptions& o) { o.box_timeout = std::chrono::milliseconds(0); }, "box_timeout"},
       {[](BoxOptions& o) { o.output_limit_bytes = 0; }, "output_limit_bytes"},
       {[](BoxOptions& o) { o.max_open_files = 8; }, "max_open_files: must be at least 16"},

@@ -249,8 +249,9 @@ StatusOr<Milliseconds> ToDuration(const OptionSpec& spec, const OptionValue& val
   const double seconds = value.is_null() ? 0 : value.as_number() * scale;
   // Under 1 ms would round to 0, which must never read as "no limit".
   if (!(seconds >= spec.min)) {
-    return Bad(label, "must be at least " + FormatNumber(spec.min) + " s (1 ms), got " +
-                          FormatNumber(seconds) +
+    // Both units in the words: C++ callers think in ms, Python and JSON ones in seconds.
+    return Bad(label, "must be at least 1 ms (at least " + FormatNumber(spec.min) + " s), got " +
+                          FormatNumber(seconds) + " s" +
                           (spec.allows_none ? "; for no limit ask for none explicitly (none, "
                                               "None, kNoTimeout)"
                                             : ""));
