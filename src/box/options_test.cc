@@ -1,6 +1,6 @@
-#include "codebox/options.h"
-
 #include <gtest/gtest.h>
+
+#include "codebox/options.h"
 
 namespace codebox {
 namespace {
