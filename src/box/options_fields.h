@@ -59,7 +59,9 @@ Status AssignField(const Entry<S>& e, S* options, const OptionValue& value, doub
       [&](auto field) -> Status {
         using T = std::remove_cvref_t<decltype(options->*field)>;
         T& out = options->*field;
-        if (value.is_null() && !std::is_same_v<T, Milliseconds>) {
+        // A box timeout has no fallback to be "the default" of: null is its "none".
+        const bool null_is_none = std::is_same_v<T, Milliseconds> && e.spec.allows_none;
+        if (value.is_null() && !null_is_none) {
           out = S{}.*field;
           return Status::Ok();
         }
