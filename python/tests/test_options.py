@@ -151,6 +151,23 @@ def test_exec_options_are_checked_before_any_box_is_needed() -> None:
         b.exec("true", env=[("A", "1")], cwd=Path("sub"), stdin=b"x", timeout=math.inf)
 
 
+def test_exec_keywords_are_the_exec_schema() -> None:
+    """exec()'s keywords are names or aliases of the exec options, and every option has one."""
+    schema = list(_core().exec_option_schema())
+    spellings = {o["name"]: {o["name"], *(a[0] for a in o["aliases"])} for o in schema}
+    keywords = {
+        p.name for p in inspect.signature(codebox.SyncCodeBox.exec).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert keywords == {"env", "cwd", "timeout", "stdin"}
+    for name, names in spellings.items():
+        assert names & keywords, f"exec() has no keyword for exec option {name}"
+        value = b"in" if name == "stdin_data" else sample(next(o for o in schema if o["name"] == name))
+        for keyword in names & keywords:
+            _core().exec_options({keyword: value})  # accepted
+            _core().exec_options({keyword: None})  # None: the default
+
+
 def test_signature_and_docstring_list_every_option() -> None:
     params = inspect.signature(codebox.CodeBox).parameters
     for option in _schema():

@@ -247,6 +247,11 @@ TEST(OptionSchemaTest, SpareKeyChangesWithEveryOptionThatShapesTheBox) {
 }
 
 TEST(OptionSchemaTest, DefaultsComeFromTheStruct) {
+  // BoxOptions stays a plain struct: designated initializers still fill it in.
+  BoxOptions designated{.image = "python", .memory_mib = 256};
+  EXPECT_EQ(GetBoxOption(designated, "memory_mib"), OptionValue(256));
+  ExecOptions exec{.cwd = "sub", .timeout = kNoTimeout};
+  EXPECT_EQ(GetExecOption(exec, "timeout"), OptionValue("none"));
   EXPECT_EQ(FormatOptionValue(GetBoxOption(BoxOptions{}, "memory_mib")), "512");
   EXPECT_EQ(FormatOptionValue(GetBoxOption(BoxOptions{}, "exec_timeout")), "30");
   EXPECT_EQ(FormatOptionValue(GetBoxOption(BoxOptions{}, "box_timeout")), "none");
