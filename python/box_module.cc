@@ -127,14 +127,7 @@ std::shared_ptr<PyBox> CreateBox(const py::kwargs& kwargs) {
   return std::make_shared<PyBox>(std::move(box).value());
 }
 
-ExecResult ExecBox(PyBox& box, const std::vector<std::string>& argv,
-                   const std::map<std::string, std::string>& env, const std::string& cwd,
-                   std::optional<py::bytes> stdin_data, std::optional<double> timeout) {
-  ExecOptions options;
-  options.env = env;
-  options.cwd = cwd;
-  if (stdin_data) options.stdin_data = std::string(*stdin_data);
-  if (timeout) options.timeout = TimeoutSeconds(py::float_(*timeout), "timeout");
+ExecResult ExecBox(PyBox& box, const std::vector<std::string>& argv, const ExecOptions& options) {
   py::gil_scoped_release release;
   return box.Exec(argv, options);
 }
@@ -150,59 +143,6 @@ std::chrono::milliseconds Seconds(double seconds, const char* what) {
     throw py::value_error(std::string(what) + " must be a non-negative number of seconds");
   }
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
-}
-
-std::chrono::milliseconds TimeoutSeconds(const py::handle& value, const char* what) {
-  if (value.is_none()) return kNoTimeout;
-  double seconds = value.cast<double>();
-  if (std::isinf(seconds) && seconds > 0) return kNoTimeout;
-  // Under 1 ms would round to 0, which must never read as "no limit".
-  if (!(seconds >= 0.001)) {
-    throw py::value_error(std::string(what) + " must be at least 0.001 s (or None for no limit), got " +
-                          py::str(value).cast<std::string>());
-  }
-  return Seconds(seconds, what);
-}
-
-BoxOptions BoxOptionsFromDict(const py::dict& kwargs) {
-  BoxOptions o;
-  for (const auto& [key_obj, value] : kwargs) {
-    const std::string key = py::cast<std::string>(key_obj);
-    if (key == "image") {
-      o.image = value.cast<std::string>();
-    } else if (key == "driver") {
-      auto kind = ParseDriverKind(value.cast<std::string>());
-      if (!kind.ok()) Throw(kind.status());
-      o.driver = *kind;
-    } else if (key == "memory_mib") {
-      o.memory_mib = value.cast<uint64_t>();
-    } else if (key == "cpus") {
-      o.cpus = value.cast<double>();
-    } else if (key == "timeout") {
-      o.exec_timeout = TimeoutSeconds(value, "timeout");
-    } else if (key == "env") {
-      if (!value.is_none()) o.env = value.cast<std::map<std::string, std::string>>();
-    } else if (key == "allow_emulation") {
-      o.allow_emulation = value.cast<bool>();
-    } else if (key == "disk_mib") {
-      o.disk_mib = value.cast<uint64_t>();
-    } else if (key == "workdir") {
-      o.workdir = value.cast<std::string>();
-    } else if (key == "max_processes") {
-      o.max_processes = value.cast<uint32_t>();
-    } else if (key == "output_limit_bytes") {
-      o.output_limit_bytes = value.cast<uint64_t>();
-    } else if (key == "box_timeout") {
-      o.box_timeout = TimeoutSeconds(value, "box_timeout");
-    } else if (key == "prestart") {
-      o.prestart = value.cast<bool>();
-    } else if (key == "home") {
-      o.home = value.is_none() ? "" : value.cast<std::string>();
-    } else {
-      throw py::type_error("unknown box option '" + key + "'");
-    }
-  }
-  return o;
 }
 
 namespace {
@@ -238,9 +178,7 @@ void BindBox(py::module_& m) {
 
   py::class_<PyBox, std::shared_ptr<PyBox>>(m, "Box")
       .def_static("create", &CreateBox)
-      .def("exec", &ExecBox, py::arg("argv"), py::kw_only(),
-           py::arg("env") = std::map<std::string, std::string>{}, py::arg("cwd") = "",
-           py::arg("stdin") = py::none(), py::arg("timeout") = py::none())
+      .def("exec", &ExecBox, py::arg("argv"), py::arg("options"))
       .def("run", &PyBox::Run, py::arg("code"), py::call_guard<py::gil_scoped_release>())
       .def("copy_in", &PyBox::CopyIn, py::arg("host_path"), py::arg("box_path"),
            py::call_guard<py::gil_scoped_release>())
@@ -272,6 +210,7 @@ PYBIND11_MODULE(_codebox, m) {
   namespace cp = codebox::python;
   m.doc() = "codebox C++ core (use the `codebox` package, not this module)";
   py::register_exception_translator(&cp::TranslateStatusError);
+  cp::BindOptions(m);
   cp::BindBox(m);
   cp::BindHost(m);
 #ifdef CODEBOX_PYTHON_WITH_LLM

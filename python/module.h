@@ -24,15 +24,17 @@ struct StatusError {
 
 // Seconds (a Python float) as milliseconds; ValueError unless finite and non-negative.
 std::chrono::milliseconds Seconds(double seconds, const char* what);
-// A timeout from Python: None or math.inf -> kNoTimeout; else seconds, at least 0.001
-// (ValueError below: it would round to 0, which must never read as "no limit").
-std::chrono::milliseconds TimeoutSeconds(const pybind11::handle& value, const char* what);
 
-// BoxOptions from the keyword arguments of CodeBox (image, driver, memory_mib, cpus, timeout,
-// env, allow_emulation, disk_mib, workdir, max_processes, output_limit_bytes, box_timeout,
-// home); a missing key keeps the C++ default, an unknown one is a TypeError.
+// Options from Python keyword arguments, through the option schema (options_module.cc):
+// names and aliases as docs/options.md lists them; an unknown name or a wrong type is a
+// TypeError, a bad value a ValueError (codebox.BoxInvalidArgumentError); None is the default
+// (for the box's timeouts: no limit). The box options are Validate()d.
 BoxOptions BoxOptionsFromDict(const pybind11::dict& kwargs);
+ExecOptions ExecOptionsFromDict(const pybind11::dict& kwargs);
+// Every box option by its name, in its unit (timeouts in seconds, None for no limit).
+pybind11::dict BoxOptionsToDict(const BoxOptions& options);
 
+void BindOptions(pybind11::module_& m);
 void BindBox(pybind11::module_& m);
 void BindInterpreter(pybind11::module_& m);
 void BindHost(pybind11::module_& m);  // host_module.cc: describe_host  // interpreter_module.cc, when codebox_llm exists

@@ -1,5 +1,7 @@
 // The one declarative description of a box and of one exec in it. Validated once, by
 // BoxOptions::Validate() (Box::Create calls it); every driver reads only its own fields.
+// Each field is described (type, unit, bounds, help, aliases) in the option schema
+// (codebox/option_schema.h), which also sets options by name for the CLI, Python and JSON.
 #ifndef CODEBOX_OPTIONS_H_
 #define CODEBOX_OPTIONS_H_
 
@@ -24,10 +26,6 @@ enum class DriverKind {
 std::string_view DriverKindName(DriverKind kind);
 StatusOr<DriverKind> ParseDriverKind(std::string_view name);
 
-enum class Network {
-  kNone,  // only loopback inside the box; the only mode today
-};
-
 // An explicit "no limit" for BoxOptions::exec_timeout, box_timeout and ExecOptions::timeout.
 // A zero or negative timeout is an error, never a silent "no limit".
 inline constexpr std::chrono::milliseconds kNoTimeout = std::chrono::milliseconds::max();
@@ -37,6 +35,8 @@ inline constexpr std::chrono::milliseconds kNoTimeout = std::chrono::millisecond
 inline constexpr size_t kMaxArgBytes = 128u << 10;        // one argv string (MAX_ARG_STRLEN)
 inline constexpr size_t kMaxEnvironmentBytes = 256u << 10;  // all of "K=V\0" together
 
+// Every field has a default initializer, so designated initializers may name any subset
+// (Box::Create({.image = "python", .memory_mib = 256})) under -Wextra.
 struct BoxOptions {
   // Image name from images/ (built with `codebox image build NAME`).
   std::string image = "python";
@@ -57,9 +57,8 @@ struct BoxOptions {
   std::chrono::milliseconds box_timeout = kNoTimeout;
   // Environment of every exec (PATH, HOME, LANG are set unless given). Nothing of the host's
   // environment enters the box.
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env = {};
   std::string workdir = "/work";
-  Network network = Network::kNone;
   // Bytes of stdout and of stderr kept per exec; the rest is dropped and flagged.
   uint64_t output_limit_bytes = 16ull << 20;
   // jail driver: keep one started, never-used spare jail with these options, so the next
@@ -68,8 +67,9 @@ struct BoxOptions {
   bool prestart = false;
   // Where images and kernels live; empty = $CODEBOX_HOME, else /var/lib/codebox for root,
   // else ~/.local/share/codebox.
-  std::string home;
+  std::string home = {};
 
+  // Checks every field against the option schema; the error names the field.
   Status Validate() const;
 };
 
@@ -86,15 +86,15 @@ Status ValidateTimeout(std::chrono::milliseconds timeout, std::string_view what)
 Status ValidateArgv(const std::vector<std::string>& argv);
 
 struct ExecOptions {
-  std::map<std::string, std::string> env;  // added to BoxOptions::env
-  std::string cwd;                         // empty = BoxOptions::workdir
-  std::optional<std::string> stdin_data;   // empty = stdin is /dev/null
+  std::map<std::string, std::string> env = {};  // added to BoxOptions::env
+  std::string cwd = {};                         // empty = BoxOptions::workdir
+  std::optional<std::string> stdin_data = {};   // empty = stdin is /dev/null
   // nullopt: BoxOptions::exec_timeout; else at least 1 ms, or kNoTimeout.
-  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<std::chrono::milliseconds> timeout = {};
   // Streaming: called from an internal thread as chunks arrive (the result still holds the
   // captured output). Must not call back into the same Box.
-  std::function<void(std::string_view)> on_stdout;
-  std::function<void(std::string_view)> on_stderr;
+  std::function<void(std::string_view)> on_stdout = {};
+  std::function<void(std::string_view)> on_stderr = {};
 };
 
 struct ExecResult {

@@ -17,10 +17,11 @@ from ._values import (
     BoxInfo,
     ExecResult,
     _argv,
-    _check_seconds,
-    _Options,
+    _box_options,
+    _core,
+    _document_options,
+    _exec_options,
     _run_result,
-    _stdin_bytes,
 )
 from .errors import BoxClosedError, BoxError, BoxFileNotFoundError
 
@@ -36,44 +37,18 @@ _EXECUTOR = concurrent.futures.ThreadPoolExecutor(
 class _Base:
     """Options and state shared by the two twins."""
 
-    def __init__(
-        self,
-        image: str = "python",
-        driver: str = "auto",
-        memory_mib: int = 512,
-        cpus: float = 1.0,
-        timeout: float | None = 30.0,
-        env: Mapping[str, str] | None = None,
-        allow_emulation: bool = False,
-        disk_mib: int = 256,
-        workdir: str = "/work",
-        *,
-        max_processes: int = 128,
-        output_limit_bytes: int = 16 << 20,
-        box_timeout: float | None = None,
-        home: str | os.PathLike[str] | None = None,
-        prestart: bool = False,
-    ) -> None:
-        _check_seconds(timeout, "timeout")
-        _check_seconds(box_timeout, "box_timeout")
-        self._options = _Options(
-            image=image,
-            driver=driver,
-            memory_mib=memory_mib,
-            cpus=cpus,
-            timeout=timeout,
-            env=dict(env) if env else None,
-            allow_emulation=allow_emulation,
-            disk_mib=disk_mib,
-            workdir=workdir,
-            max_processes=max_processes,
-            output_limit_bytes=output_limit_bytes,
-            box_timeout=box_timeout,
-            home=os.fspath(home) if home else None,
-            prestart=prestart,
-        )
+    def __init__(self, *args: Any, **options: Any) -> None:
+        # Checked here, against the C++ schema, so a bad option fails at construction and not
+        # at `async with`; the resolved values (defaults from C++) are what the box gets.
+        self._options: dict[str, Any] = _box_options(args, options)
         self._box: Any = None
         self._closed = False
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """Every box option by its name, as checked and resolved by the C++ core: defaults
+        filled in, aliases in the option's unit (``disk_size_gb=2`` is ``disk_mib=2048``)."""
+        return dict(self._options)
 
     @property
     def closed(self) -> bool:
@@ -89,11 +64,12 @@ class _Base:
             driver=raw["driver"],
             limits=tuple(raw["limits"]),
             limits_not_enforced=tuple(raw["limits_not_enforced"]),
-            image=o.image,
-            memory_mib=o.memory_mib,
-            cpus=o.cpus,
-            timeout=o.timeout,
-            disk_mib=o.disk_mib,
+            image=o["image"],
+            memory_mib=o["memory_mib"],
+            cpus=o["cpus"],
+            timeout=o["exec_timeout"],
+            disk_mib=o["disk_mib"],
+            options=dict(o),
         )
 
     def _live(self) -> Any:
@@ -112,23 +88,18 @@ class _Base:
     def _exec_call(
         self,
         cmd: Sequence[Any],
-        env: Mapping[str, str] | None,
-        cwd: str | None,
+        env: Any,
+        cwd: Any,
         timeout: float | None,
         stdin: str | bytes | None,
     ) -> Callable[[], ExecResult]:
         """Validates exec's arguments here, in the caller's thread; returns the blocking call."""
         argv = _argv(cmd)
-        _check_seconds(timeout, "timeout")
-        data = _stdin_bytes(stdin)
+        options = _exec_options(env, cwd, timeout, stdin)
         box = self._live()
-        env_dict = {str(k): str(v) for k, v in (env or {}).items()}
-        cwd_str = os.fspath(cwd) if cwd else ""
 
         def call() -> ExecResult:
-            return ExecResult._from_core(
-                box.exec(argv, env=env_dict, cwd=cwd_str, stdin=data, timeout=timeout)
-            )
+            return ExecResult._from_core(box.exec(argv, options))
 
         return call
 
@@ -159,7 +130,8 @@ class _Base:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self._box is not None else "not started")
-        return f"<{type(self).__name__} image={self._options.image!r} driver={self._options.driver!r} {state}>"
+        o = self._options
+        return f"<{type(self).__name__} image={o['image']!r} driver={o['driver']!r} {state}>"
 
 
 class SyncCodeBox(_Base):
@@ -175,13 +147,17 @@ class SyncCodeBox(_Base):
     The box starts on ``with`` (or :meth:`start`) and is destroyed, with everything in it, when
     the block ends, exception or not. Arguments are those of :class:`CodeBox`. Methods may be
     called from several threads at once.
+
+    Options (as for :class:`CodeBox`; docs/options.md lists them all):
+
+{options}
     """
 
     def start(self) -> SyncCodeBox:
         """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
         if self._closed or self._box is not None:
             raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        self._box = self._options.create()
+        self._box = _create(self._options)
         return self
 
     def close(self) -> None:
@@ -208,23 +184,25 @@ class SyncCodeBox(_Base):
         TimeoutError) past ``timeout`` (default: the box's), :class:`BoxError` when the code
         ran out of memory or the box failed.
         """
-        limit = timeout if timeout is not None else self._options.timeout
+        limit = timeout if timeout is not None else self._options["exec_timeout"]
         return _run_result(self.exec("python3", "-c", code, timeout=timeout), limit)
 
     def exec(
         self,
         *cmd: Any,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        env: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
         stdin: str | bytes | None = None,
     ) -> ExecResult:
         """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
 
-        ``env`` adds to the box's environment, ``cwd`` defaults to the workdir (relative paths
-        are under it), ``timeout`` in seconds overrides the box's (``math.inf``: no limit;
-        at least 0.001), ``stdin`` is fed to the
-        process (else it reads /dev/null). A timeout is reported as ``timed_out=True``.
+        ``env`` (a mapping or (name, value) pairs) adds to the box's environment, ``cwd``
+        defaults to the workdir (relative paths are under it), ``timeout`` in seconds
+        overrides the box's (``math.inf``: no limit; at least 0.001), ``stdin`` is fed to the
+        process (else it reads /dev/null); ``None`` is the default of each. They are checked
+        here, as the box options are (TypeError, ValueError naming the argument). A timeout is
+        reported as ``timed_out=True``.
         """
         return self._exec_call(cmd, env, cwd, timeout, stdin)()
 
@@ -255,23 +233,15 @@ class CodeBox(_Base):
             result = await box.exec("python3", "-c", code)
             result.exit_code, result.stdout, result.stderr
 
-    Args:
-        image: image name (built with ``codebox image build NAME``); ``"python"`` has python3,
-            ``"python-data"`` adds numpy, pandas and matplotlib.
-        driver: ``"auto"`` (the strongest this host runs at full speed), ``"jail"`` or ``"vm"``.
-        memory_mib: memory limit of the box.
-        cpus: CPU share (1.0 = one core).
-        timeout: default wall-clock limit of each exec/run, seconds, at least 0.001 (None: no
-            limit; 0 is an error, never a silent "no limit").
-        env: environment of every command (nothing of the host's environment enters the box).
-        allow_emulation: let the ``vm`` driver use software emulation (slow) without kvm.
-        disk_mib: size of the box's writable scratch layer.
-        workdir: the working directory inside the box.
-        max_processes, output_limit_bytes, box_timeout, home: further limits and the store
-            location (keyword only).
-        prestart: keep one started, never-used spare jail with these options so the next box
-            with the same options starts without waiting (keyword only; the spare is an idle
-            box for as long as this process runs).
+    Options, each a keyword argument (the first nine may also be given by position, in this
+    order: image, driver, memory_mib, cpus, timeout, env, allow_emulation, disk_mib, workdir).
+    They are checked when the CodeBox is made: an unknown name or a wrong type is a TypeError
+    naming the closest valid option, a bad value a ValueError. ``None`` is the default, except
+    for the timeouts, where it means no limit (``0`` is an error, never a silent "no limit").
+    ``env`` is a mapping or a list of (name, value) pairs. Every option, with its aliases,
+    units and bounds, is in docs/options.md:
+
+{options}
 
     The box starts on ``async with`` (or ``await start()``) and is destroyed when the block
     ends, also on an exception or when the task is cancelled. Blocking work runs in worker
@@ -289,7 +259,7 @@ class CodeBox(_Base):
         """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
         if self._closed or self._box is not None:
             raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        job = _EXECUTOR.submit(self._options.create)
+        job = _EXECUTOR.submit(_create, self._options)
         try:
             self._box = await asyncio.wrap_future(job)
         except asyncio.CancelledError:
@@ -322,13 +292,7 @@ class CodeBox(_Base):
     def __enter__(self) -> SyncCodeBox:
         if self._sync is not None:
             raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        o = self._options
-        self._sync = SyncCodeBox(
-            o.image, o.driver, o.memory_mib, o.cpus, o.timeout, o.env, o.allow_emulation,
-            o.disk_mib, o.workdir, max_processes=o.max_processes,
-            output_limit_bytes=o.output_limit_bytes, box_timeout=o.box_timeout, home=o.home,
-            prestart=o.prestart,
-        ).start()
+        self._sync = SyncCodeBox(**self._options).start()
         return self._sync
 
     def __exit__(self, *exc: object) -> None:
@@ -344,23 +308,25 @@ class CodeBox(_Base):
         Raises :class:`BoxTimeoutError` (a TimeoutError) past ``timeout`` (default: the
         box's), :class:`BoxError` when the code ran out of memory or the box failed.
         """
-        limit = timeout if timeout is not None else self._options.timeout
+        limit = timeout if timeout is not None else self._options["exec_timeout"]
         return _run_result(await self.exec("python3", "-c", code, timeout=timeout), limit)
 
     async def exec(
         self,
         *cmd: Any,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        env: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
         stdin: str | bytes | None = None,
     ) -> ExecResult:
         """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
 
-        ``env`` adds to the box's environment, ``cwd`` defaults to the workdir (relative paths
-        are under it), ``timeout`` in seconds overrides the box's (``math.inf``: no limit;
-        at least 0.001), ``stdin`` is fed to the
-        process (else it reads /dev/null). A timeout is reported as ``timed_out=True``.
+        ``env`` (a mapping or (name, value) pairs) adds to the box's environment, ``cwd``
+        defaults to the workdir (relative paths are under it), ``timeout`` in seconds
+        overrides the box's (``math.inf``: no limit; at least 0.001), ``stdin`` is fed to the
+        process (else it reads /dev/null); ``None`` is the default of each. They are checked
+        here, as the box options are (TypeError, ValueError naming the argument). A timeout is
+        reported as ``timed_out=True``.
         Cancelling the awaiting task does not stop the command; closing the box does.
         """
         return await self._call(self._exec_call(cmd, env, cwd, timeout, stdin))
@@ -382,10 +348,17 @@ class CodeBox(_Base):
         await self._call(self._copy_call("out", box_path, host_path, max_bytes))
 
 
+def _create(options: dict[str, Any]) -> Any:
+    """Starts a box with resolved options (blocking; the GIL is released while it starts)."""
+    return _core().Box.create(**options)
+
+
 def _destroy_when_created(job: concurrent.futures.Future[Any]) -> None:
     if job.cancelled() or job.exception() is not None:
         return
     job.result().destroy()
 
+
+_document_options(CodeBox, SyncCodeBox)
 
 __all__ = ["BoxInfo", "CodeBox", "ExecResult", "SyncCodeBox"]

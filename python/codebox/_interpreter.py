@@ -69,12 +69,6 @@ class Transcript:
         )
 
 
-_BOX_KEYS = {
-    "image", "driver", "memory_mib", "cpus", "timeout", "env", "allow_emulation", "disk_mib",
-    "workdir", "max_processes", "output_limit_bytes", "box_timeout", "home",
-}
-
-
 class Interpreter:
     """Ask a model a question; the code it writes runs in a disposable box.
 
@@ -121,12 +115,9 @@ class Interpreter:
         on_notice: Callable[[str], Any] | None = None,
         **box_options: Any,
     ) -> None:
-        unknown = set(box_options) - _BOX_KEYS
-        if unknown:
-            raise TypeError(f"unknown option(s) {sorted(unknown)}; box options are {sorted(_BOX_KEYS)}")
         _check_seconds(request_timeout, "request_timeout")
-        _check_seconds(box_options.get("timeout"), "timeout")
         core = _core()
+        box = core.box_options(box_options)  # checked against the schema, as CodeBox's
         if not getattr(core, "HAS_INTERPRETER", False):
             raise BoxError("this build of codebox has no interpreter loop (src/llm was not built)", "unavailable")
         llm = {
@@ -136,7 +127,6 @@ class Interpreter:
             "input_files": [os.fspath(f) for f in input_files],
             "output_dir": os.fspath(output_dir) if output_dir else None,
         }
-        box = {k: (os.fspath(v) if k == "home" and v else v) for k, v in box_options.items()}
         result_cb = None
         if on_result is not None:
             def result_cb(step: int, d: dict[str, Any]) -> None:

@@ -98,44 +98,93 @@ class BoxInfo:
     memory_mib: int
     cpus: float
     timeout: float | None
+    """The default limit of each exec in seconds (None: no limit)."""
     disk_mib: int
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Every box option by its name, as the C++ core resolved it (defaults filled in)."""
 
 
-@dataclass(frozen=True)
-class _Options:
-    image: str = "python"
-    driver: str = "auto"
-    memory_mib: int = 512
-    cpus: float = 1.0
-    timeout: float | None = 30.0
-    env: Mapping[str, str] | None = None
-    allow_emulation: bool = False
-    disk_mib: int = 256
-    workdir: str = "/work"
-    max_processes: int = 128
-    output_limit_bytes: int = 16 << 20
-    box_timeout: float | None = None
-    home: str | None = None
-    prestart: bool = False
+# CodeBox's positional parameters, in their historical order; every option is also a keyword.
+_POSITIONAL = (
+    "image", "driver", "memory_mib", "cpus", "timeout", "env", "allow_emulation", "disk_mib",
+    "workdir",
+)
 
-    def create(self) -> Any:
-        """Starts a box (blocking; the GIL is released while it starts)."""
-        return _core().Box.create(
-            image=self.image,
-            driver=self.driver,
-            memory_mib=self.memory_mib,
-            cpus=float(self.cpus),
-            timeout=self.timeout,
-            env=dict(self.env or {}),
-            allow_emulation=self.allow_emulation,
-            disk_mib=self.disk_mib,
-            workdir=self.workdir,
-            max_processes=self.max_processes,
-            output_limit_bytes=self.output_limit_bytes,
-            box_timeout=self.box_timeout,
-            home=os.fspath(self.home) if self.home else "",
-            prestart=self.prestart,
+
+def _box_options(args: Sequence[Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Checks box options against the C++ schema; returns every option, resolved.
+
+    Raises TypeError for an unknown name (naming the closest valid one) or a wrong type, and
+    ValueError (:class:`BoxInvalidArgumentError`) for a value out of bounds.
+    """
+    if len(args) > len(_POSITIONAL):
+        raise TypeError(
+            f"CodeBox takes at most {len(_POSITIONAL)} positional options "
+            f"({', '.join(_POSITIONAL)}), got {len(args)}; pass the others by keyword"
         )
+    for name, value in zip(_POSITIONAL, args):
+        if name in options:
+            raise TypeError(f"CodeBox got option {name!r} both by position and by keyword")
+        options[name] = value
+    return dict(_core().box_options(options))
+
+
+def _exec_options(
+    env: Any, cwd: Any, timeout: float | None, stdin: str | bytes | None
+) -> Any:
+    """exec()'s keyword arguments checked against the C++ schema, ready for Box.exec."""
+    return _core().exec_options({"env": env, "cwd": cwd, "timeout": timeout, "stdin": stdin})
+
+
+def _options_doc(schema: Sequence[Mapping[str, Any]], indent: str = "        ") -> str:
+    """The options of a schema as docstring lines: name, aliases, unit, bounds, default, help."""
+    import textwrap
+
+    lines = []
+    for o in schema:
+        aliases = [a[0] + (f" (in {a[2]})" if a[1] != 1 else "") for a in o["aliases"]]
+        also = f" (also {', '.join(aliases)})" if aliases else ""
+        facts = [o["unit"]] if o["unit"] else []
+        if o["min"] is not None:
+            low = "more than" if o["min_exclusive"] else "from"
+            facts.append(f"{low} {o['min']:.15g} to {o['max']:.15g}")
+        facts.append(f"default {o['default']!r}")
+        text = f"{o['name']}{also}: {o['help']} ({', '.join(facts)})."
+        lines.append(
+            textwrap.fill(text, 96, initial_indent=indent, subsequent_indent=indent + "    ")
+        )
+    return "\n".join(lines)
+
+
+def _document_options(*classes: type) -> None:
+    """Fills the ``{options}`` of each class docstring from the C++ schema (its defaults,
+    units and help), and gives each a signature listing them; without the extension the
+    docstring points at docs/options.md instead."""
+    import inspect
+
+    try:
+        schema = _core().box_option_schema()
+    except BoxError:
+        for cls in classes:
+            cls.__doc__ = (cls.__doc__ or "").replace(
+                "{options}",
+                "        (see docs/options.md; the C++ extension _codebox is not built)",
+            )
+        return
+    by_name = {o["name"]: o for o in schema}
+    by_name["timeout"] = by_name["exec_timeout"]
+    params = [
+        inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=by_name[n]["default"])
+        for n in _POSITIONAL
+    ]
+    params += [
+        inspect.Parameter(o["name"], inspect.Parameter.KEYWORD_ONLY, default=o["default"])
+        for o in schema
+        if o["name"] not in _POSITIONAL and o["name"] != "exec_timeout"
+    ]
+    for cls in classes:
+        cls.__doc__ = (cls.__doc__ or "").replace("{options}", _options_doc(schema))
+        cls.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
 
 
 def _check_seconds(value: float | None, what: str) -> None:
@@ -157,14 +206,6 @@ def _argv(cmd: Sequence[Any]) -> list[str]:
     if not cmd:
         raise ValueError("exec needs a command, e.g. exec('python3', '-c', code)")
     return [os.fspath(c) if isinstance(c, os.PathLike) else str(c) for c in cmd]
-
-
-def _stdin_bytes(stdin: str | bytes | None) -> bytes | None:
-    if stdin is None or isinstance(stdin, bytes):
-        return stdin
-    if isinstance(stdin, str):
-        return stdin.encode("utf-8")
-    raise TypeError(f"stdin must be str, bytes or None, not {type(stdin).__name__}")
 
 
 def _run_result(result: ExecResult, timeout: float | None) -> str:

@@ -95,7 +95,7 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
     config.max_processes = options.max_processes;
     config.max_open_files = options.max_open_files;
     config.cpus = options.cpus;
-    ASSIGN_OR_RETURN(auto jail, options.prestart ? TakePrestartedJail(config)
+    ASSIGN_OR_RETURN(auto jail, options.prestart ? TakePrestartedJail(options, config)
                                                  : jail::Jail::Start(config));
     return std::unique_ptr<Backend>(new JailBackend(std::move(jail)));
   }

@@ -5,25 +5,27 @@
 #include <mutex>
 #include <string>
 
+#include "box/options_json.h"
+
 namespace codebox::box {
 namespace {
 
 using StartedJail = StatusOr<std::unique_ptr<jail::Jail>>;
 
-std::string KeyOf(const jail::JailConfig& c) {
-  return c.rootfs + '\n' + c.agent_path + '\n' + c.workdir + '\n' + c.hostname + '\n' +
-         std::to_string(c.memory_bytes) + '\n' + std::to_string(c.disk_bytes) + '\n' +
-         std::to_string(c.max_processes) + '\n' + std::to_string(c.max_open_files) + '\n' +
-         std::to_string(c.cpus);
+// What the jail is made of beyond the options (hostname, the agent binary, the image tree the
+// options' image and home resolve to), plus every option the started box depends on, as the
+// schema marks them (OptionSpec::shapes_box).
+std::string KeyOf(const BoxOptions& options, const jail::JailConfig& c) {
+  return c.rootfs + '\n' + c.agent_path + '\n' + c.hostname + '\n' + BoxShapeKey(options);
 }
 
 class Spares {
  public:
-  StartedJail Take(const jail::JailConfig& config) {
+  StartedJail Take(const BoxOptions& options, const jail::JailConfig& config) {
     std::future<StartedJail> spare;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto& slot = spares_[KeyOf(config)];
+      auto& slot = spares_[KeyOf(options, config)];
       spare = std::move(slot);
       // The next caller's spare starts now, while this caller uses the one it takes.
       slot = std::async(std::launch::async, [config] { return jail::Jail::Start(config); });
@@ -63,7 +65,9 @@ Spares& Instance() {
 
 }  // namespace
 
-StartedJail TakePrestartedJail(const jail::JailConfig& config) { return Instance().Take(config); }
+StartedJail TakePrestartedJail(const BoxOptions& options, const jail::JailConfig& config) {
+  return Instance().Take(options, config);
+}
 
 void DestroyPrestartedJails() { Instance().DestroyAll(); }
 

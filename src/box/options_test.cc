@@ -20,9 +20,14 @@ TEST(BoxOptionsTest, RejectsNonsenseWithAMessageNamingTheField) {
       {[](BoxOptions& o) { o.workdir = "work"; }, "workdir"},
       {[](BoxOptions& o) { o.env["A=B"] = "x"; }, "environment variable name"},
       {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(-1); }, "timeout"},
-      {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(0); }, "at least 1 ms"},
-      {[](BoxOptions& o) { o.box_timeout = std::chrono::milliseconds(0); }, "box timeout"},
-      {[](BoxOptions& o) { o.output_limit_bytes = 0; }, "output limit"},
+      {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(0); },
+       "at least 1 ms (at least 0.001 s)"},
+      {[](BoxOptions& o) { o.box_timeout = std::chrono::milliseconds(0); }, "box_timeout"},
+      {[](BoxOptions& o) { o.output_limit_bytes = 0; }, "output_limit_bytes"},
+      {[](BoxOptions& o) { o.max_open_files = 8; }, "max_open_files: must be at least 16"},
+      {[](BoxOptions& o) { o.max_processes = 0; }, "max_processes: must be at least 1"},
+      {[](BoxOptions& o) { o.memory_mib = 4; }, "memory_mib: must be at least 32 MiB, got 4 MiB"},
+      {[](BoxOptions& o) { o.home = std::string("a\0b", 3); }, "home: must not contain a NUL"},
   };
   for (const Case& c : cases) {
     BoxOptions options;

@@ -66,7 +66,7 @@ StatusOr<std::optional<AskFlags>> ParseFlags(const std::vector<std::string>& arg
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::fputs(kAskHelp, stdout);
-      std::fputs(kBoxFlagsHelp, stdout);
+      std::fputs(BoxFlagsHelp().c_str(), stdout);
       return std::optional<AskFlags>();
     }
     ASSIGN_OR_RETURN(bool box_flag, ParseBoxFlag(args, &i, &f.options.box));
@@ -85,7 +85,10 @@ StatusOr<std::optional<AskFlags>> ParseFlags(const std::vector<std::string>& arg
                                             "--request-timeout", "--file", "--out"};
       bool known = false;
       for (const char* name : kValued) known = known || a == name;
-      if (!known) return InvalidArgument("unknown option " + a + " (see codebox ask --help)");
+      if (!known) {
+        return InvalidArgument("unknown option " + a + BoxFlagHint(a) +
+                               " (see codebox ask --help)");
+      }
       if (i + 1 >= args.size()) return InvalidArgument(a + " needs a value");
       const std::string& v = args[++i];
       if (a == "--model") f.options.model = v;

@@ -4,23 +4,9 @@
 #include <cstdlib>
 
 #include "base/text.h"
+#include "codebox/option_schema.h"
 
 namespace codebox::cli {
-
-const char kBoxFlagsHelp[] = R"(box options:
-  --image NAME         image to run (default python; build with `codebox image build NAME`)
-  --driver D           auto (default), jail or vm
-  --allow-emulation    vm driver: allow QEMU tcg emulation where there is no kvm (slow)
-  --timeout T          wall-clock limit per exec: seconds, or 500ms, 2m, or none (default 30)
-  --box-timeout T      wall-clock limit for the whole box, or none (default none)
-  --memory SIZE        memory limit, MiB or with M/G suffix (default 512)
-  --cpus N             CPU share, may be fractional (default 1)
-  --disk SIZE          writable scratch space (default 256M)
-  --pids N             process limit (default 128)
-  --env K=V            environment variable in the box (repeatable; nothing of the host's
-                       environment enters the box)
-  --workdir DIR        working directory in the box (default /work)
-)";
 
 static StatusOr<double> ParseNumber(const std::string& text) {
   char* end = nullptr;
@@ -31,19 +17,25 @@ static StatusOr<double> ParseNumber(const std::string& text) {
   return v;
 }
 
-StatusOr<uint64_t> ParseMebibytes(const std::string& text) {
+// "512" (in unit_bytes), "512K", "512M", "2G" -> a count of unit_bytes.
+static StatusOr<double> ParseSize(const std::string& text, double unit_bytes) {
   std::string number = text;
-  double scale = 1;
+  double bytes_per = unit_bytes;
   if (!number.empty()) {
     char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(number.back())));
-    if (unit == 'M' || unit == 'G' || unit == 'K') {
+    if (unit == 'K' || unit == 'M' || unit == 'G') {
       number.pop_back();
-      scale = unit == 'G' ? 1024 : unit == 'K' ? 1.0 / 1024 : 1;
+      bytes_per = unit == 'G' ? 1 << 30 : unit == 'M' ? 1 << 20 : 1 << 10;
     }
   }
   auto v = ParseNumber(number);
   if (!v.ok()) return InvalidArgument("'" + text + "' is not a size (e.g. 512, 512M, 2G)");
-  return static_cast<uint64_t>(*v * scale);
+  return *v * bytes_per / unit_bytes;
+}
+
+StatusOr<uint64_t> ParseMebibytes(const std::string& text) {
+  ASSIGN_OR_RETURN(double mib, ParseSize(text, 1 << 20));
+  return static_cast<uint64_t>(mib);
 }
 
 StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text) {
@@ -73,51 +65,84 @@ StatusOr<std::chrono::milliseconds> ParseTimeout(const std::string& text) {
   return d;
 }
 
-static Status ApplyBoxFlag(const std::string& flag, const std::string& value, BoxOptions* options) {
-  if (flag == "--image") {
-    options->image = value;
-  } else if (flag == "--driver") {
-    ASSIGN_OR_RETURN(options->driver, ParseDriverKind(value));
-  } else if (flag == "--timeout") {
-    ASSIGN_OR_RETURN(options->exec_timeout, ParseTimeout(value));
-  } else if (flag == "--box-timeout") {
-    ASSIGN_OR_RETURN(options->box_timeout, ParseTimeout(value));
-  } else if (flag == "--memory") {
-    ASSIGN_OR_RETURN(options->memory_mib, ParseMebibytes(value));
-  } else if (flag == "--disk") {
-    ASSIGN_OR_RETURN(options->disk_mib, ParseMebibytes(value));
-  } else if (flag == "--cpus") {
-    ASSIGN_OR_RETURN(options->cpus, ParseNumber(value));
-  } else if (flag == "--pids") {
-    ASSIGN_OR_RETURN(double pids, ParseNumber(value));
-    options->max_processes = static_cast<uint32_t>(pids);
-  } else if (flag == "--env") {
-    size_t eq = value.find('=');
-    if (eq == std::string::npos || eq == 0) return InvalidArgument("wants K=V, got '" + value + "'");
-    options->env[value.substr(0, eq)] = value.substr(eq + 1);
-  } else if (flag == "--workdir") {
-    options->workdir = value;
+static double BytesPerUnit(std::string_view unit) {
+  if (unit == "GiB") return 1 << 30;
+  if (unit == "MiB") return 1 << 20;
+  return 1;
+}
+
+StatusOr<OptionValue> ParseOptionText(const OptionSpec& spec, const OptionAlias* alias,
+                                      const std::string& text) {
+  switch (spec.type) {
+    case OptionType::kBool:
+      if (text == "true" || text == "yes" || text == "1") return OptionValue(true);
+      if (text == "false" || text == "no" || text == "0") return OptionValue(false);
+      return InvalidArgument("wants true or false, got '" + text + "'");
+    case OptionType::kInteger:
+    case OptionType::kNumber: {
+      ASSIGN_OR_RETURN(double v, ParseNumber(text));
+      return OptionValue(v);
+    }
+    case OptionType::kSize: {
+      const std::string_view unit = alias && alias->scale != 1 ? alias->unit : spec.unit;
+      ASSIGN_OR_RETURN(double v, ParseSize(text, BytesPerUnit(unit)));
+      return OptionValue(v);
+    }
+    case OptionType::kDuration: {
+      if (spec.allows_none && text == "none") return OptionValue("none");
+      ASSIGN_OR_RETURN(auto ms, spec.allows_none ? ParseTimeout(text) : ParseDuration(text));
+      return OptionValue(static_cast<double>(ms.count()) / 1000.0 / (alias ? alias->scale : 1));
+    }
+    case OptionType::kEnvironment: {
+      size_t eq = text.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return InvalidArgument("wants K=V, got '" + text + "'");
+      return OptionValue(OptionValue::Environment{{text.substr(0, eq), text.substr(eq + 1)}});
+    }
+    case OptionType::kString:
+    case OptionType::kChoice:
+    case OptionType::kData:
+      return OptionValue(text);
   }
-  return Status::Ok();
+  return InvalidArgument("cannot parse '" + text + "'");
 }
 
 StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, BoxOptions* options) {
-  const std::string& flag = args[*i];
-  if (flag == "--allow-emulation") {
-    options->allow_emulation = true;
-    return true;
+  const std::string& arg = args[*i];
+  if (arg.rfind("--", 0) != 0) return false;
+  const size_t eq = arg.find('=');
+  const std::string flag = arg.substr(0, eq);
+  OptionMatch match = FindOption(BoxOptionSchema(), flag);
+  if (!match) return false;
+  std::string text;
+  if (eq != std::string::npos) {
+    text = arg.substr(eq + 1);
+  } else if (match.spec->type == OptionType::kBool) {
+    text = "true";
+  } else if (*i + 1 < args.size()) {
+    text = args[++*i];
+  } else {
+    return InvalidArgument(flag + " needs a value");
   }
-  static const char* const kValued[] = {"--image", "--driver", "--timeout", "--box-timeout",
-                                        "--memory", "--cpus", "--disk", "--pids", "--env",
-                                        "--workdir"};
-  bool known = false;
-  for (const char* name : kValued) known = known || flag == name;
-  if (!known) return false;
-  if (*i + 1 >= args.size()) return InvalidArgument(flag + " needs a value");
-  const std::string& value = args[++*i];
-  Status st = ApplyBoxFlag(flag, value, options);
-  if (!st.ok()) return st.WithContext(flag);
+  auto value = ParseOptionText(*match.spec, match.alias, text);
+  if (!value.ok()) return value.status().WithContext(flag);
+  if (match.spec->type == OptionType::kEnvironment) {  // repeatable: adds to what is there
+    const OptionValue current = GetBoxOption(*options, match.spec->name);
+    const auto& [name, text_value] = value->as_environment().at(0);
+    OptionValue::Environment env;
+    for (const auto& kv : current.as_environment()) {
+      if (kv.first != name) env.push_back(kv);
+    }
+    env.emplace_back(name, text_value);
+    *value = OptionValue(std::move(env));
+  }
+  RETURN_IF_ERROR(SetBoxOption(options, flag, *value, flag));
   return true;
+}
+
+std::string BoxFlagHint(const std::string& flag) {
+  std::string_view closest = ClosestOptionName(BoxOptionSchema(), flag);
+  return closest.empty() ? "" : "; did you mean " + OptionSpec::FlagOf(closest) + "?";
 }
 
 void PrintError(const std::string& command, const Status& status) {

@@ -1,25 +1,41 @@
-// Command-line flags that describe a box, shared by `run`, `exec` and `ask`.
+// Command-line flags that describe a box, shared by `run`, `exec` and `ask`: one per option
+// of the box option schema (codebox/option_schema.h), --<name with dashes> and each alias,
+// as `--flag VALUE` or `--flag=VALUE`.
 #ifndef CODEBOX_CLI_BOX_FLAGS_H_
 #define CODEBOX_CLI_BOX_FLAGS_H_
 
 #include <string>
 #include <vector>
 
+#include "codebox/option_schema.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
 
 namespace codebox::cli {
 
 // Exit statuses of codebox itself, apart from the box's own (which are passed through).
-inline constexpr int kExitTimedOut = 124;     // as timeout(1)
+inline constexpr int kExitTimedOut = 124;      // as timeout(1)
 inline constexpr int kExitCodeboxError = 125;  // codebox could not run it (as docker run)
 
-// Help text for the flags ParseBoxFlag understands.
-extern const char kBoxFlagsHelp[];
+// Help text for the flags ParseBoxFlag understands, from the schema.
+std::string BoxFlagsHelp();
+
+// docs/options.md: every box and exec option as a reference table, from the schema.
+std::string OptionsMarkdown();
 
 // If args[*i] is a box flag, consumes it (and its value), updates *options and returns true.
-// Returns false if it is not a box flag. A malformed value is an InvalidArgument status.
+// Returns false if it is not a box flag. A malformed value is an InvalidArgument status that
+// names the flag as typed. A bool flag without "=VALUE" sets true; --env adds one variable.
 StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, BoxOptions* options);
+
+// "; did you mean --memory?" when `flag` is a few slips from a box flag, else "".
+std::string BoxFlagHint(const std::string& flag);
+
+// Text as a value of `spec` (given through `alias`, or its name when null): sizes as 512,
+// 512M, 2G in the unit of the name used; durations as seconds, 500ms, 2m or none; bools as
+// true/false/yes/no/1/0; the environment as K=V.
+StatusOr<OptionValue> ParseOptionText(const OptionSpec& spec, const OptionAlias* alias,
+                                      const std::string& text);
 
 // "512", "512M", "2G", "1.5G" -> MiB.
 StatusOr<uint64_t> ParseMebibytes(const std::string& text);

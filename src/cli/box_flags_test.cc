@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "codebox/option_schema.h"
+
 namespace codebox::cli {
 namespace {
 
@@ -28,7 +33,7 @@ TEST(BoxFlagsTest, ParsesSizesAndDurations) {
 }
 
 TEST(BoxFlagsTest, ConsumesBoxFlagsAndLeavesOthers) {
-  std::vector<std::string> args = {"--memory", "1G", "--env", "A=1", "--driver", "jail",
+  std::vector<std::string> args = {"--memory",          "1G",    "--env", "A=1", "--driver", "jail",
                                    "--allow-emulation", "--json"};
   BoxOptions options;
   size_t i = 0;
@@ -54,6 +59,155 @@ TEST(BoxFlagsTest, BadValuesSayWhichFlag) {
   std::vector<std::string> missing = {"--image"};
   i = 0;
   EXPECT_FALSE(ParseBoxFlag(missing, &i, &options).ok());
+}
+
+// Flag text for a valid, non-default value of every option, and the value it must give.
+struct Sample {
+  std::string text;
+  OptionValue expected;
+};
+
+Sample SampleFor(const OptionSpec& spec) {
+  switch (spec.type) {
+    case OptionType::kBool:
+      return {"", true};  // the bare flag
+    case OptionType::kInteger:
+      return {std::to_string(static_cast<int64_t>(spec.min) * 2 + 1),
+              static_cast<int64_t>(spec.min) * 2 + 1};
+    case OptionType::kNumber:
+      return {"2.5", 2.5};
+    case OptionType::kSize:
+      return spec.unit == "MiB" ? Sample{"1G", 1024} : Sample{"3K", 3 * 1024};
+    case OptionType::kDuration:
+      return {"1500ms", 1.5};
+    case OptionType::kChoice:
+      return {std::string(spec.choices.back()), std::string(spec.choices.back())};
+    case OptionType::kEnvironment:
+      return {"K=v=w", OptionValue::Environment{{"K", "v=w"}}};
+    case OptionType::kString:
+    case OptionType::kData:
+      break;
+  }
+  if (spec.name == "image") return {"img-2", "img-2"};
+  if (spec.name == "workdir" || spec.name == "home") return {"/some/dir", "/some/dir"};
+  ADD_FAILURE() << "no CLI sample for option " << spec.name << "; add one to SampleFor";
+  return {"", OptionValue()};
+}
+
+StatusOr<BoxOptions> Parse(std::vector<std::string> args) {
+  BoxOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    ASSIGN_OR_RETURN(bool consumed, ParseBoxFlag(args, &i, &options));
+    if (!consumed) return InvalidArgument("not a box flag: " + args[i]);
+  }
+  return options;
+}
+
+TEST(BoxFlagsTest, EveryOptionIsSettableByEveryFlagSpelling) {
+  for (const OptionSpec& spec : BoxOptionSchema()) {
+    const Sample sample = SampleFor(spec);
+    ASSERT_NE(GetBoxOption(BoxOptions{}, spec.name), sample.expected) << spec.name;
+    std::vector<std::string> flags = {spec.Flag()};
+    for (const OptionAlias& alias : spec.aliases) {
+      if (alias.scale == 1) flags.push_back(OptionSpec::FlagOf(alias.name));
+    }
+    for (const std::string& flag : flags) {
+      std::vector<std::vector<std::string>> forms = {
+          {flag + "=" + (sample.text.empty() ? "true" : sample.text)}};
+      forms.push_back(sample.text.empty() ? std::vector<std::string>{flag}
+                                          : std::vector<std::string>{flag, sample.text});
+      for (const auto& args : forms) {
+        auto o = Parse(args);
+        ASSERT_TRUE(o.ok()) << args[0] << ": " << o.status().message();
+        EXPECT_EQ(GetBoxOption(*o, spec.name), sample.expected) << args[0];
+        EXPECT_TRUE(o->Validate().ok()) << args[0];
+      }
+    }
+  }
+}
+
+TEST(BoxFlagsTest, FlagsTheOldCliKnewStillWork) {
+  auto o = Parse({"--memory",          "2G",    "--pids",  "7",           "--timeout", "none",
+                  "--box-timeout",     "2m",    "--disk",  "512M",        "--cpus",    "0.5",
+                  "--workdir",         "/w",    "--image", "python-data", "--driver",  "vm",
+                  "--allow-emulation", "--env", "A=1",     "--env",       "B=2"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->memory_mib, 2048u);
+  EXPECT_EQ(o->max_processes, 7u);
+  EXPECT_EQ(o->exec_timeout, kNoTimeout);
+  EXPECT_EQ(o->box_timeout.count(), 120000);
+  EXPECT_EQ(o->disk_mib, 512u);
+  EXPECT_EQ(o->cpus, 0.5);
+  EXPECT_EQ(o->workdir, "/w");
+  EXPECT_EQ(o->image, "python-data");
+  EXPECT_EQ(o->driver, DriverKind::kVm);
+  EXPECT_TRUE(o->allow_emulation);
+  EXPECT_EQ(o->env, (std::map<std::string, std::string>{{"A", "1"}, {"B", "2"}}));
+}
+
+TEST(BoxFlagsTest, NewSpellingsAndUnits) {
+  auto o = Parse({"--max-open-files", "4096", "--memory-mib=300", "--disk-size-gb", "2",
+                  "--output-limit-bytes=1M", "--allow-emulation=false", "--prestart=yes",
+                  "--working-dir", "/x", "--exec-timeout", "45"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->max_open_files, 4096u);
+  EXPECT_EQ(o->memory_mib, 300u);
+  EXPECT_EQ(o->disk_mib, 2048u);
+  EXPECT_EQ(o->output_limit_bytes, 1u << 20);
+  EXPECT_FALSE(o->allow_emulation);
+  EXPECT_TRUE(o->prestart);
+  EXPECT_EQ(o->workdir, "/x");
+  EXPECT_EQ(o->exec_timeout.count(), 45000);
+}
+
+TEST(BoxFlagsTest, ErrorsNameTheFlagAsTyped) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--pids", "0"}, "--pids: must be at least 1, got 0"},
+      {{"--max-processes=0"}, "--max-processes: must be at least 1, got 0"},
+      {{"--memory", "16M"}, "--memory: must be at least 32 MiB, got 16 MiB"},
+      {{"--max-open-files", "8"}, "--max-open-files: must be at least 16, got 8"},
+      {{"--cpus", "lots"}, "--cpus: 'lots' is not a non-negative number"},
+      {{"--workdir", "rel"}, "--workdir: must be an absolute path inside the box, got 'rel'"},
+      {{"--prestart=maybe"}, "--prestart: wants true or false, got 'maybe'"},
+      {{"--timeout", "0"},
+       "--timeout: '0' is under 1 ms; a duration is at least 1ms (or none for no limit)"},
+      {{"--memory"}, "--memory needs a value"},
+  };
+  for (const Case& c : cases) {
+    auto o = Parse(c.args);
+    ASSERT_FALSE(o.ok()) << c.args[0];
+    EXPECT_EQ(o.status().message(), c.message);
+  }
+  EXPECT_EQ(BoxFlagHint("--memroy"), "; did you mean --memory?");
+  EXPECT_EQ(BoxFlagHint("--max-open-file"), "; did you mean --max-open-files?");
+  EXPECT_EQ(BoxFlagHint("--json"), "");
+}
+
+TEST(BoxFlagsTest, HelpListsEveryFlagWithItsDefault) {
+  const std::string help = BoxFlagsHelp();
+  for (const OptionSpec& spec : BoxOptionSchema()) {
+    EXPECT_NE(help.find("  " + spec.Flag()), std::string::npos) << spec.Flag();
+    for (const OptionAlias& alias : spec.aliases) {
+      EXPECT_NE(help.find(OptionSpec::FlagOf(alias.name)), std::string::npos) << alias.name;
+    }
+  }
+  EXPECT_NE(help.find("(default 512)"), std::string::npos) << help;
+  std::istringstream lines(help);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
+}
+
+TEST(BoxFlagsTest, DocsOptionsMdIsWhatTheSchemaGenerates) {
+  const std::string path = std::string(CODEBOX_SOURCE_DIR) + "/docs/options.md";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path
+                  << " is missing; make it with: codebox options --markdown > docs/options.md";
+  std::stringstream committed;
+  committed << in.rdbuf();
+  EXPECT_EQ(committed.str(), OptionsMarkdown())
+      << path << " is stale; regenerate it with: codebox options --markdown > docs/options.md";
 }
 
 }  // namespace

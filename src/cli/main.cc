@@ -19,6 +19,7 @@ commands:
   doctor                              which drivers and limits this host supports, and why
   image build|ls|rm [NAME]            build, list or remove images (default image: python)
   gc [--dry-run]                      remove leftovers of codebox processes that were killed
+  options [--markdown]                every box and exec option (docs/options.md)
 
 run `codebox COMMAND --help` for a command's options.
 )";
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   if (command == "doctor") return DoctorCommand(args);
   if (command == "image") return ImageCommand(args);
   if (command == "gc") return GcCommand(args);
+  if (command == "options") return OptionsCommand(args);
   if (command == "--version" || command == "version") {
     std::puts("codebox 0.1.0");
     return 0;

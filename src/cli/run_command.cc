@@ -80,7 +80,7 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::fputs(is_exec ? kExecHelp : kRunHelp, stdout);
-      std::fputs(kBoxFlagsHelp, stdout);
+      std::fputs(BoxFlagsHelp().c_str(), stdout);
       return false;
     }
     if (is_exec && a == "--") {
@@ -112,7 +112,7 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
     } else if (is_exec && a == "--stdin") {
       forward_stdin = true;
     } else if (a.size() > 1 && a[0] == '-' && a != "-") {
-      return InvalidArgument("unknown option " + a + " (see --help)");
+      return InvalidArgument("unknown option " + a + BoxFlagHint(a) + " (see --help)");
     } else {
       rest->push_back(a);
     }

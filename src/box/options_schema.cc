@@ -1,0 +1,227 @@
+// The option tables: each BoxOptions and ExecOptions field once, with its description and
+// checks. The generic reading and writing of a field by its type is in options_fields.h.
+#include <cctype>
+
+#include "box/options_fields.h"
+#include "codebox/option_schema.h"
+
+namespace codebox {
+namespace {
+
+using box::Entry;
+
+Status CheckImageName(const std::string& name) {
+  bool ok = !name.empty() && name.size() <= 64 && name[0] != '.';
+  for (char c : name) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
+  }
+  if (ok) return Status::Ok();
+  return InvalidArgument("image name '" + name +
+                         "' is not valid (letters, digits, '-', '_', '.'; at most 64)");
+}
+
+Status CheckAbsolutePath(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return Status::Ok();
+  return InvalidArgument("must be an absolute path inside the box, got '" + path + "'");
+}
+
+constexpr double kMaxMebibytes = 1 << 20;  // 1 TiB
+constexpr double kMaxSeconds = 1e9;
+
+const std::vector<Entry<BoxOptions>>& BoxEntries() {
+  static const auto* entries = new std::vector<Entry<BoxOptions>>{
+      {{.name = "image",
+        .type = OptionType::kString,
+        .help = "image to run (build it with `codebox image build NAME`)",
+        .value_name = "NAME"},
+       &BoxOptions::image,
+       CheckImageName},
+      {{.name = "driver",
+        .type = OptionType::kChoice,
+        .help = "isolation: auto takes the strongest driver that runs at full speed on this host",
+        .choices = {"auto", "jail", "vm"},
+        .shapes_box = false},
+       &BoxOptions::driver},
+      {{.name = "allow_emulation",
+        .type = OptionType::kBool,
+        .help = "vm driver: allow QEMU software emulation (tcg) where there is no kvm (slow)",
+        .shapes_box = false},
+       &BoxOptions::allow_emulation},
+      {{.name = "cpus",
+        .type = OptionType::kNumber,
+        .help = "CPU share, may be fractional (1 = one core)",
+        .has_bounds = true,
+        .min = 0,
+        .min_exclusive = true,
+        .max = 256},
+       &BoxOptions::cpus},
+      {{.name = "memory_mib",
+        .type = OptionType::kSize,
+        .unit = "MiB",
+        .help = "memory limit of the whole box (no swap)",
+        .aliases = {{"memory"}},
+        .has_bounds = true,
+        .min = 32,
+        .max = kMaxMebibytes},
+       &BoxOptions::memory_mib},
+      {{.name = "disk_mib",
+        .type = OptionType::kSize,
+        .unit = "MiB",
+        .help = "size of the writable scratch layer (/work, /tmp, /root, /data)",
+        .aliases = {{"disk"}, {"disk_size_gb", 1024, "GiB"}},
+        .has_bounds = true,
+        .min = 1,
+        .max = kMaxMebibytes},
+       &BoxOptions::disk_mib},
+      {{.name = "max_processes",
+        .type = OptionType::kInteger,
+        .help = "most processes and threads in the box",
+        .aliases = {{"pids"}},
+        .has_bounds = true,
+        .min = 1,
+        .max = 1 << 22},
+       &BoxOptions::max_processes},
+      {{.name = "max_open_files",
+        .type = OptionType::kInteger,
+        .help = "most open files per process (RLIMIT_NOFILE, `ulimit -n`)",
+        .has_bounds = true,
+        .min = 16,
+        .max = 1 << 20},
+       &BoxOptions::max_open_files},
+      {{.name = "exec_timeout",
+        .type = OptionType::kDuration,
+        .unit = "s",
+        .help = "default wall-clock limit of each exec; none: no limit (Python: None)",
+        .aliases = {{"timeout"}},
+        .has_bounds = true,
+        .min = 0.001,
+        .max = kMaxSeconds,
+        .allows_none = true,
+        .shapes_box = false},
+       &BoxOptions::exec_timeout},
+      {{.name = "box_timeout",
+        .type = OptionType::kDuration,
+        .unit = "s",
+        .help = "wall-clock limit of the whole box: past it every exec fails and the box ends",
+        .has_bounds = true,
+        .min = 0.001,
+        .max = kMaxSeconds,
+        .allows_none = true,
+        .shapes_box = false},
+       &BoxOptions::box_timeout},
+      {{.name = "env",
+        .type = OptionType::kEnvironment,
+        .help = "environment of every exec (PATH, HOME, LANG are set unless given); nothing "
+                "of the host's environment enters the box",
+        .shapes_box = false},
+       &BoxOptions::env},
+      {{.name = "workdir",
+        .type = OptionType::kString,
+        .help = "working directory in the box, made on the scratch layer",
+        .aliases = {{"working_dir"}},
+        .value_name = "DIR"},
+       &BoxOptions::workdir,
+       CheckAbsolutePath},
+      {{.name = "output_limit_bytes",
+        .type = OptionType::kSize,
+        .unit = "bytes",
+        .help = "bytes of stdout and of stderr kept per exec; the rest is dropped and flagged",
+        .aliases = {{"output_limit"}},
+        .has_bounds = true,
+        .min = 1,
+        .max = kMaxMebibytes * (1 << 20),
+        .shapes_box = false},
+       &BoxOptions::output_limit_bytes},
+      {{.name = "prestart",
+        .type = OptionType::kBool,
+        .help = "jail driver: keep one started, never-used spare jail with these options, so "
+                "the next box with them starts at once (an idle box while this process runs)",
+        .shapes_box = false},
+       &BoxOptions::prestart},
+      {{.name = "home",
+        .type = OptionType::kString,
+        .help = "where images and kernels live; empty: $CODEBOX_HOME, else /var/lib/codebox "
+                "for root, else ~/.local/share/codebox",
+        .value_name = "DIR"},
+       &BoxOptions::home},
+  };
+  return *entries;
+}
+
+const std::vector<Entry<ExecOptions>>& ExecEntries() {
+  static const auto* entries = new std::vector<Entry<ExecOptions>>{
+      {{.name = "env",
+        .type = OptionType::kEnvironment,
+        .help = "added to the box's environment for this exec"},
+       &ExecOptions::env},
+      {{.name = "cwd",
+        .type = OptionType::kString,
+        .help = "working directory; empty: the box's workdir; a relative path is under it",
+        .value_name = "DIR"},
+       &ExecOptions::cwd},
+      {{.name = "stdin_data",
+        .type = OptionType::kData,
+        .help = "bytes fed to the process's stdin; null: it reads /dev/null",
+        .aliases = {{"stdin"}}},
+       &ExecOptions::stdin_data},
+      {{.name = "timeout",
+        .type = OptionType::kDuration,
+        .unit = "s",
+        .help = "wall-clock limit of this exec; null: the box's exec_timeout; none: no limit",
+        .has_bounds = true,
+        .min = 0.001,
+        .max = kMaxSeconds,
+        .allows_none = true},
+       &ExecOptions::timeout},
+  };
+  return *entries;
+}
+
+template <class S>
+const OptionSchema& SchemaOf(const std::vector<Entry<S>>& entries) {
+  auto* schema = new OptionSchema;
+  for (const Entry<S>& e : entries) schema->push_back(e.spec);
+  return *schema;
+}
+
+}  // namespace
+
+const OptionSchema& BoxOptionSchema() {
+  static const OptionSchema& schema = SchemaOf(BoxEntries());
+  return schema;
+}
+
+const OptionSchema& ExecOptionSchema() {
+  static const OptionSchema& schema = SchemaOf(ExecEntries());
+  return schema;
+}
+
+Status SetBoxOption(BoxOptions* options, std::string_view name, const OptionValue& value,
+                    std::string_view label) {
+  return box::SetOption(BoxEntries(), BoxOptionSchema(), options, name, value, label);
+}
+
+Status SetExecOption(ExecOptions* options, std::string_view name, const OptionValue& value,
+                     std::string_view label) {
+  return box::SetOption(ExecEntries(), ExecOptionSchema(), options, name, value, label);
+}
+
+OptionValue GetBoxOption(const BoxOptions& options, std::string_view name) {
+  return box::GetOption(BoxEntries(), options, name);
+}
+
+OptionValue GetExecOption(const ExecOptions& options, std::string_view name) {
+  return box::GetOption(ExecEntries(), options, name);
+}
+
+Status BoxOptions::Validate() const {
+  // Every field through its own setter: the checks of a value given by name are the checks
+  // of the struct filled in by hand.
+  for (const OptionSpec& spec : BoxOptionSchema()) {
+    BoxOptions scratch;
+    RETURN_IF_ERROR(SetBoxOption(&scratch, spec.name, GetBoxOption(*this, spec.name)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace codebox

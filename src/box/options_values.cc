@@ -1,0 +1,295 @@
+// Values of options: lookup by name or alias, kinds, bounds and conversions shared by every
+// option of the schema.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "box/options_fields.h"
+#include "codebox/option_schema.h"
+
+namespace codebox {
+namespace {
+
+std::string Normalized(std::string_view name) {
+  if (name.substr(0, 2) == "--") name.remove_prefix(2);
+  std::string out(name);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+// Edit distance with adjacent transpositions (so "memroy" is one step from "memory").
+size_t Distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::string FormatNumber(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
+std::string WithUnit(double v, std::string_view unit) {
+  return FormatNumber(v) + (unit.empty() ? "" : " " + std::string(unit));
+}
+
+std::string Describe(const OptionValue& value) {
+  if (value.kind() == OptionValue::Kind::kString) return "'" + value.as_string() + "'";
+  return FormatOptionValue(value);
+}
+
+Status Bad(std::string_view label, const std::string& why) {
+  return InvalidArgument(std::string(label) + ": " + why);
+}
+
+}  // namespace
+
+double OptionValue::as_number() const {
+  return kind() == Kind::kInteger ? static_cast<double>(as_integer()) : std::get<double>(v_);
+}
+
+std::string_view OptionValue::KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kNull:
+      return "null";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInteger:
+      return "integer";
+    case Kind::kNumber:
+      return "number";
+    case Kind::kString:
+      return "string";
+    case Kind::kEnvironment:
+      return "environment";
+  }
+  return "unknown";
+}
+
+std::string_view OptionTypeName(OptionType type) {
+  switch (type) {
+    case OptionType::kBool:
+      return "bool";
+    case OptionType::kInteger:
+      return "integer";
+    case OptionType::kNumber:
+      return "number";
+    case OptionType::kSize:
+      return "size";
+    case OptionType::kDuration:
+      return "duration";
+    case OptionType::kString:
+      return "string";
+    case OptionType::kChoice:
+      return "choice";
+    case OptionType::kEnvironment:
+      return "environment";
+    case OptionType::kData:
+      return "data";
+  }
+  return "unknown";
+}
+
+std::string OptionSpec::FlagOf(std::string_view name) {
+  std::string flag = "--" + std::string(name);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+std::string OptionSpec::Flag() const { return FlagOf(name); }
+
+OptionMatch FindOption(const OptionSchema& schema, std::string_view name) {
+  std::string wanted = Normalized(name);
+  for (const OptionSpec& spec : schema) {
+    if (spec.name == wanted) return {&spec, nullptr};
+    for (const OptionAlias& alias : spec.aliases) {
+      if (alias.name == wanted) return {&spec, &alias};
+    }
+  }
+  return {};
+}
+
+std::string_view ClosestOptionName(const OptionSchema& schema, std::string_view name) {
+  std::string wanted = Normalized(name);
+  std::string_view best;
+  size_t best_distance = std::max<size_t>(2, wanted.size() / 3) + 1;
+  auto consider = [&](std::string_view candidate) {
+    size_t d = Distance(wanted, candidate);
+    if (d < best_distance) best_distance = d, best = candidate;
+  };
+  for (const OptionSpec& spec : schema) {
+    consider(spec.name);
+    for (const OptionAlias& alias : spec.aliases) consider(alias.name);
+  }
+  return best;
+}
+
+Status UnknownOptionError(const OptionSchema& schema, std::string_view name,
+                          std::string_view what) {
+  const bool as_flag = name.substr(0, 2) == "--";
+  auto shown = [&](std::string_view n) {
+    return as_flag ? OptionSpec::FlagOf(Normalized(n)) : "'" + std::string(n) + "'";
+  };
+  std::string message = "unknown " + std::string(what) + " " + shown(name);
+  std::string_view best = ClosestOptionName(schema, name);
+  if (!best.empty()) return InvalidArgument(message + "; did you mean " + shown(best) + "?");
+  std::string all;
+  for (const OptionSpec& spec : schema) {
+    all += (all.empty() ? "" : ", ") + (as_flag ? spec.Flag() : std::string(spec.name));
+  }
+  return InvalidArgument(message + "; valid: " + all);
+}
+
+Status CheckOptionKind(const OptionSpec& spec, const OptionValue& value, std::string_view label) {
+  using K = OptionValue::Kind;
+  const K kind = value.kind();
+  bool ok = kind == K::kNull;
+  std::string wants;
+  switch (spec.type) {
+    case OptionType::kBool:
+      ok = ok || kind == K::kBool;
+      wants = "true or false";
+      break;
+    case OptionType::kInteger:
+    case OptionType::kSize:
+    case OptionType::kNumber:
+      ok = ok || kind == K::kInteger || kind == K::kNumber;
+      wants = "a number" + (spec.unit.empty() ? "" : " of " + std::string(spec.unit));
+      break;
+    case OptionType::kDuration:
+      ok = ok || kind == K::kInteger || kind == K::kNumber ||
+           (spec.allows_none && kind == K::kString);
+      wants = std::string("a number of seconds") + (spec.allows_none ? " or none" : "");
+      break;
+    case OptionType::kString:
+    case OptionType::kChoice:
+    case OptionType::kData:
+      ok = ok || kind == K::kString;
+      wants = spec.type == OptionType::kData ? "text or bytes" : "a string";
+      break;
+    case OptionType::kEnvironment:
+      ok = ok || kind == K::kEnvironment;
+      wants = "a mapping of variable names to strings, or a list of (name, value) pairs";
+      break;
+  }
+  if (ok) return Status::Ok();
+  return Bad(label, "must be " + wants + ", got " + std::string(OptionValue::KindName(kind)) + " " +
+                        Describe(value));
+}
+
+std::string FormatOptionValue(const OptionValue& value) {
+  using K = OptionValue::Kind;
+  switch (value.kind()) {
+    case K::kNull:
+      return "null";
+    case K::kBool:
+      return value.as_bool() ? "true" : "false";
+    case K::kInteger:
+      return std::to_string(value.as_integer());
+    case K::kNumber:
+      return FormatNumber(value.as_number());
+    case K::kString:
+      return value.as_string().empty() ? "\"\"" : value.as_string();
+    case K::kEnvironment: {
+      std::string out;
+      for (const auto& [k, v] : value.as_environment())
+        out += (out.empty() ? "" : ", ") + k + "=" + v;
+      return "{" + out + "}";
+    }
+  }
+  return "";
+}
+
+namespace box {
+
+StatusOr<double> ToNumber(const OptionSpec& spec, const OptionValue& value, double scale,
+                          std::string_view label) {
+  const double v = value.as_number() * scale;
+  if (std::isnan(v)) return Bad(label, "must be a number, got nan");
+  const bool whole = spec.type == OptionType::kInteger || spec.type == OptionType::kSize;
+  if (whole && std::isfinite(v) && v != std::floor(v)) {
+    return Bad(label, "must be a whole number" +
+                          (spec.unit.empty() ? "" : " of " + std::string(spec.unit)) + ", got " +
+                          FormatNumber(v));
+  }
+  if (spec.has_bounds) {
+    if (spec.min_exclusive ? !(v > spec.min) : !(v >= spec.min)) {
+      return Bad(label,
+                 std::string(spec.min_exclusive ? "must be more than " : "must be at least ") +
+                     WithUnit(spec.min, spec.unit) + ", got " + WithUnit(v, spec.unit));
+    }
+    if (!(v <= spec.max)) {
+      return Bad(label, "must be at most " + WithUnit(spec.max, spec.unit) + ", got " +
+                            WithUnit(v, spec.unit));
+    }
+  }
+  return v;
+}
+
+StatusOr<Milliseconds> ToDuration(const OptionSpec& spec, const OptionValue& value, double scale,
+                                  std::string_view label) {
+  const bool none = value.is_null() ||
+                    (value.kind() == OptionValue::Kind::kString && value.as_string() == "none") ||
+                    (value.kind() != OptionValue::Kind::kString && value.as_number() == INFINITY);
+  if (none && spec.allows_none) return kNoTimeout;
+  if (value.kind() == OptionValue::Kind::kString) {
+    return Bad(label, "must be a number of seconds or none, got '" + value.as_string() + "'");
+  }
+  const double seconds = value.is_null() ? 0 : value.as_number() * scale;
+  // Under 1 ms would round to 0, which must never read as "no limit".
+  if (!(seconds >= spec.min)) {
+    // Both units in the words: C++ callers think in ms, Python and JSON ones in seconds.
+    return Bad(label, "must be at least 1 ms (at least " + FormatNumber(spec.min) + " s), got " +
+                          FormatNumber(seconds) + " s" +
+                          (spec.allows_none ? "; for no limit ask for none explicitly (none, "
+                                              "None, kNoTimeout)"
+                                            : ""));
+  }
+  if (!(seconds <= spec.max)) {
+    return Bad(label, "must be at most " + FormatNumber(spec.max) + " s, got " +
+                          FormatNumber(seconds) + (spec.allows_none ? " (or none)" : ""));
+  }
+  return Milliseconds(std::llround(seconds * 1000.0));
+}
+
+StatusOr<EnvMap> ToEnvironment(const OptionValue& value, std::string_view label) {
+  EnvMap env;
+  for (const auto& [k, v] : value.as_environment()) {
+    if (!env.emplace(k, v).second) return Bad(label, "variable " + k + " is given twice");
+  }
+  Status st = ValidateEnvironment(env);
+  if (!st.ok()) return st.WithContext(label);
+  return env;
+}
+
+StatusOr<std::string> ToString(const OptionSpec& spec, const OptionValue& value,
+                               Status (*check)(const std::string&), std::string_view label) {
+  const std::string& s = value.as_string();
+  if (spec.type != OptionType::kData && s.find('\0') != std::string::npos) {
+    return Bad(label, "must not contain a NUL byte");
+  }
+  if (check != nullptr) {
+    Status st = check(s);
+    if (!st.ok()) return st.WithContext(label);
+  }
+  return s;
+}
+
+OptionValue FromDuration(Milliseconds ms) {
+  if (ms == kNoTimeout) return OptionValue("none");
+  return OptionValue(static_cast<double>(ms.count()) / 1000.0);
+}
+
+}  // namespace box
+}  // namespace codebox
