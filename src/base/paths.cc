@@ -46,15 +46,6 @@ bool IsDirectory(const std::string& path) {
 
 }  // namespace
 
-namespace {
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
-}  // namespace
-
 std::string CodeboxHome(const std::string& override_home) {
   return ImageStores(override_home).front().path;
 }

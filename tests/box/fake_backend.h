@@ -19,7 +19,7 @@
 #include <string>
 
 #include "box/box_internal.h"
-#include "protocol/agent_client.h"
+#include "agent_client/agent_client.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
 
