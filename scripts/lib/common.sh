@@ -15,7 +15,14 @@ PACKAGES=(
   debootstrap                           # image builder
   erofs-utils qemu-system-x86 cpio kmod # vm driver
   bubblewrap hyperfine                  # benchmark baselines
+  ccache                                # the release, package, sanitizer and wheel builds share objects
 )
+
+# The same sources are compiled for several builds (release, package, the add_subdirectory
+# consumer, the wheel); ccache makes the repeats cheap. CMake reads this variable at configure.
+if command -v ccache >/dev/null 2>&1; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache
+fi
 
 step() { printf '\n==> %s\n' "$*"; }
 note() { printf '    %s\n' "$*"; }

@@ -121,6 +121,14 @@ TEST(SubprocessTest, PlacesTheNamedFdsAndClosesEveryOther) {
   int a[2], b[2];
   ASSERT_EQ(::pipe2(a, O_CLOEXEC), 0);
   ASSERT_EQ(::pipe2(b, O_CLOEXEC), 0);
+  // Above 20, so that the dup2s below never land on one of the pipes (a test runner may leave
+  // fds open, so the pipes can get numbers as high as 7 or 8).
+  for (int* fd : {&a[0], &a[1], &b[0], &b[1]}) {
+    int high = ::fcntl(*fd, F_DUPFD_CLOEXEC, 20);
+    ASSERT_GE(high, 20);
+    ::close(*fd);
+    *fd = high;
+  }
   // Swapped numbers: a naive dup2 sequence would clobber one source with the other. (sh
   // redirects single-digit fds only.)
   ASSERT_EQ(::dup2(a[1], 7), 7);
