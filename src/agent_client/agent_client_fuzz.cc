@@ -17,12 +17,14 @@
 #include <thread>
 
 #include "agent_client/agent_client.h"
+#include "base/io.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
 
 namespace {
 
 using namespace std::chrono_literals;
+using codebox::base::WriteAll;
 using codebox::protocol::EncodeFrame;
 using codebox::protocol::FrameType;
 using codebox::protocol::Json;
@@ -163,17 +165,6 @@ std::string Event(Input& in) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-bool SendAll(int fd, const std::string& bytes) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // Reads and drops what the client sends until `requests` control frames have been seen (or
 // 200 ms pass without any).
 void Drain(int fd, codebox::protocol::FrameDecoder& decoder, int requests, int timeout_ms) {
@@ -200,8 +191,9 @@ void PlayAgent(int fd, const uint8_t* data, size_t size) {
   codebox::protocol::FrameDecoder decoder;
   Drain(fd, decoder, 1, 500);  // the client's hello
   if (mode & 0x04) {
-    if (!SendAll(fd, EncodeFrame(FrameType::kHello, 0, in.Bytes(in.Byte())))) return;
-  } else if (!SendAll(fd, EncodeFrame(FrameType::kHello, 0, R"({"protocol":1,"agent":"fuzz"})"))) {
+    if (!WriteAll(fd, EncodeFrame(FrameType::kHello, 0, in.Bytes(in.Byte()))).ok()) return;
+  } else if (!WriteAll(fd, EncodeFrame(FrameType::kHello, 0, R"({"protocol":1,"agent":"fuzz"})"))
+                  .ok()) {
     return;
   }
   Drain(fd, decoder, 3, 100);  // the three requests
@@ -238,7 +230,7 @@ void PlayAgent(int fd, const uint8_t* data, size_t size) {
         out = in.Bytes(in.Byte() % 32);
         break;
     }
-    if (!SendAll(fd, out)) return;
+    if (!WriteAll(fd, out).ok()) return;
   }
   if (mode & 0x01) ::shutdown(fd, SHUT_WR);
   // Then answer nothing more: the client's deadlines end what is still open.

@@ -52,17 +52,6 @@ void KillAgentTree(pid_t agent) {
   ::kill(agent, SIGKILL);
 }
 
-bool SendAll(int fd, const std::string& bytes) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 class FakeBackend final : public box::Backend {
  public:
   FakeBackend(std::shared_ptr<FakeBoxState> state, Tamper tamper)
@@ -150,14 +139,15 @@ class FakeBackend final : public box::Backend {
           Frame& f = **frame;
           Verdict verdict = tamper_(dir, f);
           if (verdict == Verdict::kForward) {
-            if (!SendAll(to, protocol::EncodeFrame(f.type, f.stream, f.payload))) return HangUp();
+            std::string encoded = protocol::EncodeFrame(f.type, f.stream, f.payload);
+            if (!base::WriteAll(to, encoded).ok()) return HangUp();
           } else if (verdict == Verdict::kKillAgent) {
             KillAgentTree(pid_);  // reaped only after this thread ends
           } else if (verdict == Verdict::kOversize) {
             std::string header = protocol::EncodeFrame(f.type, f.stream, "");
             const uint32_t length = protocol::kMaxPayload + 1;
             for (int i = 0; i < 4; ++i) header[i] = static_cast<char>(length >> (8 * i));  // LE
-            if (!SendAll(to, header)) return HangUp();
+            if (!base::WriteAll(to, header).ok()) return HangUp();
           } else if (verdict == Verdict::kStall) {
             stalled = true;
             break;
