@@ -146,12 +146,14 @@ TEST_F(SeamTest, BoxTimeoutEndsTheBox) {
   EXPECT_FALSE(AgentAlive());
 }
 
+// The agent never sees an exec request (and so never answers it); all else passes.
+Verdict StallExecRequests(Direction dir, protocol::Frame& f) {
+  return dir == Direction::kToAgent && RequestOf(f) == "exec" ? Verdict::kStall : Verdict::kForward;
+}
+
 TEST_F(SeamTest, StalledAgentGivesADeadlineErrorNotAHang) {
   env_.idle = 1s;
-  env_.tamper = [](Direction dir, protocol::Frame& f) {
-    return dir == Direction::kToAgent && RequestOf(f) == "exec" ? Verdict::kStall
-                                                                : Verdict::kForward;
-  };
+  env_.tamper = StallExecRequests;
   auto box = Create();
   ASSERT_NE(box, nullptr);
   auto start = Clock::now();
@@ -167,10 +169,7 @@ TEST_F(SeamTest, StalledAgentGivesADeadlineErrorNotAHang) {
 
 TEST_F(SeamTest, StalledAgentIsEndedByTheBoxTimeout) {
   options_.box_timeout = 1500ms;
-  env_.tamper = [](Direction dir, protocol::Frame& f) {
-    return dir == Direction::kToAgent && RequestOf(f) == "exec" ? Verdict::kStall
-                                                                : Verdict::kForward;
-  };
+  env_.tamper = StallExecRequests;
   auto box = Create();
   ASSERT_NE(box, nullptr);
   auto start = Clock::now();
