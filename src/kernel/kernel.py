@@ -15,6 +15,7 @@ import time
 
 PROTOCOL = 1
 CHUNK = 65536
+DIAG = None  # the kernel's original stderr, for its own last words
 
 
 def _private(fd):
@@ -75,6 +76,14 @@ class Capture:
 
     def ensure(self):
         """Points fds 1 and 2 at capture pipes again if a cell closed or replaced them."""
+        for fd in (1, 2):  # closed ones first take a placeholder, so new pipes land above 2
+            try:
+                os.fstat(fd)
+            except OSError:
+                null = os.open(os.devnull, os.O_WRONLY)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
         for fd, name in ((1, "stdout"), (2, "stderr")):
             try:
                 st = os.fstat(fd)
@@ -240,7 +249,8 @@ def _make_shell(channel, capture):
 
 def main():
     channel = Channel(_private(0), _private(1))
-    diag = _private(2)
+    global DIAG
+    DIAG = diag = _private(2)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # cells (and their subprocesses) never read the host's requests
     os.close(null)
@@ -290,4 +300,11 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BaseException:
+        # The kernel's own failure: its last words go to its original stderr, which the host
+        # quotes when it reports the kernel's death.
+        import traceback
+        os.write(DIAG if DIAG is not None else 2, traceback.format_exc()[-2000:].encode("utf-8", "replace"))
+        os._exit(70)
