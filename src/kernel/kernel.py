@@ -194,7 +194,51 @@ def _cut(text, limit=100000):
     return text if len(text) <= limit else text[:limit] + "\n[... cut by the kernel]"
 
 
+def _light_ipython():
+    """Imports IPython's package lazily: its __init__ pulls in the terminal front end
+    (prompt_toolkit, jedi: over half of IPython's import time) that a kernel never uses. The
+    package is a stub until something asks for one of its attributes (IPython.embed,
+    IPython.version_info), which runs the real __init__ into it then."""
+    import importlib.util
+    import types
+
+    spec = importlib.util.find_spec("IPython")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'IPython'")
+    pkg = types.ModuleType("IPython")
+    pkg.__spec__, pkg.__file__, pkg.__package__ = spec, spec.origin, "IPython"
+    pkg.__path__ = list(spec.submodule_search_locations)
+
+    def full(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        del pkg.__getattr__
+        with open(spec.origin, "rb") as f:
+            exec(compile(f.read(), spec.origin, "exec"), pkg.__dict__)
+        return getattr(pkg, name)
+
+    pkg.__getattr__ = full
+    sys.modules["IPython"] = pkg
+    from IPython.core.getipython import get_ipython
+
+    pkg.get_ipython = get_ipython  # what IPython's own modules import from the package
+
+
 def _make_shell(channel, capture):
+    _light_ipython()
+    # IPython's completer imports jedi when it can (~100 ms); a kernel completes nothing.
+    # Blocked during the start only: cells may import jedi.
+    jedi_blocked = "jedi" not in sys.modules
+    if jedi_blocked:
+        sys.modules["jedi"] = None
+    try:
+        return _new_shell(channel, capture)
+    finally:
+        if jedi_blocked:
+            del sys.modules["jedi"]
+
+
+def _new_shell(channel, capture):
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
     from IPython.core.interactiveshell import InteractiveShell
@@ -264,8 +308,9 @@ def main():
     except Exception as e:
         os.write(diag, ("codebox kernel: %r\n" % (e,)).encode("utf-8", "replace"))
         _fatal(channel, "start_failed", "the IPython shell did not start: %r" % (e,))
-    import IPython
-    channel.send(type="ready", protocol=PROTOCOL, pid=os.getpid(), ipython=IPython.__version__)
+    from IPython.core.release import version
+
+    channel.send(type="ready", protocol=PROTOCOL, pid=os.getpid(), ipython=version)
 
     while True:
         try:
