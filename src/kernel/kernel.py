@@ -11,7 +11,6 @@ import select
 import signal
 import sys
 import threading
-import time
 
 PROTOCOL = 1
 CHUNK = 65536
@@ -30,6 +29,7 @@ class Channel:
         self.in_fd, self.out_fd = in_fd, out_fd
         self.lock = threading.Lock()
         self.buf = b""
+        self.pending = None  # a request parsed but not yet handed out (an interrupt came)
 
     def send(self, **msg):
         line = (json.dumps(msg, ensure_ascii=True, default=str) + "\n").encode("ascii")
@@ -48,14 +48,30 @@ class Channel:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     def receive(self):
-        """The next request, or None at end of input. KeyboardInterrupt may escape (idle ^C)."""
-        while b"\n" not in self.buf:
-            data = os.read(self.in_fd, CHUNK)
-            if not data:
-                return None
-            self.buf += data
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
+        """The next request, or None at end of input. KeyboardInterrupt may escape (an
+        interrupt while no cell runs); no request is lost to it."""
+        if self.pending is None:
+            # Pieces are joined once the line is whole: a large cell costs no quadratic
+            # copying. An interrupt while waiting keeps what was read (it stays in self.buf).
+            pieces = [self.buf] if self.buf else []
+            self.buf = b""
+            try:
+                while not pieces or b"\n" not in pieces[-1]:
+                    data = os.read(self.in_fd, 1 << 20)
+                    if not data:
+                        return None
+                    pieces.append(data)
+            except BaseException:
+                self.buf = b"".join(pieces)
+                raise
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                line, self.buf = b"".join(pieces).split(b"\n", 1)
+                self.pending = json.loads(line)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        request, self.pending = self.pending, None
+        return request
 
 
 class Capture:
@@ -157,7 +173,7 @@ class Capture:
 
 def _fatal(channel, kind, message):
     channel.send(type="fatal", kind=kind, message=message)
-    sys.exit(3)
+    os._exit(3)
 
 
 BINARY = ("image/png", "image/jpeg", "application/pdf")
@@ -279,7 +295,8 @@ def _new_shell(channel, capture):
                 value = "<unprintable %s: %s>" % (type(evalue).__name__, type(e).__name__)
             name = getattr(etype, "__name__", str(etype))
             channel.send(type="error", id=capture.cell_id, name=_cut(name, 1000),
-                         value=_cut(value), traceback=_cut("\n".join(stb)))
+                         value=_cut(value), traceback=_cut("\n".join(map(str, stb))
+                                                          if isinstance(stb, list) else str(stb)))
 
     c = Config()
     c.HistoryManager.enabled = False
@@ -322,14 +339,15 @@ def main():
         if request.get("type") != "execute":
             continue
         cell_id = request.get("id", 0)
-        capture.cell_id = cell_id
-        capture.max_line = int(request.get("max_line", 1 << 24))
-        capture.ensure()
         count = shell.execution_count
         try:
+            capture.cell_id = cell_id
+            capture.max_line = int(request.get("max_line", 1 << 24))
+            capture.ensure()
             shell.run_cell(request.get("code", ""), store_history=True)
         except KeyboardInterrupt:
-            # Came outside the user's code (IPython's own bookkeeping): still this cell's.
+            # Came outside the user's code (before it, or in IPython's bookkeeping): still
+            # this cell's.
             channel.send(type="error", id=cell_id, name="KeyboardInterrupt", value="",
                          traceback="KeyboardInterrupt")
         except SystemExit:
@@ -351,5 +369,6 @@ if __name__ == "__main__":
         # The kernel's own failure: its last words go to its original stderr, which the host
         # quotes when it reports the kernel's death.
         import traceback
-        os.write(DIAG if DIAG is not None else 2, traceback.format_exc()[-2000:].encode("utf-8", "replace"))
+        last_words = traceback.format_exc()[-2000:].encode("utf-8", "replace")
+        os.write(DIAG if DIAG is not None else 2, last_words)
         os._exit(70)
