@@ -52,12 +52,14 @@ bool IsKnownMime(std::string_view mime) {
 
 KernelDecoder::KernelDecoder(uint64_t output_limit)
     : output_limit_(output_limit),
-      max_line_(std::min<uint64_t>(output_limit, 1ull << 40) + kLineSlack) {}
+      max_line_(std::min<uint64_t>(output_limit, 1ull << 40) + kLineSlack),
+      max_items_(std::max(kMinItems, output_limit / kItemBytes)) {}
 
 void KernelDecoder::BeginCell(int64_t id) {
   cell_id_ = id;
   cell_done_ = false;
   used_ = 0;
+  items_ = 0;
   main_seen_ = false;
   execution_ = Execution();
   emits_.clear();
@@ -66,11 +68,12 @@ void KernelDecoder::BeginCell(int64_t id) {
 std::vector<Emit> KernelDecoder::TakeEmits() { return std::exchange(emits_, {}); }
 
 bool KernelDecoder::Charge(uint64_t bytes) {
-  if (bytes > output_limit_ - std::min(used_, output_limit_)) {
+  if (bytes > output_limit_ - std::min(used_, output_limit_) || items_ >= max_items_) {
     execution_.output_truncated = true;
     return false;
   }
   used_ += bytes;
+  ++items_;
   return true;
 }
 
@@ -143,8 +146,7 @@ Status KernelDecoder::Line(std::string_view line) {
       text = std::string(Utf8Prefix(text, static_cast<size_t>(room)));
       execution_.output_truncated = true;
     }
-    if (text.empty()) return Status::Ok();
-    used_ += text.size();
+    if (text.empty() || !Charge(text.size())) return Status::Ok();
     const bool out = name == "stdout";
     (out ? execution_.stdout_chunks : execution_.stderr_chunks).push_back(text);
     emits_.push_back({out ? Emit::kStdout : Emit::kStderr, std::move(text), {}});

@@ -115,6 +115,19 @@ TEST(KernelDecoder, CapsOutputPerCell) {
   EXPECT_FALSE(d.execution().output_truncated);
 }
 
+TEST(KernelDecoder, CapsTheNumberOfPiecesPerCell) {
+  // One-byte prints cost the host far more than a byte each: their count is capped too.
+  KernelDecoder d = Started(1 << 20);
+  std::string lines;
+  for (int i = 0; i < 20000; ++i) {
+    lines += R"({"type":"stream","id":1,"name":"stdout","text":"x"})"
+             "\n";
+  }
+  ASSERT_TRUE(d.Feed(lines).ok());
+  EXPECT_EQ(d.execution().stdout_chunks.size(), (1u << 20) / kItemBytes);
+  EXPECT_TRUE(d.execution().output_truncated);
+}
+
 TEST(KernelDecoder, CutsTextAtACharacterBoundary) {
   KernelDecoder d = Started(4);
   // "aé€": 1 + 2 + 3 bytes; 4 bytes of room keep "aé" (3 bytes), never half of "€".
