@@ -349,6 +349,8 @@ def main():
             capture.cell_id = cell_id
             capture.max_line = int(request.get("max_line", 1 << 24))
             capture.ensure()
+            # A cell may have replaced the SIGINT handler: each cell can be interrupted again.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             shell.run_cell(request.get("code", ""), store_history=True)
         except KeyboardInterrupt:
             # Came outside the user's code (before it, or in IPython's bookkeeping): still

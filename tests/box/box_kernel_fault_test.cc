@@ -85,6 +85,15 @@ TEST(KernelFaultTest, OutOfMemoryIsReportedWithTheLimit) {
   ExpectFreshKernel(*box);
 }
 
+TEST(KernelFaultTest, ACellsSigintHandlerDoesNotOutliveIt) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  RunOk(*box, "import signal, time\nx = 1\nsignal.signal(signal.SIGINT, signal.SIG_IGN)");
+  Execution e = RunOk(*box, "time.sleep(60)", Timeout(1s));
+  EXPECT_TRUE(e.timed_out);
+  EXPECT_FALSE(e.kernel_restarted) << (e.error ? e.error->value : "");
+  EXPECT_EQ(RunOk(*box, "x").text(), "1");
+}
+
 TEST(KernelFaultTest, ExitInACellRestartsTheKernel) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
   RunOk(*box, "x = 1");
