@@ -107,5 +107,24 @@ TEST_F(KernelTest, StreamsOutputWhileTheCellRuns) {
   EXPECT_EQ(e->text(), "'end'");
 }
 
+TEST_F(KernelTest, TwentySessionsInParallelKeepTheirOwnState) {
+  constexpr int kBoxes = 20;
+  std::vector<std::thread> threads;
+  std::vector<std::string> answers(kBoxes), skips(kBoxes);
+  for (int i = 0; i < kBoxes; ++i) {
+    threads.emplace_back([&, i] {
+      BoxOptions options = Options();
+      options.exec_timeout = 120s;  // twenty IPython starts share the cores
+      auto box = testing::MakeBoxOrSkipReason(options, &skips[i]);
+      if (!box) return;
+      RunOk(*box, "n = " + std::to_string(i));
+      answers[i] = RunOk(*box, "n * 10").text();
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (!skips[0].empty()) GTEST_SKIP() << skips[0];
+  for (int i = 0; i < kBoxes; ++i) EXPECT_EQ(answers[i], std::to_string(i * 10)) << "box " << i;
+}
+
 }  // namespace
 }  // namespace codebox
