@@ -107,6 +107,23 @@ TEST_F(KernelTest, StreamsOutputWhileTheCellRuns) {
   EXPECT_EQ(e->text(), "'end'");
 }
 
+TEST_F(KernelTest, ExecsRunWhileACellRunsAndTheWorkdirStaysClean) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  std::thread cell(
+      [&] { RunOk(*box, "import time\nfor i in range(20):\n    print(i)\n    time.sleep(0.1)"); });
+  std::this_thread::sleep_for(300ms);
+  auto start = std::chrono::steady_clock::now();
+  auto r = box->Exec({"sh", "-c", "ls -A ."});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << "the exec waited for the cell";
+  cell.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "") << "the kernel wrote to the workdir";
+  RunOk(*box, "def f(): pass\nf()");
+  auto after = box->Exec({"sh", "-c", "ls -A ."});
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->stdout_data, "");
+}
+
 TEST_F(KernelTest, TwentySessionsInParallelKeepTheirOwnState) {
   constexpr int kBoxes = 20;
   std::vector<std::thread> threads;
