@@ -137,8 +137,11 @@ class Capture:
                 break
             got += len(data)
             text = decoder.decode(data)
-            if text:
+            if text and self.cell_id:
                 self.channel.send(type="stream", id=self.cell_id, name=name, text=text)
+            elif text and DIAG is not None:
+                # Before the first cell (warnings of IPython's start): the kernel's own words.
+                os.write(DIAG, text[-4096:].encode("utf-8", "replace"))
         return got
 
     def _loop(self):
