@@ -229,8 +229,6 @@ def _light_ipython():
     pkg.__path__ = list(spec.submodule_search_locations)
 
     def full(name):
-        if name.startswith("__"):
-            raise AttributeError(name)
         del pkg.__getattr__
         with open(spec.origin, "rb") as f:
             exec(compile(f.read(), spec.origin, "exec"), pkg.__dict__)
@@ -290,6 +288,9 @@ def _new_shell(channel, capture):
             pass
 
     class Shell(InteractiveShell):
+        # `!cmd` writes to fds 1 and 2 (captured), not through a pty (which adds "\r").
+        system = InteractiveShell.system_raw
+
         def _showtraceback(self, etype, evalue, stb):
             capture.drain()
             try:

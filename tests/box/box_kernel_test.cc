@@ -77,6 +77,23 @@ TEST_F(KernelTest, ExceptionIsAResultAndTheNextCellWorks) {
   EXPECT_EQ(RunOk(*box, "z * 2").text(), "10");
 }
 
+TEST_F(KernelTest, IPythonsOwnFeaturesWork) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  // Shell escapes write through the captured fds (no pty: no "\r").
+  Execution bang = RunOk(*box, "!echo from-shell; echo to-err >&2");
+  EXPECT_EQ(testing::Joined(bang.stdout_chunks), "from-shell\n");
+  EXPECT_EQ(testing::Joined(bang.stderr_chunks), "to-err\n");
+  EXPECT_EQ(RunOk(*box, "files = !echo a; echo b\nfiles").text(), "['a', 'b']");
+  Execution magic = RunOk(*box, "%timeit -n1 -r1 sum(range(10))");
+  EXPECT_NE(testing::Joined(magic.stdout_chunks).find("per loop"), std::string::npos);
+  // The package is complete for cells that ask for it (the kernel loads it lazily).
+  Execution pkg =
+      RunOk(*box, "import IPython\nIPython.__version__ >= '8', callable(IPython.embed)");
+  EXPECT_EQ(pkg.text(), "(True, True)") << (pkg.error ? pkg.error->traceback : "");
+  EXPECT_EQ(RunOk(*box, "get_ipython().execution_count").text(), "5");
+  EXPECT_EQ(RunOk(*box, "Out[4]").text(), "(True, True)");
+}
+
 TEST_F(KernelTest, StreamsOutputWhileTheCellRuns) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
   std::mutex mu;
