@@ -179,6 +179,7 @@ PYBIND11_MODULE(_codebox, m) {
   py::register_exception_translator(&cp::TranslateStatusError);
   cp::BindOptions(m);
   cp::BindBox(m);
+  cp::BindSession(m);
   cp::BindHost(m);
 #ifdef CODEBOX_PYTHON_WITH_LLM
   cp::BindInterpreter(m);
