@@ -3,6 +3,7 @@
 // reach Python as plain dicts and lists, which python/codebox/_execution.py turns into
 // Execution / Result objects.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cmath>
 #include <optional>
