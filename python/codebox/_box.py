@@ -139,10 +139,11 @@ class _Base:
         if not isinstance(code, str):
             raise TypeError(f"run_code takes the cell's code as a str, got {type(code).__name__}")
         _check_seconds(timeout, "timeout")
-        out = _text_sink(on_stdout, loop, "on_stdout")
-        err = _text_sink(on_stderr, loop, "on_stderr")
-        res = _sink(on_result, loop, Result._from_core, "on_result")
         box = self._live()
+        stopper = _CellStopper(box)
+        out = _text_sink(on_stdout, loop, "on_stdout", stopper)
+        err = _text_sink(on_stderr, loop, "on_stderr", stopper)
+        res = _sink(on_result, loop, Result._from_core, "on_result", stopper)
 
         def call() -> Any:
             try:
@@ -150,8 +151,11 @@ class _Base:
             except BoxError:
                 _raise_first_error(out, err, res)
                 raise
+            finally:
+                stopper.wait()
 
         def finish(raw: Any) -> Execution:
+            stopper.wait()
             _end(out, err)
             _raise_first_error(out, err, res)
             return Execution._from_core(raw)
@@ -276,8 +280,9 @@ class SyncCodeBox(_Base):
         on_result: Optional[Callable[[Result], Any]] = None,
     ) -> Execution:
         """Runs ``code`` as one cell of this box's code-interpreter session and returns its
-        :class:`Execution` (see :meth:`CodeBox.run_code`). The callbacks run on codebox's I/O
-        thread with the GIL held, as :meth:`exec`'s do."""
+        :class:`Execution` (see :meth:`CodeBox.run_code`). The callbacks run with the GIL held
+        on a thread of codebox's (possibly this one), as :meth:`exec`'s do; if one raises, the
+        cell is interrupted and this raises that exception."""
         call, finish = self._run_code_call(code, timeout, on_stdout, on_stderr, on_result)
         return finish(call())
 
@@ -458,8 +463,8 @@ class CodeBox(_Base):
         KeyboardInterrupt and keeps the state (``timed_out``); a cell that ignores it gets its
         kernel restarted (``kernel_restarted``: state lost). ``on_stdout`` / ``on_stderr``
         (str) and ``on_result`` (:class:`Result`) are called as output comes, on the event
-        loop's thread, in order, all before this returns; if one raises, the cell is ended
-        and this raises that exception. Cells of one box run one at a time. Cancelling the
+        loop's thread, in order, all before this returns; if one raises, the cell is
+        interrupted and this raises that exception. Cells of one box run one at a time. Cancelling the
         awaiting task interrupts the cell (and waits for it to stop).
         """
         loop = asyncio.get_running_loop()
@@ -475,7 +480,7 @@ class CodeBox(_Base):
             except asyncio.CancelledError:
                 await _interrupt_cancelled_cell(loop, box, cell)
                 raise
-        return finish(raw)
+            return finish(raw)  # within the lock: an interrupt a callback asked for is done
 
     async def restart(self) -> None:
         """Ends the session's kernel: the next :meth:`run_code` starts a fresh one (variables
@@ -513,6 +518,25 @@ class CodeBox(_Base):
 def _create(options: dict[str, Any]) -> Any:
     """Starts a box with resolved options (blocking; the GIL is released while it starts)."""
     return _core().Box.create(**options)
+
+
+class _CellStopper:
+    """Interrupts a cell whose callback raised, so that it ends as an exec would, rather than
+    run to its end. The interrupt goes from a worker thread, never from the callback's own
+    (which may be the thread that waits for the cell), and is waited for before the cell's call
+    returns, so it can never reach a later cell."""
+
+    def __init__(self, box: Any) -> None:
+        self._box = box
+        self._job: concurrent.futures.Future[Any] | None = None
+
+    def __call__(self) -> None:
+        if self._job is None:
+            self._job = _EXECUTOR.submit(self._box.interrupt_code)
+
+    def wait(self) -> None:
+        if self._job is not None:
+            concurrent.futures.wait([self._job])
 
 
 async def _interrupt_cancelled_cell(

@@ -6,9 +6,10 @@ thread. With one (the asyncio API) the piece is queued to the loop with
 ``call_soon_threadsafe``: the callback runs on the loop's thread, in order, and before the
 awaiting call resumes, since the call's own result is queued to the loop after the last piece.
 
-The first exception a callback raises is kept; the sink then answers False to C++, which ends
-the exec or cell (its processes are killed), and :func:`_raise_first_error` hands the exception
-to the caller of ``exec`` / ``run_code``.
+The first exception a callback raises is kept, and ``on_error`` is called once; the sink then
+answers False to C++, which ends an exec (its processes are killed; a cell is interrupted
+through ``on_error``), and :func:`_raise_first_error` hands the exception to the caller of
+``exec`` / ``run_code``.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ class _Sink:
         loop: Optional[asyncio.AbstractEventLoop],
         convert: Callable[[Any], Any],
         what: str,
+        on_error: Optional[Callable[[], None]] = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"{what} must be callable (or None), got {type(fn).__name__}")
         self._fn = fn
         self._loop = loop
         self._convert = convert
+        self._on_error = on_error
         self.error: Optional[BaseException] = None
 
     def __call__(self, raw: Any) -> bool:
@@ -53,15 +56,20 @@ class _Sink:
             self._fn(value)
         except BaseException as e:  # noqa: BLE001 - handed to the caller, whatever it is
             self.error = e
+            if self._on_error is not None:
+                self._on_error()
 
 
 class _TextSink(_Sink):
     """A byte stream as text: decoded as UTF-8 piece by piece (a character cut between two
     pieces is whole in the second; undecodable bytes become U+FFFD, as in ExecResult)."""
 
-    def __init__(self, fn: Callable[[str], Any], loop: Any, what: str) -> None:
+    def __init__(
+        self, fn: Callable[[str], Any], loop: Any, what: str,
+        on_error: Optional[Callable[[], None]] = None,
+    ) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        super().__init__(fn, loop, self._decoder.decode, what)
+        super().__init__(fn, loop, self._decoder.decode, what, on_error)
 
     def end(self) -> None:
         """Delivers what the decoder still holds (an incomplete last character), in the
@@ -71,12 +79,17 @@ class _TextSink(_Sink):
             self._deliver(rest)
 
 
-def _text_sink(fn: Any, loop: Any, what: str) -> Optional[_TextSink]:
-    return None if fn is None else _TextSink(fn, loop, what)
+def _text_sink(
+    fn: Any, loop: Any, what: str, on_error: Optional[Callable[[], None]] = None
+) -> Optional[_TextSink]:
+    return None if fn is None else _TextSink(fn, loop, what, on_error)
 
 
-def _sink(fn: Any, loop: Any, convert: Callable[[Any], Any], what: str) -> Optional[_Sink]:
-    return None if fn is None else _Sink(fn, loop, convert, what)
+def _sink(
+    fn: Any, loop: Any, convert: Callable[[Any], Any], what: str,
+    on_error: Optional[Callable[[], None]] = None,
+) -> Optional[_Sink]:
+    return None if fn is None else _Sink(fn, loop, convert, what, on_error)
 
 
 def _end(*sinks: Optional[_Sink]) -> None:

@@ -109,8 +109,14 @@ def test_callbacks_arrive_before_the_cell_ends(session: codebox.SyncCodeBox) -> 
     def boom(_: object) -> None:
         raise RuntimeError("callback failed")
 
+    # A callback that raises interrupts the cell (not left to run its 30 s), and the caller
+    # gets its exception; the session lives on.
+    session.run_code("alive = True")
+    t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="callback failed"):
-        session.run_code("print('x')", on_stdout=boom)
+        session.run_code("import time\nprint('x', flush=True)\ntime.sleep(30)", on_stdout=boom)
+    assert time.monotonic() - t0 < 15
+    assert session.run_code("alive").text == "True"
 
 
 def test_restart_forgets_variables_and_keeps_files(session: codebox.SyncCodeBox) -> None:
@@ -231,6 +237,15 @@ def test_the_async_api_streams_on_the_loop_and_cancelling_interrupts() -> None:
             after = await box.run_code("state")
             assert after.text == "'kept'"
             assert time.monotonic() - t0 < 15
+            def boom(_: object) -> None:
+                raise LookupError("async callback failed")
+
+            t0 = time.monotonic()
+            with pytest.raises(LookupError):
+                await box.run_code("import time\nprint(1, flush=True)\ntime.sleep(30)", on_stdout=boom)
+            assert time.monotonic() - t0 < 15, "the cell was interrupted"
+            assert (await box.run_code("state")).text == "'kept'"
+
             await box.restart()
             assert (await box.run_code("1")).execution_count == 1
 
