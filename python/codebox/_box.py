@@ -15,13 +15,14 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from ._execution import Execution, Result
 from ._files import Files, SyncFiles
-from ._sinks import _end, _raise_first_error, _sink, _text_sink
+from ._session import _await_cell, _cell_call
+from ._sinks import _end, _raise_first_error, _text_sink
+from ._threads import _EXECUTOR
 from ._values import (
     BoxInfo,
     ExecResult,
     _argv,
     _box_options,
-    _check_seconds,
     _core,
     _document_options,
     _exec_options,
@@ -34,11 +35,6 @@ Callback = Optional[Callable[[str], Any]]
 
 T = TypeVar("T")
 
-# One thread per blocking call in flight. asyncio's default executor has only cpu+4 workers,
-# which would serialise 20 concurrent boxes (and could queue a close() behind long execs).
-_EXECUTOR = concurrent.futures.ThreadPoolExecutor(
-    max_workers=int(os.environ.get("CODEBOX_MAX_THREADS", "256")), thread_name_prefix="codebox"
-)
 
 
 class _Base:
@@ -123,42 +119,6 @@ class _Base:
             _end(out, err)
             _raise_first_error(out, err)
             return ExecResult._from_core(raw)
-
-        return call, finish
-
-    def _run_code_call(
-        self,
-        code: str,
-        timeout: float | None,
-        on_stdout: Callback,
-        on_stderr: Callback,
-        on_result: Optional[Callable[[Result], Any]],
-        loop: Optional[asyncio.AbstractEventLoop] = None,
-    ) -> Tuple[Callable[[], Any], Callable[[Any], Execution]]:
-        """run_code's arguments checked here; the blocking call and its finish, as for exec."""
-        if not isinstance(code, str):
-            raise TypeError(f"run_code takes the cell's code as a str, got {type(code).__name__}")
-        _check_seconds(timeout, "timeout")
-        box = self._live()
-        stopper = _CellStopper(box)
-        out = _text_sink(on_stdout, loop, "on_stdout", stopper)
-        err = _text_sink(on_stderr, loop, "on_stderr", stopper)
-        res = _sink(on_result, loop, Result._from_core, "on_result", stopper)
-
-        def call() -> Any:
-            try:
-                return box.run_code(code, timeout, out, err, res)
-            except BoxError:
-                _raise_first_error(out, err, res)
-                raise
-            finally:
-                stopper.wait()
-
-        def finish(raw: Any) -> Execution:
-            stopper.wait()
-            _end(out, err)
-            _raise_first_error(out, err, res)
-            return Execution._from_core(raw)
 
         return call, finish
 
@@ -283,7 +243,7 @@ class SyncCodeBox(_Base):
         :class:`Execution` (see :meth:`CodeBox.run_code`). The callbacks run with the GIL held
         on a thread of codebox's (possibly this one), as :meth:`exec`'s do; if one raises, the
         cell is interrupted and this raises that exception."""
-        call, finish = self._run_code_call(code, timeout, on_stdout, on_stderr, on_result)
+        call, finish = _cell_call(self._live(), code, timeout, on_stdout, on_stderr, on_result)
         return finish(call())
 
     def restart(self) -> None:
@@ -468,19 +428,13 @@ class CodeBox(_Base):
         awaiting task interrupts the cell (and waits for it to stop).
         """
         loop = asyncio.get_running_loop()
-        call, finish = self._run_code_call(code, timeout, on_stdout, on_stderr, on_result, loop)
+        box = self._live()
+        call, finish = _cell_call(box, code, timeout, on_stdout, on_stderr, on_result, loop)
         if self._cells is None:
             self._cells = asyncio.Lock()
         # One cell at a time from this CodeBox, so that a cancelled task interrupts its own.
         async with self._cells:
-            box = self._live()
-            cell = asyncio.wrap_future(_EXECUTOR.submit(call))
-            try:
-                raw = await asyncio.shield(cell)
-            except asyncio.CancelledError:
-                await _interrupt_cancelled_cell(loop, box, cell)
-                raise
-            return finish(raw)  # within the lock: an interrupt a callback asked for is done
+            return await _await_cell(loop, box, call, finish)
 
     async def restart(self) -> None:
         """Ends the session's kernel: the next :meth:`run_code` starts a fresh one (variables
@@ -518,40 +472,6 @@ class CodeBox(_Base):
 def _create(options: dict[str, Any]) -> Any:
     """Starts a box with resolved options (blocking; the GIL is released while it starts)."""
     return _core().Box.create(**options)
-
-
-class _CellStopper:
-    """Interrupts a cell whose callback raised, so that it ends as an exec would, rather than
-    run to its end. The interrupt goes from a worker thread, never from the callback's own
-    (which may be the thread that waits for the cell), and is waited for before the cell's call
-    returns, so it can never reach a later cell."""
-
-    def __init__(self, box: Any) -> None:
-        self._box = box
-        self._job: concurrent.futures.Future[Any] | None = None
-
-    def __call__(self) -> None:
-        if self._job is None:
-            self._job = _EXECUTOR.submit(self._box.interrupt_code)
-
-    def wait(self) -> None:
-        if self._job is not None:
-            concurrent.futures.wait([self._job])
-
-
-async def _interrupt_cancelled_cell(
-    loop: asyncio.AbstractEventLoop, box: Any, cell: asyncio.Future[Any]
-) -> None:
-    """Stops the cell of a cancelled run_code rather than leave it running, and waits until it
-    has stopped (at most the kernel's interrupt grace), so the next cell starts clean. A second
-    cancellation, or a box that is gone, ends the wait."""
-    if cell.done():
-        return
-    try:
-        await loop.run_in_executor(_EXECUTOR, box.interrupt_code)
-        await asyncio.wait([cell])
-    except (asyncio.CancelledError, BoxError):
-        pass
 
 
 def _destroy_when_created(job: concurrent.futures.Future[Any]) -> None:
