@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -103,10 +105,11 @@ inline std::shared_ptr<pybind11::object> HoldCallable(pybind11::object fn) {
                                            });
 }
 
-// Thrown from a streaming callback to end its exec or cell: the Python side (codebox's
-// _Sink) has kept what the user's callback raised and raises it to the caller.
-struct CallbackStopped : std::exception {
-  const char* what() const noexcept override { return "a Python callback raised"; }
+// Thrown from a streaming callback to end its exec or cell. The user's own exceptions stay in
+// Python (codebox's _Sink keeps them and raises them to the caller); this one says why C++
+// was told to stop.
+struct CallbackStopped : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 // Calls `fn(value)` on the C++ thread that delivers each piece, with the GIL held. `fn`
@@ -118,13 +121,14 @@ std::function<void(T)> PythonSink(pybind11::object fn,
   auto held = HoldCallable(std::move(fn));
   return [held, to_python](T value) {
     pybind11::gil_scoped_acquire gil;
+    std::string why = "the Python callback's sink asked to stop";
     bool go_on = false;
     try {
       go_on = pybind11::bool_((*held)(to_python(value)));
-    } catch (pybind11::error_already_set&) {
-      go_on = false;  // the sink keeps its own errors; anything else ends the call too
+    } catch (pybind11::error_already_set& e) {  // not the user's (the sink keeps those)
+      why = std::string("a Python callback raised: ") + e.what();
     }
-    if (!go_on) throw CallbackStopped();
+    if (!go_on) throw CallbackStopped(why);
   };
 }
 
