@@ -240,9 +240,9 @@ class SyncCodeBox(_Base):
         on_result: Optional[Callable[[Result], Any]] = None,
     ) -> Execution:
         """Runs ``code`` as one cell of this box's code-interpreter session and returns its
-        :class:`Execution` (see :meth:`CodeBox.run_code`). The callbacks run with the GIL held
-        on a thread of codebox's (possibly this one), as :meth:`exec`'s do; if one raises, the
-        cell is interrupted and this raises that exception."""
+        :class:`Execution` (see :meth:`CodeBox.run_code`). The callbacks run on this thread, in
+        order, while the cell runs; if one raises, the cell is interrupted and this raises that
+        exception."""
         call, finish = _cell_call(self._live(), code, timeout, on_stdout, on_stderr, on_result)
         return finish(call())
 
