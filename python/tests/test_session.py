@@ -250,3 +250,28 @@ def test_the_async_api_streams_on_the_loop_and_cancelling_interrupts() -> None:
             assert (await box.run_code("1")).execution_count == 1
 
     asyncio.run(main())
+
+
+def test_a_session_and_files_under_the_vm_driver() -> None:
+    """The basics under the vm driver (QEMU; tcg where the host has no kvm)."""
+    try:
+        box = codebox.SyncCodeBox(image="python", driver="vm", allow_emulation=True, timeout=120).start()
+    except codebox.BoxError as e:
+        if e.code not in ("unavailable", "not_found"):
+            raise
+        pytest.skip(f"no vm box here: {e}")
+    try:
+        assert box.info.driver.startswith("vm/")
+        box.files.write("in/data.bin", bytes(range(256)))
+        e = box.run_code("data = open('in/data.bin', 'rb').read()\nlen(data), data == bytes(range(256))")
+        assert e.error is None, e.error
+        assert e.text == "(256, True)" and e.driver.startswith("vm/")
+        assert box.run_code("len(data) * 2").text == "512", "state across cells"
+        box.run_code("open('out.txt', 'w').write('from the vm')")
+        assert box.files.read_text("out.txt") == "from the vm"
+        assert [x.name for x in box.files.list("in")] == ["data.bin"]
+        box.files.remove("in")
+        with pytest.raises(FileNotFoundError):
+            box.files.read("in/data.bin")
+    finally:
+        box.close()
