@@ -124,33 +124,37 @@ void BindBox(py::module_& m) {
       .def_static("create", &CreateBox)
       .def("exec", &ExecBox, py::arg("argv"), py::arg("options"), py::arg("on_stdout") = py::none(),
            py::arg("on_stderr") = py::none())
-      .def("run",
-           [](PyBox& box, const std::string& code) {
-             return Blocking(box, [&](Box& b) { return b.Run(code); });
-           },
-           py::arg("code"))
-      .def("copy_in",
-           [](PyBox& box, const std::string& host_path, const std::string& box_path) {
-             Blocking(box, [&](Box& b) { return b.CopyIn(host_path, box_path); });
-           },
-           py::arg("host_path"), py::arg("box_path"))
+      .def(
+          "run",
+          [](PyBox& box, const std::string& code) {
+            return Blocking(box, [&](Box& b) { return b.Run(code); });
+          },
+          py::arg("code"))
+      .def(
+          "copy_in",
+          [](PyBox& box, const std::string& host_path, const std::string& box_path) {
+            Blocking(box, [&](Box& b) { return b.CopyIn(host_path, box_path); });
+          },
+          py::arg("host_path"), py::arg("box_path"))
       // max_bytes 0: the box's disk size.
-      .def("copy_out",
-           [](PyBox& box, const std::string& box_path, const std::string& host_path,
-              uint64_t max_bytes) {
-             CopyOutOptions options;
-             options.max_bytes = max_bytes;
-             Blocking(box, [&](Box& b) { return b.CopyOut(box_path, host_path, options); });
-           },
-           py::arg("box_path"), py::arg("host_path"), py::arg("max_bytes") = 0)
+      .def(
+          "copy_out",
+          [](PyBox& box, const std::string& box_path, const std::string& host_path,
+             uint64_t max_bytes) {
+            CopyOutOptions options;
+            options.max_bytes = max_bytes;
+            Blocking(box, [&](Box& b) { return b.CopyOut(box_path, host_path, options); });
+          },
+          py::arg("box_path"), py::arg("host_path"), py::arg("max_bytes") = 0)
       .def("write_file", &WriteFile, py::arg("path"), py::arg("data"), py::arg("mode") = 0644)
       .def("read_file", &ReadFile, py::arg("path"), py::arg("max_bytes") = 0)
       .def("list_dir", &ListDir, py::arg("path"))
-      .def("remove",
-           [](PyBox& box, const std::string& path) {
-             Blocking(box, [&](Box& b) { return b.Remove(path); });
-           },
-           py::arg("path"))
+      .def(
+          "remove",
+          [](PyBox& box, const std::string& path) {
+            Blocking(box, [&](Box& b) { return b.Remove(path); });
+          },
+          py::arg("path"))
       .def("destroy",
            [](PyBox& box) {
              Status st;

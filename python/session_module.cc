@@ -73,8 +73,8 @@ py::dict RunCode(PyBox& box, const std::string& code, std::optional<double> time
                  py::object on_stdout, py::object on_stderr, py::object on_result) {
   RunCodeOptions options;
   if (timeout) {
-    options.timeout = std::isinf(*timeout) && *timeout > 0 ? kNoTimeout
-                                                           : Seconds(*timeout, "run_code timeout");
+    options.timeout =
+        std::isinf(*timeout) && *timeout > 0 ? kNoTimeout : Seconds(*timeout, "run_code timeout");
   }
   options.on_stdout = BytesSink(std::move(on_stdout));
   options.on_stderr = BytesSink(std::move(on_stderr));
@@ -93,14 +93,14 @@ void BindSession(py::module_& m) {
          py::cpp_function(&RunCode, py::name("run_code"), py::is_method(cls), py::arg("code"),
                           py::arg("timeout") = py::none(), py::arg("on_stdout") = py::none(),
                           py::arg("on_stderr") = py::none(), py::arg("on_result") = py::none()));
-  method("restart_kernel",
-         py::cpp_function(
-             [](PyBox& box) { Blocking(box, [](Box& b) { return b.RestartKernel(); }); },
-             py::name("restart_kernel"), py::is_method(cls)));
-  method("interrupt_code",
-         py::cpp_function(
-             [](PyBox& box) { Blocking(box, [](Box& b) { return b.InterruptCode(); }); },
-             py::name("interrupt_code"), py::is_method(cls)));
+  method(
+      "restart_kernel",
+      py::cpp_function([](PyBox& box) { Blocking(box, [](Box& b) { return b.RestartKernel(); }); },
+                       py::name("restart_kernel"), py::is_method(cls)));
+  method(
+      "interrupt_code",
+      py::cpp_function([](PyBox& box) { Blocking(box, [](Box& b) { return b.InterruptCode(); }); },
+                       py::name("interrupt_code"), py::is_method(cls)));
 }
 
 }  // namespace codebox::python

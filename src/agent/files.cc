@@ -169,7 +169,6 @@ StatusOr<protocol::Json> ListDir(const std::string& path) {
   return protocol::Json{{"event", "entries"}, {"entries", std::move(entries)}};
 }
 
-
 namespace {
 
 // Deep enough for any real tree; each level holds one open directory.

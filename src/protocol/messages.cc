@@ -188,9 +188,9 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 }  // namespace
 
 std::string_view RequestName(const Request& request) {
-  static constexpr std::string_view kNames[] = {"exec", "write_file", "read_file",
-                                                "list_dir", "mkdir", "kill",
-                                                "shutdown", "cancel", "remove"};
+  static constexpr std::string_view kNames[] = {"exec",     "write_file", "read_file",
+                                                "list_dir", "mkdir",      "kill",
+                                                "shutdown", "cancel",     "remove"};
   return kNames[request.index()];
 }
 

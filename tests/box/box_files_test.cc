@@ -34,8 +34,9 @@ TEST(BoxFilesTest, EveryByteValueRoundTripsAndBoxCodeSeesTheSameBytes) {
   for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
   ASSERT_TRUE(box->WriteFile("bytes.bin", all).ok());
   // What box code reads is what was written: every value in order.
-  EXPECT_EQ(Sh(*box, "python3 -c \"d=open('bytes.bin','rb').read(); "
-                     "print(len(d), d == bytes(range(256)))\""),
+  EXPECT_EQ(Sh(*box,
+               "python3 -c \"d=open('bytes.bin','rb').read(); "
+               "print(len(d), d == bytes(range(256)))\""),
             "256 True\n");
   auto back = box->ReadFile("/work/bytes.bin");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -61,8 +62,9 @@ TEST(BoxFilesTest, AFileOfSeveralMiBRoundTrips) {
 
 TEST(BoxFilesTest, ListDirShowsWhatBoxCodeMade) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
-  Sh(*box, "mkdir -p out/sub && printf 12345 > out/five && chmod 0640 out/five && "
-           "ln -s /etc/passwd out/link && mkfifo out/pipe");
+  Sh(*box,
+     "mkdir -p out/sub && printf 12345 > out/five && chmod 0640 out/five && "
+     "ln -s /etc/passwd out/link && mkfifo out/pipe");
   auto entries = box->ListDir("out");
   ASSERT_TRUE(entries.ok()) << entries.status().ToString();
   std::map<std::string, FileEntry> by_name;
@@ -83,10 +85,11 @@ TEST(BoxFilesTest, ListDirShowsWhatBoxCodeMade) {
 
 TEST(BoxFilesTest, RemoveAFileAndATreeButNeverWhatASymlinkPointsAt) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
-  Sh(*box, "mkdir -p /tmp/outside/sub && echo keep > /tmp/outside/keep && "
-           "echo keep > /tmp/outside/sub/keep && "
-           "mkdir -p tree/a/b && echo x > tree/a/b/x && echo f > single && "
-           "ln -s /tmp/outside tree/a/escape && ln -s /tmp/outside/keep tree/file-link");
+  Sh(*box,
+     "mkdir -p /tmp/outside/sub && echo keep > /tmp/outside/keep && "
+     "echo keep > /tmp/outside/sub/keep && "
+     "mkdir -p tree/a/b && echo x > tree/a/b/x && echo f > single && "
+     "ln -s /tmp/outside tree/a/escape && ln -s /tmp/outside/keep tree/file-link");
   ASSERT_TRUE(box->Remove("single").ok());
   ASSERT_TRUE(box->Remove("tree").ok());
   EXPECT_EQ(Sh(*box, "ls -A /work; cat /tmp/outside/keep /tmp/outside/sub/keep"), "keep\nkeep\n");
