@@ -37,7 +37,9 @@ std::string ResolveBoxPath(const std::string& workdir, const std::string& path) 
 
 // A path the file calls accept: not empty, no NUL (the agent's system calls would cut it).
 Status CheckBoxPath(const std::string& path, const char* what) {
-  if (path.empty()) return InvalidArgument(std::string(what) + ": the box path is empty (\".\" is the workdir)");
+  if (path.empty()) {
+    return InvalidArgument(std::string(what) + ": the box path is empty (\".\" is the workdir)");
+  }
   if (path.find('\0') != std::string::npos) {
     return InvalidArgument(std::string(what) + ": the box path contains a NUL byte");
   }
