@@ -22,99 +22,48 @@
 #include "codebox/options.h"
 #include "codebox/status.h"
 #include "module.h"
+#include "py_box.h"
 
 namespace py = pybind11;
 
 namespace codebox::python {
 namespace {
 
-// A Box plus what Python needs around it: a count of calls in flight, so that destroy()
-// (from __exit__, possibly while a cancelled exec still runs in a worker thread) ends those
-// calls before the Box tears down the connection they use.
-class PyBox {
- public:
-  explicit PyBox(std::unique_ptr<Box> box) : box_(std::move(box)) {}
-  ~PyBox() {
-    // The last reference may go away in Python's dealloc, holding the GIL: let it go while
-    // the box tears down.
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;
-      (void)Destroy();
-    } else {
-      (void)Destroy();
-    }
+ExecResult ExecBox(PyBox& box, const std::vector<std::string>& argv, ExecOptions options,
+                   py::object on_stdout, py::object on_stderr) {
+  options.on_stdout = BytesSink(std::move(on_stdout));
+  options.on_stderr = BytesSink(std::move(on_stderr));
+  return Blocking(box, [&](Box& b) { return b.Exec(argv, options); });
+}
+
+void WriteFile(PyBox& box, const std::string& path, const py::bytes& data, uint32_t mode) {
+  char* bytes = nullptr;
+  Py_ssize_t size = 0;
+  if (PyBytes_AsStringAndSize(data.ptr(), &bytes, &size) != 0) throw py::error_already_set();
+  // `data` is immutable and referenced by the caller until this returns.
+  std::string_view view(bytes, static_cast<size_t>(size));
+  Blocking(box, [&](Box& b) { return b.WriteFile(path, view, mode); });
+}
+
+py::bytes ReadFile(PyBox& box, const std::string& path, uint64_t max_bytes) {
+  std::string data = Blocking(box, [&](Box& b) { return b.ReadFile(path, max_bytes); });
+  return py::bytes(data);
+}
+
+py::list ListDir(PyBox& box, const std::string& path) {
+  std::vector<FileEntry> entries = Blocking(box, [&](Box& b) { return b.ListDir(path); });
+  py::list out;
+  for (const FileEntry& e : entries) {
+    // Names are the box's bytes: undecodable ones keep their bytes as surrogates (as os.listdir).
+    py::object name = py::reinterpret_steal<py::object>(
+        PyUnicode_DecodeFSDefaultAndSize(e.name.data(), static_cast<Py_ssize_t>(e.name.size())));
+    py::object full = py::reinterpret_steal<py::object>(
+        PyUnicode_DecodeFSDefaultAndSize(e.path.data(), static_cast<Py_ssize_t>(e.path.size())));
+    if (!name || !full) throw py::error_already_set();
+    out.append(py::make_tuple(name, full, e.type, e.size, e.mode));
   }
-
-  ExecResult Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
-    ThrowIfClosed();
-    auto result = box_->Exec(argv, options);
-    if (!result.ok()) Throw(result.status());
-    return std::move(result).value();
-  }
-
-  std::string Run(const std::string& code) {
-    ThrowIfClosed();
-    auto out = box_->Run(code);
-    if (!out.ok()) Throw(out.status());
-    return std::move(out).value();
-  }
-
-  void CopyIn(const std::string& host_path, const std::string& box_path) {
-    ThrowIfClosed();
-    if (Status st = box_->CopyIn(host_path, box_path); !st.ok()) Throw(st);
-  }
-
-  // max_bytes 0: the box's disk size.
-  void CopyOut(const std::string& box_path, const std::string& host_path, uint64_t max_bytes) {
-    ThrowIfClosed();
-    CopyOutOptions options;
-    options.max_bytes = max_bytes;
-    if (Status st = box_->CopyOut(box_path, host_path, options); !st.ok()) Throw(st);
-  }
-
-  const BoxInfo& info() const { return box_->info(); }
-
-  bool closed() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return closing_;
-  }
-
-  // Idempotent. Box::Destroy ends every process in the box, so calls in flight on other
-  // threads return (with "destroyed while this ran"); the Box itself outlives them, since
-  // each holds a reference to this object.
-  Status Destroy() {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (closing_) {
-        cv_.wait(lock, [this] { return destroyed_; });
-        return Status::Ok();
-      }
-      closing_ = true;
-    }
-    Status st = box_->Destroy();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      destroyed_ = true;
-    }
-    cv_.notify_all();
-    return st;
-  }
-
- private:
-  // Refuses calls once the box is closing, with the error Python users see.
-  void ThrowIfClosed() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closing_) {
-      throw StatusError{"closed", "the box has been closed (its `with` block ended); create a new CodeBox"};
-    }
-  }
-
-  std::unique_ptr<Box> box_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool closing_ = false;
-  bool destroyed_ = false;
-};
+  return out;
+}
 
 std::shared_ptr<PyBox> CreateBox(const py::kwargs& kwargs) {
   BoxOptions options = BoxOptionsFromDict(kwargs);
@@ -125,11 +74,6 @@ std::shared_ptr<PyBox> CreateBox(const py::kwargs& kwargs) {
   }
   if (!box.ok()) Throw(box.status());
   return std::make_shared<PyBox>(std::move(box).value());
-}
-
-ExecResult ExecBox(PyBox& box, const std::vector<std::string>& argv, const ExecOptions& options) {
-  py::gil_scoped_release release;
-  return box.Exec(argv, options);
 }
 
 }  // namespace
@@ -178,12 +122,39 @@ void BindBox(py::module_& m) {
 
   py::class_<PyBox, std::shared_ptr<PyBox>>(m, "Box")
       .def_static("create", &CreateBox)
-      .def("exec", &ExecBox, py::arg("argv"), py::arg("options"))
-      .def("run", &PyBox::Run, py::arg("code"), py::call_guard<py::gil_scoped_release>())
-      .def("copy_in", &PyBox::CopyIn, py::arg("host_path"), py::arg("box_path"),
-           py::call_guard<py::gil_scoped_release>())
-      .def("copy_out", &PyBox::CopyOut, py::arg("box_path"), py::arg("host_path"),
-           py::arg("max_bytes") = 0, py::call_guard<py::gil_scoped_release>())
+      .def("exec", &ExecBox, py::arg("argv"), py::arg("options"), py::arg("on_stdout") = py::none(),
+           py::arg("on_stderr") = py::none())
+      .def(
+          "run",
+          [](PyBox& box, const std::string& code) {
+            return Blocking(box, [&](Box& b) { return b.Run(code); });
+          },
+          py::arg("code"))
+      .def(
+          "copy_in",
+          [](PyBox& box, const std::string& host_path, const std::string& box_path) {
+            Blocking(box, [&](Box& b) { return b.CopyIn(host_path, box_path); });
+          },
+          py::arg("host_path"), py::arg("box_path"))
+      // max_bytes 0: the box's disk size.
+      .def(
+          "copy_out",
+          [](PyBox& box, const std::string& box_path, const std::string& host_path,
+             uint64_t max_bytes) {
+            CopyOutOptions options;
+            options.max_bytes = max_bytes;
+            Blocking(box, [&](Box& b) { return b.CopyOut(box_path, host_path, options); });
+          },
+          py::arg("box_path"), py::arg("host_path"), py::arg("max_bytes") = 0)
+      .def("write_file", &WriteFile, py::arg("path"), py::arg("data"), py::arg("mode") = 0644)
+      .def("read_file", &ReadFile, py::arg("path"), py::arg("max_bytes") = 0)
+      .def("list_dir", &ListDir, py::arg("path"))
+      .def(
+          "remove",
+          [](PyBox& box, const std::string& path) {
+            Blocking(box, [&](Box& b) { return b.Remove(path); });
+          },
+          py::arg("path"))
       .def("destroy",
            [](PyBox& box) {
              Status st;
@@ -212,6 +183,7 @@ PYBIND11_MODULE(_codebox, m) {
   py::register_exception_translator(&cp::TranslateStatusError);
   cp::BindOptions(m);
   cp::BindBox(m);
+  cp::BindSession(m);
   cp::BindHost(m);
 #ifdef CODEBOX_PYTHON_WITH_LLM
   cp::BindInterpreter(m);

@@ -36,6 +36,7 @@ pybind11::dict BoxOptionsToDict(const BoxOptions& options);
 
 void BindOptions(pybind11::module_& m);
 void BindBox(pybind11::module_& m);
+void BindSession(pybind11::module_& m);  // session_module.cc: Box.run_code & co; after BindBox
 void BindInterpreter(pybind11::module_& m);
 void BindHost(pybind11::module_& m);  // host_module.cc: describe_host  // interpreter_module.cc, when codebox_llm exists
 

@@ -43,6 +43,16 @@ struct CopyOutOptions {
   std::function<void(const std::string& box_path, const std::string& why)> on_skipped;
 };
 
+// A box entry as ListDir reports it (name and sizes are the box's claim).
+struct FileEntry {
+  std::string name;
+  std::string path;   // the directory asked for (absolute: a relative one is under the
+                      // workdir) + "/" + name
+  std::string type;   // "file", "dir", "symlink", "other"
+  uint64_t size = 0;
+  uint32_t mode = 0;  // permission bits
+};
+
 class Box {
  public:
   static StatusOr<std::unique_ptr<Box>> Create(const BoxOptions& options);
@@ -87,6 +97,15 @@ class Box {
   // replaced keep their new content); a file is never seen half-written. See docs/security.md.
   Status CopyOut(const std::string& box_path, const std::string& host_path,
                  const CopyOutOptions& options = {});
+
+  // Files in memory, for programs with no host file to copy. Relative paths are under the
+  // workdir. Parents are made. ReadFile fails with kLimitExceeded past max_bytes
+  // (0: the box's disk size). Remove removes a file, or a directory with everything in it
+  // (never following symlinks); kNotFound when absent.
+  Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode = 0644);
+  StatusOr<std::string> ReadFile(const std::string& box_path, uint64_t max_bytes = 0);
+  StatusOr<std::vector<FileEntry>> ListDir(const std::string& box_path);
+  Status Remove(const std::string& box_path);
 
   const BoxInfo& info() const;
   // Ends the box now; later calls fail with a clear error. The destructor calls it.

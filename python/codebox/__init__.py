@@ -9,6 +9,9 @@
             print(await box.run("print(6 * 7)"))       # "42\\n"
             r = await box.exec("python3", "-c", "import sys; sys.exit(3)")
             print(r.exit_code, r.stdout, r.stderr)
+            await box.run_code("x = 21")                # a stateful session (IPython)
+            print((await box.run_code("x * 2")).text)   # "42"
+            await box.files.write("in.csv", "a,b\\n1,2\\n")
 
     asyncio.run(main())
 
@@ -22,6 +25,8 @@ timeout raises :class:`BoxTimeoutError` (a TimeoutError), ``exec`` reports ``tim
 """
 
 from ._box import CodeBox, SyncCodeBox
+from ._execution import Execution, ExecutionError, Logs, Result
+from ._files import EntryInfo, Files, SyncFiles
 from ._host import HostDescription, describe_host
 from ._values import BoxInfo, ExecResult
 from ._interpreter import Interpreter, Transcript
@@ -45,10 +50,17 @@ __all__ = [
     "BoxLimitExceededError",
     "BoxTimeoutError",
     "CodeBox",
+    "EntryInfo",
     "ExecResult",
+    "Execution",
+    "ExecutionError",
+    "Files",
     "HostDescription",
     "Interpreter",
+    "Logs",
+    "Result",
     "SyncCodeBox",
+    "SyncFiles",
     "Transcript",
     "describe_host",
 ]

@@ -11,8 +11,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypeVar
 
+from ._execution import Execution, Result
+from ._files import Files, SyncFiles
+from ._session import _await_cell, _cell_call
+from ._sinks import _end, _raise_first_error, _text_sink
+from ._threads import _EXECUTOR
 from ._values import (
     BoxInfo,
     ExecResult,
@@ -21,17 +26,15 @@ from ._values import (
     _core,
     _document_options,
     _exec_options,
+    _not_found_as_file_error,
     _run_result,
 )
 from .errors import BoxClosedError, BoxError, BoxFileNotFoundError
 
+Callback = Optional[Callable[[str], Any]]
+
 T = TypeVar("T")
 
-# One thread per blocking call in flight. asyncio's default executor has only cpu+4 workers,
-# which would serialise 20 concurrent boxes (and could queue a close() behind long execs).
-_EXECUTOR = concurrent.futures.ThreadPoolExecutor(
-    max_workers=int(os.environ.get("CODEBOX_MAX_THREADS", "256")), thread_name_prefix="codebox"
-)
 
 
 class _Base:
@@ -92,16 +95,32 @@ class _Base:
         cwd: Any,
         timeout: float | None,
         stdin: str | bytes | None,
-    ) -> Callable[[], ExecResult]:
-        """Validates exec's arguments here, in the caller's thread; returns the blocking call."""
+        on_stdout: Callback = None,
+        on_stderr: Callback = None,
+        loop: Optional[asyncio.AbstractEventLoop] = None,
+    ) -> Tuple[Callable[[], Any], Callable[[Any], ExecResult]]:
+        """Validates exec's arguments here, in the caller's thread. Returns the blocking call
+        and what turns its outcome into the result, run by the caller once it returned (on the
+        loop's thread for the asyncio API: after every queued callback)."""
         argv = _argv(cmd)
         options = _exec_options(env, cwd, timeout, stdin)
+        out = _text_sink(on_stdout, loop, "on_stdout")
+        err = _text_sink(on_stderr, loop, "on_stderr")
         box = self._live()
 
-        def call() -> ExecResult:
-            return ExecResult._from_core(box.exec(argv, options))
+        def call() -> Any:
+            try:
+                return box.exec(argv, options, out, err)
+            except BoxError:
+                _raise_first_error(out, err)  # a callback raised: that is what the caller sees
+                raise
 
-        return call
+        def finish(raw: Any) -> ExecResult:
+            _end(out, err)
+            _raise_first_error(out, err)
+            return ExecResult._from_core(raw)
+
+        return call, finish
 
     def _copy_call(
         self, direction: str, src: Any, dst: Any, max_bytes: int | None = None
@@ -116,15 +135,11 @@ class _Base:
             raise BoxFileNotFoundError(f"copy_in: host path {src!r} does not exist", "not_found")
 
         def call() -> None:
-            try:
+            with _not_found_as_file_error():
                 if direction == "in":
                     box.copy_in(src, dst)
                 else:
                     box.copy_out(src, dst, max_bytes=max_bytes or 0)
-            except BoxError as e:
-                if e.code == "not_found" and not isinstance(e, FileNotFoundError):
-                    raise BoxFileNotFoundError(str(e), e.code) from None
-                raise
 
         return call
 
@@ -194,6 +209,8 @@ class SyncCodeBox(_Base):
         cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
         stdin: str | bytes | None = None,
+        on_stdout: Callback = None,
+        on_stderr: Callback = None,
     ) -> ExecResult:
         """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
 
@@ -203,8 +220,46 @@ class SyncCodeBox(_Base):
         process (else it reads /dev/null); ``None`` is the default of each. They are checked
         here, as the box options are (TypeError, ValueError naming the argument). A timeout is
         reported as ``timed_out=True``.
+
+        ``on_stdout`` / ``on_stderr`` are called with each piece of output as it comes (str,
+        decoded as UTF-8), in order, all before ``exec`` returns; the result still holds the
+        whole output. Here, in the blocking twin, they run on codebox's I/O thread with the GIL
+        held: keep them short, and do not call this box from them. If one raises, the command
+        is killed and ``exec`` raises that exception.
         """
-        return self._exec_call(cmd, env, cwd, timeout, stdin)()
+        call, finish = self._exec_call(cmd, env, cwd, timeout, stdin, on_stdout, on_stderr)
+        return finish(call())
+
+    def run_code(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_stdout: Callback = None,
+        on_stderr: Callback = None,
+        on_result: Optional[Callable[[Result], Any]] = None,
+    ) -> Execution:
+        """Runs ``code`` as one cell of this box's code-interpreter session and returns its
+        :class:`Execution` (see :meth:`CodeBox.run_code`). The callbacks run on this thread, in
+        order, while the cell runs; if one raises, the cell is interrupted and this raises that
+        exception."""
+        call, finish = _cell_call(self._live(), code, timeout, on_stdout, on_stderr, on_result)
+        return finish(call())
+
+    def restart(self) -> None:
+        """Ends the session's kernel: the next :meth:`run_code` starts a fresh one (variables
+        gone, files kept)."""
+        self._live().restart_kernel()
+
+    def interrupt(self) -> None:
+        """Interrupts the cell running now (KeyboardInterrupt, as its timeout would); nothing
+        happens when none runs. Callable from any thread."""
+        self._live().interrupt_code()
+
+    @property
+    def files(self) -> SyncFiles:
+        """The box's files in memory: ``write``, ``read``, ``read_text``, ``list``, ``remove``."""
+        return SyncFiles(self)
 
     def copy_in(self, host_path: str | os.PathLike[str], box_path: str) -> None:
         """Copies a host file or directory (recursively) into the box (relative: under workdir)."""
@@ -250,6 +305,7 @@ class CodeBox(_Base):
     """
 
     _sync: SyncCodeBox | None = None
+    _cells: asyncio.Lock | None = None
 
     async def _call(self, fn: Callable[[], T]) -> T:
         loop = asyncio.get_running_loop()
@@ -318,6 +374,8 @@ class CodeBox(_Base):
         cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
         stdin: str | bytes | None = None,
+        on_stdout: Callback = None,
+        on_stderr: Callback = None,
     ) -> ExecResult:
         """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
 
@@ -327,9 +385,72 @@ class CodeBox(_Base):
         process (else it reads /dev/null); ``None`` is the default of each. They are checked
         here, as the box options are (TypeError, ValueError naming the argument). A timeout is
         reported as ``timed_out=True``.
+
+        ``on_stdout`` / ``on_stderr`` are called with each piece of output as it comes (str,
+        decoded as UTF-8), on the event loop's thread, in order, all before ``exec`` returns;
+        the result still holds the whole output. If one raises, the command is killed and
+        ``exec`` raises that exception.
         Cancelling the awaiting task does not stop the command; closing the box does.
         """
-        return await self._call(self._exec_call(cmd, env, cwd, timeout, stdin))
+        call, finish = self._exec_call(
+            cmd, env, cwd, timeout, stdin, on_stdout, on_stderr, asyncio.get_running_loop()
+        )
+        return finish(await self._call(call))
+
+    async def run_code(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_stdout: Callback = None,
+        on_stderr: Callback = None,
+        on_result: Optional[Callable[[Result], Any]] = None,
+    ) -> Execution:
+        """Runs ``code`` as one cell of this box's code-interpreter session: a long-lived
+        IPython kernel, started on first use, in which variables persist from cell to cell.
+
+        ::
+
+            await box.run_code("import pandas as pd; df = pd.read_csv('in.csv')")
+            e = await box.run_code("df.describe()")
+            e.text, e.results[0].html      # the last expression's value
+            e = await box.run_code("df.plot()")
+            png = base64.b64decode(e.results[0].png)
+
+        An exception in the cell is a result (``Execution.error``), not a raised exception;
+        raised are errors of the box (:class:`BoxError`: no IPython in the image, box gone).
+        ``timeout`` (seconds; default the box's; ``math.inf`` none) interrupts the cell with
+        KeyboardInterrupt and keeps the state (``timed_out``); a cell that ignores it gets its
+        kernel restarted (``kernel_restarted``: state lost). ``on_stdout`` / ``on_stderr``
+        (str) and ``on_result`` (:class:`Result`) are called as output comes, on the event
+        loop's thread, in order, all before this returns; if one raises, the cell is
+        interrupted and this raises that exception. Cells of one box run one at a time. Cancelling the
+        awaiting task interrupts the cell (and waits for it to stop).
+        """
+        loop = asyncio.get_running_loop()
+        box = self._live()
+        call, finish = _cell_call(box, code, timeout, on_stdout, on_stderr, on_result, loop)
+        if self._cells is None:
+            self._cells = asyncio.Lock()
+        # One cell at a time from this CodeBox, so that a cancelled task interrupts its own.
+        async with self._cells:
+            return await _await_cell(loop, box, call, finish)
+
+    async def restart(self) -> None:
+        """Ends the session's kernel: the next :meth:`run_code` starts a fresh one (variables
+        gone, files kept)."""
+        await self._call(self._live().restart_kernel)
+
+    async def interrupt(self) -> None:
+        """Interrupts the cell running now (KeyboardInterrupt, as its timeout would); nothing
+        happens when none runs."""
+        await self._call(self._live().interrupt_code)
+
+    @property
+    def files(self) -> Files:
+        """The box's files in memory: ``write``, ``read``, ``read_text``, ``list``, ``remove``
+        (coroutines)."""
+        return Files(self)
 
     async def copy_in(self, host_path: str | os.PathLike[str], box_path: str) -> None:
         """Copies a host file or directory (recursively) into the box (relative: under workdir)."""

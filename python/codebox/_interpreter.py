@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ._box import _EXECUTOR
+from ._threads import _EXECUTOR
 from ._values import ExecResult, _check_seconds, _core
 from .errors import BoxError
 

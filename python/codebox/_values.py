@@ -6,12 +6,13 @@ twins share one definition of each value and each argument check.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
-from .errors import BoxError, BoxTimeoutError
+from .errors import BoxError, BoxFileNotFoundError, BoxTimeoutError
 
 
 def _core() -> Any:
@@ -198,6 +199,19 @@ def _check_seconds(value: float | None, what: str) -> None:
             f"{what} must be at least 0.001 s, got {value!r}; for no limit pass None "
             "(CodeBox(timeout=None)) or math.inf (exec(..., timeout=math.inf))"
         )
+
+
+@contextlib.contextmanager
+def _not_found_as_file_error() -> Iterator[None]:
+    """A box path that does not exist raises BoxFileNotFoundError (a FileNotFoundError).
+
+    Only around calls on paths: elsewhere "not_found" (a missing image) stays a BoxError."""
+    try:
+        yield
+    except BoxError as e:
+        if e.code == "not_found" and not isinstance(e, FileNotFoundError):
+            raise BoxFileNotFoundError(str(e), e.code) from None
+        raise
 
 
 def _argv(cmd: Sequence[Any]) -> list[str]:

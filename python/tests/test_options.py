@@ -152,13 +152,16 @@ def test_exec_options_are_checked_before_any_box_is_needed() -> None:
 
 
 def test_exec_keywords_are_the_exec_schema() -> None:
-    """exec()'s keywords are names or aliases of the exec options, and every option has one."""
+    """exec()'s keywords are names or aliases of the exec options (besides the streaming
+    callbacks, which are not options), and every option has one."""
     schema = list(_core().exec_option_schema())
     spellings = {o["name"]: {o["name"], *(a[0] for a in o["aliases"])} for o in schema}
     keywords = {
         p.name for p in inspect.signature(codebox.SyncCodeBox.exec).parameters.values()
         if p.kind is inspect.Parameter.KEYWORD_ONLY
     }
+    assert keywords >= {"on_stdout", "on_stderr"}
+    keywords -= {"on_stdout", "on_stderr"}
     assert keywords == {"env", "cwd", "timeout", "stdin"}
     for name, names in spellings.items():
         assert names & keywords, f"exec() has no keyword for exec option {name}"

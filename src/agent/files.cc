@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <vector>
 
 #include "base/io.h"
 
@@ -166,6 +167,91 @@ StatusOr<protocol::Json> ListDir(const std::string& path) {
   }
   ::closedir(dir);
   return protocol::Json{{"event", "entries"}, {"entries", std::move(entries)}};
+}
+
+namespace {
+
+// Deep enough for any real tree; each level holds one open directory.
+constexpr int kMaxRemoveDepth = 256;
+
+// Removes `name` in the directory `dir_fd` (shown to users as `path`). Entries are opened
+// relative to their parent's fd, with O_NOFOLLOW, so a symlink swapped in anywhere in the tree
+// is unlinked, never followed.
+Status RemoveAt(int dir_fd, const std::string& name, const std::string& path, dev_t dev,
+                int depth) {
+  struct stat st;
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return PathError("remove", path);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlinkat(dir_fd, name.c_str(), 0) != 0) return PathError("remove", path);
+    return Status::Ok();
+  }
+  if (st.st_dev != dev) {
+    return InvalidArgument("remove " + path +
+                           ": a mount point (another file system); not descended into");
+  }
+  if (depth >= kMaxRemoveDepth) {
+    return InvalidArgument("remove " + path + ": more than " + std::to_string(kMaxRemoveDepth) +
+                           " directory levels deep");
+  }
+  int fd = ::openat(dir_fd, name.c_str(),
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    // Swapped for a symlink or a file since the stat: unlink that instead.
+    if (errno == ELOOP || errno == ENOTDIR) return RemoveAt(dir_fd, name, path, dev, depth + 1);
+    return PathError("remove: open", path);
+  }
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    int err = errno;
+    ::close(fd);
+    return PathError("remove: open", path, err);
+  }
+  // The names first: removing entries while readdir walks the directory may skip some.
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(dir)) {
+    std::string entry = e->d_name;
+    if (entry != "." && entry != "..") names.push_back(std::move(entry));
+  }
+  Status st_children;
+  for (const std::string& entry : names) {
+    Status child = RemoveAt(::dirfd(dir), entry, path + "/" + entry, dev, depth + 1);
+    if (!child.ok() && child.code() != StatusCode::kNotFound) {  // kNotFound: raced away
+      st_children = child;
+      break;
+    }
+  }
+  ::closedir(dir);
+  RETURN_IF_ERROR(st_children);
+  if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) return PathError("remove", path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Remove(const std::string& path) {
+  if (path.empty()) return InvalidArgument("remove: empty path");
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  if (trimmed.find_first_not_of('/') == std::string::npos) {
+    return InvalidArgument("remove " + path + ": refusing to remove the root directory");
+  }
+  std::string name = trimmed.substr(trimmed.find_last_of('/') + 1);
+  if (name == "." || name == "..") {
+    return InvalidArgument("remove " + path + ": refusing to remove \".\" or \"..\"");
+  }
+  std::string parent = Parent(trimmed);
+  base::UniqueFd parent_fd(
+      ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!parent_fd.valid()) return PathError("remove", path);
+  // The tree's own file system: the parent's, or the entry's own when it is a mount point
+  // itself (then its contents go, and the mount point stays busy).
+  struct stat top;
+  if (::fstatat(parent_fd.get(), name.c_str(), &top, AT_SYMLINK_NOFOLLOW) != 0) {
+    return PathError("remove", path);
+  }
+  return RemoveAt(parent_fd.get(), name, trimmed, top.st_dev, 0);
 }
 
 }  // namespace codebox::agent

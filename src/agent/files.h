@@ -49,6 +49,11 @@ StatusOr<OpenedFile> OpenForRead(const std::string& path);
 StatusOr<protocol::Json> ListDir(const std::string& path);
 // mkdir, with parents like `mkdir -p` (an existing directory is then not an error).
 Status MakeDir(const std::string& path, uint32_t mode, bool parents);
+// Removes a file, or a directory with everything in it, like `rm -rf` but: a symlink is
+// removed, never followed (the final component and every entry of the tree); a directory on
+// another file system (a mount point) is not descended into; "/" and "" are refused; an
+// absent path is kNotFound.
+Status Remove(const std::string& path);
 
 }  // namespace codebox::agent
 

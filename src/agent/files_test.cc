@@ -158,6 +158,73 @@ TEST_F(FilesTest, ListDirNamesEachEntrysType) {
   EXPECT_EQ(ListDir(dir_ + "/p").status().code(), StatusCode::kNotFound) << "a FIFO, unblocked";
 }
 
+TEST_F(FilesTest, RemoveAFileAndAWholeTree) {
+  { std::ofstream(dir_ + "/f") << "x"; }
+  ASSERT_TRUE(Remove(dir_ + "/f").ok());
+  EXPECT_FALSE(fs::exists(dir_ + "/f"));
+
+  fs::create_directories(dir_ + "/t/a/b/c");
+  { std::ofstream(dir_ + "/t/a/b/c/deep") << "d"; }
+  { std::ofstream(dir_ + "/t/top") << "t"; }
+  ASSERT_EQ(::mkfifo((dir_ + "/t/a/fifo").c_str(), 0600), 0);
+  Status st = Remove(dir_ + "/t/");  // a trailing slash names the same directory
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_FALSE(fs::exists(dir_ + "/t"));
+  EXPECT_TRUE(Names().empty());
+}
+
+TEST_F(FilesTest, RemoveNeverFollowsSymlinks) {
+  const std::string outside = dir_ + "/outside";
+  fs::create_directories(outside + "/sub");
+  { std::ofstream(outside + "/keep") << "keep"; }
+  { std::ofstream(outside + "/sub/keep") << "keep"; }
+  fs::create_directories(dir_ + "/tree/inner");
+  fs::create_directory_symlink(outside, dir_ + "/tree/link-to-dir");
+  fs::create_directory_symlink(outside, dir_ + "/tree/inner/deeper-link");
+  fs::create_symlink(outside + "/keep", dir_ + "/tree/link-to-file");
+  ASSERT_TRUE(Remove(dir_ + "/tree").ok());
+  EXPECT_FALSE(fs::exists(dir_ + "/tree"));
+  EXPECT_EQ(Read(outside + "/keep"), "keep");
+  EXPECT_EQ(Read(outside + "/sub/keep"), "keep");
+
+  // A symlink as the path itself is removed, and its target stays.
+  fs::create_directory_symlink(outside, dir_ + "/top-link");
+  ASSERT_TRUE(Remove(dir_ + "/top-link").ok());
+  EXPECT_FALSE(fs::is_symlink(dir_ + "/top-link"));
+  EXPECT_EQ(Read(outside + "/sub/keep"), "keep");
+}
+
+TEST_F(FilesTest, RemoveRefusesRootEmptyAndDotsAndReportsMissing) {
+  for (const char* bad : {"", "/", "//", "///"}) {
+    Status st = Remove(bad);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << "\"" << bad << "\": " << st.ToString();
+  }
+  EXPECT_NE(Remove("/").message().find("root directory"), std::string::npos);
+  fs::create_directory(dir_ + "/d");
+  EXPECT_EQ(Remove(dir_ + "/d/.").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Remove(dir_ + "/d/..").code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(fs::exists(dir_ + "/d"));
+  Status missing = Remove(dir_ + "/missing");
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound) << missing.ToString();
+  EXPECT_NE(missing.message().find(dir_ + "/missing"), std::string::npos) << missing.ToString();
+  EXPECT_EQ(Remove(dir_ + "/no/such/parent").code(), StatusCode::kNotFound);
+  EXPECT_EQ(ErrorCodeName(missing), "not_found");
+}
+
+TEST_F(FilesTest, RemoveStopsAtAMountPointInsideTheTree) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs inside the tree needs root";
+  fs::create_directories(dir_ + "/m/mnt");
+  if (::system(("mount -t tmpfs none '" + dir_ + "/m/mnt' 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  }
+  { std::ofstream(dir_ + "/m/mnt/inside") << "i"; }
+  Status st = Remove(dir_ + "/m");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("mount point"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(fs::exists(dir_ + "/m/mnt/inside"));
+  EXPECT_EQ(::system(("umount '" + dir_ + "/m/mnt'").c_str()), 0);
+}
+
 TEST(ErrorCodeName, IsTheProtocolsName) {
   EXPECT_EQ(ErrorCodeName(NotFound("x")), "not_found");
   EXPECT_EQ(ErrorCodeName(InvalidArgument("x")), "invalid_argument");

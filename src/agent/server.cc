@@ -319,6 +319,10 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
     Status st = agent::MakeDir(mkdir->path, mkdir->mode, mkdir->parents);
     return st.ok() ? SendEvent(stream, m::Done{}) : SendError(stream, st);
   }
+  if (auto* remove = std::get_if<m::Remove>(&*decoded)) {
+    Status st = agent::Remove(remove->path);
+    return st.ok() ? SendEvent(stream, m::Done{}) : SendError(stream, st);
+  }
   SendError(stream, InvalidArgument("unknown op \"" + *op + "\""));
 }
 

@@ -352,6 +352,12 @@ Status AgentClient::MakeDir(const std::string& box_path, uint32_t mode) {
       .WithContext("mkdir " + box_path);
 }
 
+Status AgentClient::Remove(const std::string& box_path) {
+  return impl_
+      ->Call(msg::Remove{box_path}, ExpectDone("remove"), IdleWait(impl_->idle()), nullptr)
+      .WithContext("remove " + box_path);
+}
+
 Status AgentClient::Shutdown(std::chrono::milliseconds wait) {
   return impl_
       ->Call(msg::Shutdown{}, ExpectDone("shutdown"), DeadlineWait(Clock::now() + wait), nullptr)

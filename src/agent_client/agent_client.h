@@ -92,6 +92,9 @@ class AgentClient {
                                           size_t max_entries = kDefaultListEntries,
                                           uint64_t max_bytes = kDefaultListBytes);
   Status MakeDir(const std::string& box_path, uint32_t mode = 0755);
+  // Removes a box file, or a directory with everything in it (the agent never follows a
+  // symlink); kNotFound when absent.
+  Status Remove(const std::string& box_path);
   // Asks the agent to end every process and exit; waits for its answer up to `wait`.
   Status Shutdown(std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
 

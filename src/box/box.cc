@@ -35,6 +35,31 @@ std::string ResolveBoxPath(const std::string& workdir, const std::string& path) 
   return workdir + "/" + path;
 }
 
+// A path the file calls accept: not empty, no NUL (the agent's system calls would cut it).
+Status CheckBoxPath(const std::string& path, const char* what) {
+  if (path.empty()) {
+    return InvalidArgument(std::string(what) + ": the box path is empty (\".\" is the workdir)");
+  }
+  if (path.find('\0') != std::string::npos) {
+    return InvalidArgument(std::string(what) + ": the box path contains a NUL byte");
+  }
+  return Status::Ok();
+}
+
+// `path` under the workdir without "." components and doubled or trailing slashes: the
+// directory as ListDir names it in its entries' paths ("." is the workdir itself).
+std::string CleanBoxPath(const std::string& workdir, const std::string& path) {
+  std::string resolved = ResolveBoxPath(workdir, path), clean;
+  size_t start = 0;
+  while (start <= resolved.size()) {
+    size_t end = std::min(resolved.find('/', start), resolved.size());
+    std::string_view part(resolved.data() + start, end - start);
+    if (!part.empty() && part != ".") clean.append("/").append(part);
+    start = end + 1;
+  }
+  return clean.empty() ? "/" : clean;
+}
+
 }  // namespace
 
 class Box::Impl {
@@ -132,6 +157,44 @@ class Box::Impl {
     }
     std::string from = ResolveBoxPath(options_.workdir, box_path);
     return Explain(box::CopyBoxToHost(*agent_, from, host_path, resolved), "");
+  }
+
+  Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) {
+    RETURN_IF_ERROR(CheckBoxPath(box_path, "write file"));
+    RETURN_IF_ERROR(CheckUsable());
+    return Explain(agent_->WriteFile(ResolveBoxPath(options_.workdir, box_path), data, mode), "");
+  }
+
+  StatusOr<std::string> ReadFile(const std::string& box_path, uint64_t max_bytes) {
+    RETURN_IF_ERROR(CheckBoxPath(box_path, "read file"));
+    RETURN_IF_ERROR(CheckUsable());
+    // The box cannot hold a file larger than its scratch disk.
+    if (max_bytes == 0) max_bytes = std::max<uint64_t>(options_.disk_mib, 1) << 20;
+    auto data = agent_->ReadFile(ResolveBoxPath(options_.workdir, box_path), max_bytes);
+    if (!data.ok()) return Explain(data.status(), "");
+    return data;
+  }
+
+  StatusOr<std::vector<FileEntry>> ListDir(const std::string& box_path) {
+    RETURN_IF_ERROR(CheckBoxPath(box_path, "list dir"));
+    RETURN_IF_ERROR(CheckUsable());
+    std::string dir = CleanBoxPath(options_.workdir, box_path);
+    auto listing = agent_->ListDir(dir);
+    if (!listing.ok()) return Explain(listing.status(), "");
+    std::vector<FileEntry> entries;
+    entries.reserve(listing->size());
+    for (protocol::DirEntry& e : *listing) {
+      std::string path = (dir == "/" ? "" : dir) + "/" + e.name;
+      entries.push_back({std::move(e.name), std::move(path), std::move(e.type), e.size, e.mode});
+    }
+    return entries;
+  }
+
+  Status Remove(const std::string& box_path) {
+    RETURN_IF_ERROR(CheckBoxPath(box_path, "remove"));
+    RETURN_IF_ERROR(CheckUsable());
+    // Not cleaned: "." and ".." stay as given, and the agent refuses them.
+    return Explain(agent_->Remove(ResolveBoxPath(options_.workdir, box_path)), "");
   }
 
   Status Destroy() {
@@ -345,6 +408,20 @@ Status Box::CopyOut(const std::string& box_path, const std::string& host_path,
                     const CopyOutOptions& options) {
   return impl_->CopyOut(box_path, host_path, options);
 }
+
+Status Box::WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) {
+  return impl_->WriteFile(box_path, data, mode);
+}
+
+StatusOr<std::string> Box::ReadFile(const std::string& box_path, uint64_t max_bytes) {
+  return impl_->ReadFile(box_path, max_bytes);
+}
+
+StatusOr<std::vector<FileEntry>> Box::ListDir(const std::string& box_path) {
+  return impl_->ListDir(box_path);
+}
+
+Status Box::Remove(const std::string& box_path) { return impl_->Remove(box_path); }
 
 const BoxInfo& Box::info() const { return impl_->info(); }
 Status Box::Destroy() { return impl_->Destroy(); }

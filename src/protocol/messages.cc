@@ -188,8 +188,9 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 }  // namespace
 
 std::string_view RequestName(const Request& request) {
-  static constexpr std::string_view kNames[] = {"exec",  "write_file", "read_file", "list_dir",
-                                                "mkdir", "kill",       "shutdown",  "cancel"};
+  static constexpr std::string_view kNames[] = {"exec",     "write_file", "read_file",
+                                                "list_dir", "mkdir",      "kill",
+                                                "shutdown", "cancel",     "remove"};
   return kNames[request.index()];
 }
 
@@ -255,6 +256,9 @@ std::string EncodeRequest(const Request& request) {
           [](const Cancel& c) {
             return Json{{"op", "cancel"}, {"target", c.target}};
           },
+          [](const Remove& r) {
+            return Json{{"op", "remove"}, {"path", r.path}};
+          },
       },
       request);
   return DumpControl(j);
@@ -272,6 +276,7 @@ StatusOr<Request> DecodeRequest(const Json& m) {
   if (op == "mkdir") return DecodePathMode<MakeDir>(m, "mkdir request", 0755);
   if (op == "read_file") return DecodePath<ReadFile>(m, "read_file request");
   if (op == "list_dir") return DecodePath<ListDir>(m, "list_dir request");
+  if (op == "remove") return DecodePath<Remove>(m, "remove request");
   if (op == "kill") {
     Reader r(m, "kill request");
     Kill k;

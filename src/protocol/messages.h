@@ -81,7 +81,12 @@ struct Shutdown {};
 struct Cancel {
   uint32_t target = 0;
 };
-using Request = std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel>;
+// Removes a file, or a directory with everything in it, never following a symlink.
+struct Remove {
+  std::string path;
+};
+using Request =
+    std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel, Remove>;
 
 // Events.
 struct Exit {

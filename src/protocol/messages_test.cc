@@ -55,6 +55,8 @@ TEST(MessagesTest, EveryRequestRoundTrips) {
   EXPECT_EQ(k.target, 5u);
   EXPECT_EQ(k.signal, 0);
   RoundTripRequest(Shutdown{});
+  EXPECT_EQ(RoundTripRequest(Remove{"/work/tree"}).path, "/work/tree");
+  EXPECT_EQ(RequestName(Request(Remove{"/x"})), "remove");
 }
 
 TEST(MessagesTest, EveryEventRoundTrips) {
@@ -147,6 +149,9 @@ TEST(MessagesTest, RequestDefaultsAndErrors) {
   EXPECT_FALSE(DecodeRequestPayload(R"({"op":"kill","target":0})").ok());
   EXPECT_FALSE(DecodeRequestPayload(R"({"op":"kill","target":1,"signal":99})").ok());
   EXPECT_FALSE(DecodeRequestPayload(R"({"op":"frobnicate"})").ok());
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"remove"})").ok()) << "a path is required";
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"remove","path":7})").ok());
+  EXPECT_FALSE(DecodeRequestPayload(R"({"op":"remove","path":"/x","recursive":true})").ok());
 }
 
 TEST(MessagesTest, DeepNestingIsAnErrorNotACrash) {

@@ -55,6 +55,21 @@ TEST(BoxVmTest, RunsPythonUnderItsOwnKernelWithFilesInAndOut) {
   ASSERT_TRUE(box->CopyOut("out.txt", out).ok());
   EXPECT_EQ(*base::ReadFile(out), "42");
 
+  // The in-memory file calls, over virtio-serial.
+  std::string all;
+  for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
+  ASSERT_TRUE(box->WriteFile("mem/all.bin", all).ok());
+  auto back = box->ReadFile("mem/all.bin");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, all);
+  auto listing = box->ListDir("mem");
+  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  ASSERT_EQ(listing->size(), 1u);
+  EXPECT_EQ((*listing)[0].path, "/work/mem/all.bin");
+  EXPECT_EQ((*listing)[0].size, 256u);
+  ASSERT_TRUE(box->Remove("mem").ok());
+  EXPECT_EQ(box->ReadFile("mem/all.bin").status().code(), StatusCode::kNotFound);
+
   ExecOptions quick;
   quick.timeout = std::chrono::seconds(2);
   auto slow = box->Exec({"sleep", "30"}, quick);
