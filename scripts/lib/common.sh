@@ -16,6 +16,8 @@ PACKAGES=(
   erofs-utils qemu-system-x86 cpio kmod # vm driver
   bubblewrap hyperfine                  # benchmark baselines
   ccache                                # the release, package, sanitizer and wheel builds share objects
+  libedit-dev                           # codebox repl: line editing and history (BSD licence)
+  tmux                                  # tests/cli: codebox repl driven in a real terminal
 )
 
 # The same sources are compiled for several builds (release, package, the add_subdirectory

@@ -19,8 +19,8 @@ StatusOr<std::string> Base64Decode(std::string_view text) {
   std::string out;
   out.reserve(text.size() / 4 * 3);
   uint32_t bits = 0;
-  int count = 0;     // sextets in the current group of four
-  int padding = 0;   // '=' seen; only more padding and whitespace may follow
+  int count = 0;    // sextets in the current group of four
+  int padding = 0;  // '=' seen; only more padding and whitespace may follow
   for (size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;

@@ -10,30 +10,30 @@ namespace {
 // (`if x: y`), after which the interactive interpreter still waits for an empty line.
 // `match` and `case` are soft keywords (`match = 1` is an assignment): they count by their
 // trailing colon only.
-constexpr std::string_view kBlockKeywords[] = {"if",  "elif",    "else",    "for",   "while",
-                                               "def", "class",   "with",    "try",   "except",
-                                               "finally", "async"};
+constexpr std::string_view kBlockKeywords[] = {"if",    "elif",   "else",    "for",
+                                               "while", "def",    "class",   "with",
+                                               "try",   "except", "finally", "async"};
 
 bool IsWordChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || static_cast<unsigned char>(c) >= 0x80;
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;
 }
 
 struct Scan {
-  int depth = 0;              // open brackets
-  bool open_triple = false;   // inside a """ or ''' string
-  bool open_string = false;   // inside a '...' string continued by a backslash-newline
+  int depth = 0;                // open brackets
+  bool open_triple = false;     // inside a """ or ''' string
+  bool open_string = false;     // inside a '...' string continued by a backslash-newline
   bool line_continues = false;  // the last line ends in a backslash outside any string
-  bool block = false;         // a compound statement or decorator was seen
-  bool broken = false;        // an error no further line can mend
+  bool block = false;           // a compound statement or decorator was seen
+  bool broken = false;          // an error no further line can mend
 };
 
 Scan ScanCell(std::string_view s) {
   Scan st;
-  char quote = 0;           // the quote character of the string we are in, or 0
+  char quote = 0;  // the quote character of the string we are in, or 0
   bool triple = false;
-  bool line_start = true;   // only whitespace so far on this logical line
-  char last = 0;            // last significant character of this logical line
+  bool line_start = true;  // only whitespace so far on this logical line
+  char last = 0;           // last significant character of this logical line
   auto end_logical_line = [&] {
     if (last == ':') st.block = true;
     last = 0;

@@ -34,7 +34,7 @@ TEST(NeedsMoreInputTest, OpenBracketsContinue) {
   EXPECT_FALSE(NeedsMoreInput("f(a,\n  (b,\n c))"));
   // A blank line inside brackets does not end the cell.
   EXPECT_TRUE(NeedsMoreInput("x = {\n"));
-  EXPECT_FALSE(NeedsMoreInput("x = '('"));  // brackets in strings do not count
+  EXPECT_FALSE(NeedsMoreInput("x = '('"));     // brackets in strings do not count
   EXPECT_FALSE(NeedsMoreInput("x = 1  # ("));  // nor in comments
 }
 
@@ -50,12 +50,12 @@ TEST(NeedsMoreInputTest, TripleQuotedStringsContinue) {
   EXPECT_TRUE(NeedsMoreInput("s = '''hello\n\n"));  // blank lines belong to the string
   EXPECT_FALSE(NeedsMoreInput("s = '''hello\n'''"));
   EXPECT_TRUE(NeedsMoreInput("s = '''it's \"quoted\" '' still open"));
-  EXPECT_FALSE(NeedsMoreInput("s = r'\\''"));    // an escaped quote does not end it
+  EXPECT_FALSE(NeedsMoreInput("s = r'\\''"));  // an escaped quote does not end it
   EXPECT_FALSE(NeedsMoreInput("s = \"#\" + ':'"));
 }
 
 TEST(NeedsMoreInputTest, HopelessErrorsGoToTheKernel) {
-  EXPECT_FALSE(NeedsMoreInput("x = 'abc"));        // unterminated string
+  EXPECT_FALSE(NeedsMoreInput("x = 'abc"));         // unterminated string
   EXPECT_FALSE(NeedsMoreInput("x = 'abc\ny = ("));  // ... even with an open bracket after it
   EXPECT_FALSE(NeedsMoreInput("x = 1)"));           // a stray closing bracket
 }

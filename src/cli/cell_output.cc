@@ -79,8 +79,8 @@ StatusOr<std::string> ImageFiles::Save(int cell, int index, const std::string& m
   const std::string ext = "." + std::string(ExtensionOf(mime));
   for (int attempt = 1; attempt <= 100; ++attempt) {
     std::string path = stem + (attempt == 1 ? "" : "_" + std::to_string(attempt)) + ext;
-    base::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                             0644));
+    base::UniqueFd fd(
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!fd.valid()) {
       if (errno == EEXIST) continue;
       return base::ErrnoStatus("create " + path);

@@ -58,7 +58,7 @@ struct CellSinks {
 
 // How a cell ended, beyond the Execution: said after its output.
 struct CellEnd {
-  bool interrupted_by_user = false;  // Ctrl-C (Box::InterruptCode), not a timeout
+  bool interrupted_by_user = false;      // Ctrl-C (Box::InterruptCode), not a timeout
   std::chrono::milliseconds timeout{0};  // the cell's limit, for the "timed out" line
   uint64_t output_limit_bytes = 0;
 };

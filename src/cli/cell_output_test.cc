@@ -49,8 +49,8 @@ class CellPrinterTest : public ::testing::Test {
   CellPrinter Printer(bool save_images = true) {
     CellSinks sinks{[this](std::string_view t) { out_ += t; },
                     [this](std::string_view t) { err_ += t; }};
-    return CellPrinter(sinks, save_images ? std::optional<ImageFiles>(ImageFiles(dir_))
-                                          : std::nullopt);
+    return CellPrinter(sinks,
+                       save_images ? std::optional<ImageFiles>(ImageFiles(dir_)) : std::nullopt);
   }
 
   std::string dir_, out_, err_;
@@ -152,7 +152,8 @@ TEST_F(CellPrinterTest, SaysWhyACellEnded) {
   err_.clear();
   Execution restarted;
   restarted.kernel_restarted = restarted.out_of_memory = true;
-  restarted.error = CellError{"KernelRestarted", "kernel restarted: state lost (out of memory)", ""};
+  restarted.error =
+      CellError{"KernelRestarted", "kernel restarted: state lost (out of memory)", ""};
   restarted.output_truncated = true;
   p.End(restarted, {.output_limit_bytes = 1 << 20});
   EXPECT_EQ(err_,

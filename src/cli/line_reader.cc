@@ -273,8 +273,7 @@ void InterruptRelay::CellThread() {
   }
 }
 
-std::unique_ptr<LineReader> LineReader::Create(const std::string& history_path,
-                                               int interrupt_fd) {
+std::unique_ptr<LineReader> LineReader::Create(const std::string& history_path, int interrupt_fd) {
   if (::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO)) {
     return std::make_unique<EditLineReader>(history_path, interrupt_fd);
   }
