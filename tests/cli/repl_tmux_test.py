@@ -6,6 +6,7 @@ usage: repl_tmux_test.py PATH/TO/codebox   (exit 77 = skipped, with the reason p
 """
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,9 +31,14 @@ class Terminal:
 
     def __init__(self, name, env, *args):
         self.name = name
-        command = ["env", *[f"{k}={v}" for k, v in env.items()], CODEBOX, "repl", *args]
-        tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "50", *command)
-        self.pid = int(tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip())
+        # A shell in the pane says the exit status: tmux does not always reap a process
+        # whose pane closed (its SIGCHLD may be blocked where ctest started it).
+        command = " ".join(shlex.quote(a) for a in
+                           ["env", *[f"{k}={v}" for k, v in env.items()], CODEBOX, "repl", *args])
+        tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "50",
+             f"{command}; echo repl-exit-status=$?; sleep 600")
+        shell = int(tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip())
+        self.pid = child_of(shell)
 
     def screen(self):
         # -J joins wrapped lines; -S - includes everything that scrolled off.
@@ -59,15 +65,31 @@ class Terminal:
                                      f"the screen:\n{screen}")
             time.sleep(0.1)
 
+    def wait_at_prompt(self, pattern, timeout=WAIT):
+        """Waits for `pattern` followed by a fresh prompt, and a moment more: a Ctrl-D typed
+        while the terminal is still in cooked mode (the cell's end) is the tty's EOF, which
+        never reaches the line editor."""
+        self.wait_for(pattern + r"\n>>> ?$", timeout)
+        time.sleep(0.5)
+
     def wait_exit(self, timeout=WAIT):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            dead, status = tmux("display-message", "-p", "-t", self.name,
-                                "#{pane_dead} #{pane_dead_status}").split()
-            if dead == "1":
-                return int(status)
-            time.sleep(0.1)
-        raise AssertionError(f"{self.name}: the repl did not end; the screen:\n{self.screen()}")
+        """The repl's exit status (128+N: killed by signal N)."""
+        return int(self.wait_for(r"^repl-exit-status=(\d+)$", timeout).group(1))
+
+
+def child_of(pid, timeout=10):
+    """The first child process of `pid`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if entry.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        return int(entry)
+            except (OSError, ValueError, IndexError):
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"the shell {pid} in the tmux pane started nothing")
 
 
 def check_no_box_left(term, jails):
@@ -136,7 +158,7 @@ def first_session(state, out):
 
     # The last line before leaving, for the history check.
     t.type("print('hist' + 'ory', 7)")
-    t.wait_for(r"^history 7$")
+    t.wait_at_prompt(r"^history 7$")
     t.keys("C-d")
     status = t.wait_exit()
     assert status == 0, f"exit status {status}:\n{t.screen()}"
@@ -166,7 +188,6 @@ def main():
     work = tempfile.mkdtemp(prefix="repl_tmux_test.")
     state, out = os.path.join(work, "state"), os.path.join(work, "out")
     tmux("new-session", "-d", "-s", "keep", "sleep 600")  # holds the server while panes come and go
-    tmux("set-option", "-g", "remain-on-exit", "on")
     try:
         first_session(state, out)
         history = os.path.join(state, "codebox", "repl_history")
