@@ -18,6 +18,8 @@ PACKAGES=(
   ccache                                # the release, package, sanitizer and wheel builds share objects
   libedit-dev                           # codebox repl: line editing and history (BSD licence)
   tmux                                  # tests/cli: codebox repl driven in a real terminal
+  zlib1g-dev                            # box_kernel_data_test decodes the PNGs charts give
+  python3-ipython                       # bench_kernel: the host baselines (import IPython, run_cell)
 )
 
 # The same sources are compiled for several builds (release, package, the add_subdirectory
