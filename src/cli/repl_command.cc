@@ -154,9 +154,12 @@ StatusOr<std::string> StartKernel(Box* box) {
   // Starting the kernel may take longer than a short --timeout allows a cell.
   RunCodeOptions options;
   options.timeout = std::chrono::seconds(120);
-  ASSIGN_OR_RETURN(Execution e, box->RunCode("import sys, IPython\n"
+  // IPython.core.release, not IPython.__version__: the kernel loads the IPython package itself
+  // lazily (its __init__ costs a second).
+  ASSIGN_OR_RETURN(Execution e, box->RunCode("import sys\n"
+                                             "from IPython.core import release\n"
                                              "print('Python', sys.version.split()[0] + ',',"
-                                             " 'IPython', IPython.__version__, end='')",
+                                             " 'IPython', release.version, end='')",
                                              options));
   if (e.error) {
     return Internal("the session's first cell failed: " + e.error->name + ": " + e.error->value);
