@@ -132,6 +132,7 @@ class Repl {
     auto execution = box_->RunCode(code, printer_.Streaming());
     relay_->SetCellRunning(false);
     const bool interrupted = relay_->TakeCellInterrupted();
+    if (interrupted && ::isatty(STDERR_FILENO)) Write(stderr, "\n");  // past the tty's "^C"
     if (!execution.ok()) {
       PrintError("repl", execution.status());
       return false;
