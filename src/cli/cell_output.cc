@@ -65,18 +65,10 @@ std::optional<std::string> PngDimensions(std::string_view png) {
   return std::to_string(be32(16)) + "x" + std::to_string(be32(20));
 }
 
-StatusOr<std::string> ImageFiles::Save(int cell, int index, const std::string& mime,
-                                       const std::string& value) {
-  std::string bytes;
-  if (mime == "image/svg+xml") {
-    bytes = value;
-  } else {
-    auto decoded = base::Base64Decode(value);
-    if (!decoded.ok()) return InvalidArgument("the box sent invalid " + decoded.status().message());
-    bytes = std::move(*decoded);
-  }
+StatusOr<std::string> ImageFiles::Save(int cell, int index, std::string_view extension,
+                                       std::string_view bytes) {
   const std::string stem = dir_ + "/out-" + std::to_string(cell) + "-" + std::to_string(index);
-  const std::string ext = "." + std::string(ExtensionOf(mime));
+  const std::string ext = "." + std::string(extension);
   for (int attempt = 1; attempt <= 100; ++attempt) {
     std::string path = stem + (attempt == 1 ? "" : "_" + std::to_string(attempt)) + ext;
     base::UniqueFd fd(
@@ -109,6 +101,7 @@ void CellPrinter::Begin(int cell) {
   std::lock_guard lock(mu_);
   cell_ = cell;
   images_in_cell_ = 0;
+  images_dropped_ = 0;
   results_shown_ = 0;
 }
 
@@ -160,6 +153,10 @@ void CellPrinter::End(const Execution& e, const CellEnd& how) {
     Note(std::string("timed out after ") + secs +
          " s and interrupted; the session's variables are kept (--timeout to change)");
   }
+  if (images_dropped_ > 0) {
+    Note(std::to_string(images_dropped_) + " more images of this cell were not saved: at most " +
+         std::to_string(kMaxImagesPerCell) + " per cell");
+  }
   if (e.output_truncated) {
     Note("output truncated: the cell passed the " + base::FormatSize(how.output_limit_bytes) +
          " output limit (--output-limit to change)");
@@ -170,18 +167,28 @@ void CellPrinter::PrintResult(const CellResult& r) {
   for (const char* mime : kImageMimes) {
     const std::string* value = r.Get(mime);
     if (value == nullptr) continue;
+    if (images_in_cell_ >= kMaxImagesPerCell) {
+      ++images_dropped_;
+      return;
+    }
+    ++images_in_cell_;
     FreshLine();
     std::string what = mime;
-    if (std::string_view(mime) == "image/png") {
-      if (auto png = base::Base64Decode(*value); png.ok()) {
-        if (auto size = PngDimensions(*png)) what += " " + *size;
-      }
+    StatusOr<std::string> bytes = *value;  // SVG is text; PNG and JPEG come as base64
+    if (what != "image/svg+xml") bytes = base::Base64Decode(*value);
+    if (!bytes.ok()) {
+      Out("[" + what + " not saved: the box sent invalid " + Safe(bytes.status().message()) +
+          "]\n");
+      return;
+    }
+    if (auto size = what == "image/png" ? PngDimensions(*bytes) : std::nullopt) {
+      what += " " + *size;
     }
     if (!images_) {
       Out("[" + what + ": not saved; give --out DIR to save images]\n");
       return;
     }
-    auto path = images_->Save(cell_, ++images_in_cell_, mime, *value);
+    auto path = images_->Save(cell_, images_in_cell_, ExtensionOf(mime), *bytes);
     Out(path.ok() ? "[" + what + " saved to " + Safe(*path) + "]\n"
                   : "[" + what + " not saved: " + Safe(path.status().message()) + "]\n");
     return;

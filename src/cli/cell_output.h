@@ -38,9 +38,9 @@ std::optional<std::string> PngDimensions(std::string_view png);
 class ImageFiles {
  public:
   explicit ImageFiles(std::string dir) : dir_(std::move(dir)) {}
-  // The file for `mime`'s value (base64 for PNG and JPEG, text for SVG), or why it was not saved.
-  StatusOr<std::string> Save(int cell, int index, const std::string& mime,
-                             const std::string& value);
+  // The file `bytes` were written to, or why they were not.
+  StatusOr<std::string> Save(int cell, int index, std::string_view extension,
+                             std::string_view bytes);
   const std::string& dir() const { return dir_; }
 
  private:
@@ -49,6 +49,9 @@ class ImageFiles {
 
 // The image MIME types a result may carry that are saved to files, best first.
 inline constexpr const char* kImageMimes[] = {"image/png", "image/jpeg", "image/svg+xml"};
+// Past this many images in one cell the rest are counted, not saved: a cell cannot fill the
+// disk with small files.
+inline constexpr int kMaxImagesPerCell = 100;
 
 // Where a CellPrinter writes: the terminal's stdout and stderr in the CLI, strings in tests.
 struct CellSinks {
@@ -91,6 +94,7 @@ class CellPrinter {
   std::mutex mu_;
   int cell_ = 0;
   int images_in_cell_ = 0;
+  int images_dropped_ = 0;
   size_t results_shown_ = 0;  // results of this cell printed while it ran (all but the main)
   SafeTextStream out_stream_, err_stream_;
   bool at_line_start_ = true;  // of the terminal, which both sinks share

@@ -116,6 +116,19 @@ TEST_F(CellPrinterTest, BadImageDataIsReportedNotSaved) {
   EXPECT_TRUE(std::filesystem::is_empty(dir_));
 }
 
+TEST_F(CellPrinterTest, SavesAtMostAHundredImagesPerCell) {
+  CellPrinter p = Printer();
+  p.Begin(1);
+  for (int i = 0; i < kMaxImagesPerCell + 5; ++i) p.OnResult(Result({{"image/png", kPngBase64}}));
+  p.End(Execution{}, {});
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/out-1-100.png"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out-1-101.png"));
+  EXPECT_EQ(err_, "[5 more images of this cell were not saved: at most 100 per cell]\n");
+  p.Begin(2);  // the count is per cell
+  p.OnResult(Result({{"image/png", kPngBase64}}));
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/out-2-1.png"));
+}
+
 TEST_F(CellPrinterTest, WithoutAnOutputDirImagesAreDescribed) {
   CellPrinter p = Printer(/*save_images=*/false);
   p.Begin(1);
