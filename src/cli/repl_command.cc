@@ -67,7 +67,7 @@ StatusOr<std::optional<ReplFlags>> ParseFlags(const std::vector<std::string>& ar
     } else if (a.starts_with("-")) {
       return InvalidArgument("unknown option " + a + BoxFlagHint(a) + " (see codebox repl --help)");
     } else {
-      return InvalidArgument("codebox repl takes no arguments, got '" + a +
+      return InvalidArgument("no arguments are taken, got '" + a +
                              "' (to run files: codebox run --session FILE...)");
     }
   }

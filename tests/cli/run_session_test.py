@@ -13,6 +13,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_test_util import require_box  # noqa: E402
 
 CODEBOX = os.path.abspath(sys.argv[1])
+PNG_1X1 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
+           "RU5ErkJggg==")
 
 
 def run_session(*files):
@@ -47,6 +49,17 @@ def main():
         assert "ZeroDivisionError" in r.stderr, r.stderr
         assert "fail.py (cell 2 of 3) raised ZeroDivisionError; the 1 after it did not run" \
             in r.stderr, r.stderr
+
+        # Images go to --out under names the host picks; the path is printed.
+        out = os.path.join(work, "out")
+        image = file("image.py", "import base64\nfrom IPython.display import Image, display\n"
+                     f"display(Image(data=base64.b64decode('{PNG_1X1}')))\n")
+        r = run_session("--out", out, image)
+        assert r.returncode == 0, f"exit {r.returncode}: {r.stderr}"
+        saved = os.path.join(out, "out-1-1.png")
+        assert r.stdout == f"[image/png 1x1 saved to {saved}]\n", repr(r.stdout)
+        with open(saved, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n", f"{saved} is not a PNG"
 
         # A missing file is found before any box starts.
         r = run_session(load, os.path.join(work, "missing.py"))
