@@ -110,6 +110,7 @@ class EditLineReader : public LineReader {
       : history_path_(history_path), interrupt_fd_(interrupt_fd) {
     el_ = el_init("codebox", stdin, stdout, stderr);
     history_ = history_init();
+    if (el_ == nullptr || history_ == nullptr) return;  // ok() says so
     HistEvent ev;
     history(history_, &ev, H_SETSIZE, kReplHistoryLines);
     history(history_, &ev, H_SETUNIQUE, 1);
@@ -135,9 +136,11 @@ class EditLineReader : public LineReader {
     }
   }
   ~EditLineReader() override {
-    el_end(el_);
-    history_end(history_);
+    if (el_ != nullptr) el_end(el_);
+    if (history_ != nullptr) history_end(history_);
   }
+
+  bool ok() const { return el_ != nullptr && history_ != nullptr; }
 
   Event Read(const std::string& prompt, std::string* line) override {
     prompt_ = prompt;
@@ -275,7 +278,8 @@ void InterruptRelay::CellThread() {
 
 std::unique_ptr<LineReader> LineReader::Create(const std::string& history_path, int interrupt_fd) {
   if (::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO)) {
-    return std::make_unique<EditLineReader>(history_path, interrupt_fd);
+    auto editor = std::make_unique<EditLineReader>(history_path, interrupt_fd);
+    if (editor->ok()) return editor;
   }
   return std::make_unique<PlainReader>(interrupt_fd);
 }
