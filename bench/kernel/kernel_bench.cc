@@ -66,12 +66,14 @@ double HostRunCellMs(int cells) {
       "shell = InteractiveShell.instance(config=c)\n"
       "for _ in range(20): shell.run_cell(\"1+1\", store_history=True)\n"
       "samples = []\n"
-      "for _ in range(" + std::to_string(cells) + "):\n"
+      "for _ in range(" +
+      std::to_string(cells) +
+      "):\n"
       "    t = time.perf_counter(); shell.run_cell(\"1+1\", store_history=True)\n"
       "    samples.append(time.perf_counter() - t)\n"
       "print(\"%.4f\" % (statistics.median(samples) * 1e3), file=out)\n";
-  std::string command = "IPYTHONDIR=/tmp/.kernel-bench-ipython /usr/bin/python3 -c '" + script +
-                        "'";
+  std::string command =
+      "IPYTHONDIR=/tmp/.kernel-bench-ipython /usr/bin/python3 -c '" + script + "'";
   FILE* p = ::popen(command.c_str(), "r");
   if (p == nullptr) return -1;
   char buf[64] = {};
@@ -97,8 +99,10 @@ int Fail(const std::string& what) {
 int main(int argc, char** argv) {
   int cells = 500, starts = 15;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--cells") == 0) cells = std::max(1, std::min(100000, std::atoi(argv[i + 1])));
-    if (std::strcmp(argv[i], "--starts") == 0) starts = std::max(1, std::min(1000, std::atoi(argv[i + 1])));
+    if (std::strcmp(argv[i], "--cells") == 0)
+      cells = std::max(1, std::min(100000, std::atoi(argv[i + 1])));
+    if (std::strcmp(argv[i], "--starts") == 0)
+      starts = std::max(1, std::min(1000, std::atoi(argv[i + 1])));
   }
 
   // 1. Warm-session round trip against IPython's own run_cell.
@@ -140,12 +144,13 @@ int main(int argc, char** argv) {
     ready.push_back(Ms(t2 - t0));
     b->reset();  // destroying is not part of the start
     auto t3 = Clock::now();
-    if (!Spawn({"/usr/bin/python3", "-c", "import IPython"})) return Fail("python3 -c 'import IPython' failed on the host");
+    if (!Spawn({"/usr/bin/python3", "-c", "import IPython"}))
+      return Fail("python3 -c 'import IPython' failed on the host");
     import.push_back(Ms(Clock::now() - t3));
   }
   double r = Percentile(ready, 0.5), imp = Percentile(import, 0.5);
-  std::printf("  box start to kernel ready (first cell)    %8.1f   (of which Box::Create %.1f)\n", r,
-              Percentile(create, 0.5));
+  std::printf("  box start to kernel ready (first cell)    %8.1f   (of which Box::Create %.1f)\n",
+              r, Percentile(create, 0.5));
   std::printf("  host python3 -c 'import IPython'          %8.1f\n", imp);
   std::printf("  ratio                                     %8.2fx  (target <= 1.3x)\n", r / imp);
   return 0;

@@ -25,7 +25,8 @@ enum class StatusCode {
   kPermissionDenied,
   kLimitExceeded,      // a host-side limit on what a box sends was reached (file, listing size)
   kInternal,           // a bug of ours
-  kFailedPrecondition,  // the box cannot do this as it is (an image without IPython for RunCode)
+  // The box cannot do this as it is (RunCode in an image without IPython).
+  kFailedPrecondition,
 };
 
 std::string_view StatusCodeName(StatusCode code);

@@ -149,7 +149,10 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
 
 RunningExec::RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
                          std::chrono::milliseconds timeout, std::shared_ptr<State> state)
-    : client_(client), stream_(stream), what_(std::move(what)), timeout_(timeout),
+    : client_(client),
+      stream_(stream),
+      what_(std::move(what)),
+      timeout_(timeout),
       state_(std::move(state)) {}
 
 RunningExec::~RunningExec() {

@@ -12,9 +12,10 @@ namespace {
 using protocol::Json;
 
 constexpr std::array<std::string_view, 10> kKnownMimes = {
-    "text/plain", "text/html",        "text/markdown",   "text/latex",
-    "image/png",  "image/jpeg",       "image/svg+xml",   "application/json",
-    "application/javascript",         "application/pdf"};
+    "text/plain",     "text/html",        "text/markdown",
+    "text/latex",     "image/png",        "image/jpeg",
+    "image/svg+xml",  "application/json", "application/javascript",
+    "application/pdf"};
 
 bool IsBinaryMime(std::string_view mime) {
   return mime == "image/png" || mime == "image/jpeg" || mime == "application/pdf";
@@ -22,8 +23,8 @@ bool IsBinaryMime(std::string_view mime) {
 
 bool IsBase64(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '/' || c == '=' || c == '\n' || c == '\r';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/' || c == '=' || c == '\n' || c == '\r';
   });
 }
 
@@ -50,12 +51,15 @@ bool IsKnownMime(std::string_view mime) {
 }
 
 KernelDecoder::KernelDecoder(uint64_t output_limit)
-    : output_limit_(output_limit), max_line_(std::min<uint64_t>(output_limit, 1ull << 40) + kLineSlack) {}
+    : output_limit_(output_limit),
+      max_line_(std::min<uint64_t>(output_limit, 1ull << 40) + kLineSlack),
+      max_items_(std::max(kMinItems, output_limit / kItemBytes)) {}
 
 void KernelDecoder::BeginCell(int64_t id) {
   cell_id_ = id;
   cell_done_ = false;
   used_ = 0;
+  items_ = 0;
   main_seen_ = false;
   execution_ = Execution();
   emits_.clear();
@@ -64,11 +68,12 @@ void KernelDecoder::BeginCell(int64_t id) {
 std::vector<Emit> KernelDecoder::TakeEmits() { return std::exchange(emits_, {}); }
 
 bool KernelDecoder::Charge(uint64_t bytes) {
-  if (bytes > output_limit_ - std::min(used_, output_limit_)) {
+  if (bytes > output_limit_ - std::min(used_, output_limit_) || items_ >= max_items_) {
     execution_.output_truncated = true;
     return false;
   }
   used_ += bytes;
+  ++items_;
   return true;
 }
 
@@ -133,15 +138,15 @@ Status KernelDecoder::Line(std::string_view line) {
 
   if (type == "stream") {
     ASSIGN_OR_RETURN(std::string name, protocol::GetString(m, "name"));
-    if (name != "stdout" && name != "stderr") return Bad("stream name \"" + name.substr(0, 64) + "\"");
+    if (name != "stdout" && name != "stderr")
+      return Bad("stream name \"" + name.substr(0, 64) + "\"");
     ASSIGN_OR_RETURN(std::string text, protocol::GetString(m, "text"));
     uint64_t room = output_limit_ - std::min(used_, output_limit_);
     if (text.size() > room) {
       text = std::string(Utf8Prefix(text, static_cast<size_t>(room)));
       execution_.output_truncated = true;
     }
-    if (text.empty()) return Status::Ok();
-    used_ += text.size();
+    if (text.empty() || !Charge(text.size())) return Status::Ok();
     const bool out = name == "stdout";
     (out ? execution_.stdout_chunks : execution_.stderr_chunks).push_back(text);
     emits_.push_back({out ? Emit::kStdout : Emit::kStderr, std::move(text), {}});

@@ -22,6 +22,10 @@ namespace codebox::kernel {
 inline constexpr uint64_t kLineSlack = 4u << 20;
 // The most bytes of one error field (name, value, traceback) the host keeps.
 inline constexpr size_t kMaxErrorField = 256u << 10;
+// Each chunk and result costs the host memory beyond its bytes: a cell keeps at most
+// max(kMinItems, output cap / kItemBytes) of them (a flood of one-byte prints is cut there).
+inline constexpr uint64_t kItemBytes = 64;
+inline constexpr uint64_t kMinItems = 4096;
 
 // The MIME types a result may carry; others are dropped.
 bool IsKnownMime(std::string_view mime);
@@ -64,11 +68,13 @@ class KernelDecoder {
 
  private:
   Status Line(std::string_view line);
-  // Charges `bytes` to the cell's output budget; false (and output_truncated) when over.
+  // Charges `bytes` and one item to the cell's output budget; false (and output_truncated)
+  // when over.
   bool Charge(uint64_t bytes);
 
   const uint64_t output_limit_;
   const uint64_t max_line_;
+  const uint64_t max_items_;
   std::string partial_;  // an unfinished line, never longer than max_line_
   Status broken_;
   bool ready_ = false;
@@ -77,6 +83,7 @@ class KernelDecoder {
   int64_t cell_id_ = -1;  // no cell: every id is another one
   bool cell_done_ = false;
   uint64_t used_ = 0;
+  uint64_t items_ = 0;
   bool main_seen_ = false;
   Execution execution_;
   std::vector<Emit> emits_;

@@ -21,17 +21,19 @@ KernelDecoder Started(uint64_t limit = 1000) {
 
 TEST(KernelDecoder, CollectsACell) {
   KernelDecoder d = Started();
-  ASSERT_TRUE(d.Feed(R"({"type":"stream","id":1,"name":"stdout","text":"hi\n"})"
-                     "\n"
-                     R"({"type":"stream","id":1,"name":"stderr","text":"warn"})"
-                     "\n"
-                     R"({"type":"display","id":1,"main":false,"data":{"text/html":"<b>x</b>","application/json":"{\"a\": [1]}"}})"
-                     "\n"
-                     R"({"type":"display","id":1,"main":true,"data":{"text/plain":"2","image/png":"iVBORw0KGgo=\n"}})"
-                     "\n"
-                     R"({"type":"error","id":1,"name":"ValueError","value":"bad","traceback":"tb"})"
-                     "\n")
-                  .ok());
+  ASSERT_TRUE(
+      d.Feed(
+           R"({"type":"stream","id":1,"name":"stdout","text":"hi\n"})"
+           "\n"
+           R"({"type":"stream","id":1,"name":"stderr","text":"warn"})"
+           "\n"
+           R"({"type":"display","id":1,"main":false,"data":{"text/html":"<b>x</b>","application/json":"{\"a\": [1]}"}})"
+           "\n"
+           R"({"type":"display","id":1,"main":true,"data":{"text/plain":"2","image/png":"iVBORw0KGgo=\n"}})"
+           "\n"
+           R"({"type":"error","id":1,"name":"ValueError","value":"bad","traceback":"tb"})"
+           "\n")
+          .ok());
   EXPECT_FALSE(d.cell_done());
   ASSERT_TRUE(d.Feed(R"({"type":"done","id":1,"execution_count":3})"
                      "\n")
@@ -53,7 +55,8 @@ TEST(KernelDecoder, CollectsACell) {
 
 TEST(KernelDecoder, LinesMayArriveInPieces) {
   KernelDecoder d(1000);
-  std::string all = std::string(kReady) + R"({"type":"done","id":1,"execution_count":1})" "\n";
+  std::string all = std::string(kReady) + R"({"type":"done","id":1,"execution_count":1})"
+                                          "\n";
   d.BeginCell(1);
   for (char c : all) ASSERT_TRUE(d.Feed(std::string_view(&c, 1)).ok());
   EXPECT_TRUE(d.ready());
@@ -112,10 +115,25 @@ TEST(KernelDecoder, CapsOutputPerCell) {
   EXPECT_FALSE(d.execution().output_truncated);
 }
 
+TEST(KernelDecoder, CapsTheNumberOfPiecesPerCell) {
+  // One-byte prints cost the host far more than a byte each: their count is capped too.
+  KernelDecoder d = Started(1 << 20);
+  std::string lines;
+  for (int i = 0; i < 20000; ++i) {
+    lines += R"({"type":"stream","id":1,"name":"stdout","text":"x"})"
+             "\n";
+  }
+  ASSERT_TRUE(d.Feed(lines).ok());
+  EXPECT_EQ(d.execution().stdout_chunks.size(), (1u << 20) / kItemBytes);
+  EXPECT_TRUE(d.execution().output_truncated);
+}
+
 TEST(KernelDecoder, CutsTextAtACharacterBoundary) {
   KernelDecoder d = Started(4);
   // "aé€": 1 + 2 + 3 bytes; 4 bytes of room keep "aé" (3 bytes), never half of "€".
-  ASSERT_TRUE(d.Feed("{\"type\":\"stream\",\"id\":1,\"name\":\"stdout\",\"text\":\"a\\u00e9\\u20ac\"}\n").ok());
+  ASSERT_TRUE(
+      d.Feed("{\"type\":\"stream\",\"id\":1,\"name\":\"stdout\",\"text\":\"a\\u00e9\\u20ac\"}\n")
+          .ok());
   EXPECT_EQ(d.execution().stdout_chunks, std::vector<std::string>{"a\xc3\xa9"});
 }
 
@@ -143,7 +161,10 @@ TEST(KernelDecoder, RefusesMalformedLines) {
     KernelDecoder d = Started();
     Status st = d.Feed(line);
     EXPECT_FALSE(st.ok()) << line;
-    EXPECT_FALSE(d.Feed(R"({"type":"done","id":1,"execution_count":1})" "\n").ok()) << line;
+    EXPECT_FALSE(d.Feed(R"({"type":"done","id":1,"execution_count":1})"
+                        "\n")
+                     .ok())
+        << line;
     EXPECT_FALSE(d.cell_done()) << line;
   }
 }
@@ -165,7 +186,9 @@ TEST(KernelDecoder, RefusesAnOversizedLineWithoutBufferingIt) {
 TEST(KernelDecoder, CellOutputBeforeReadyIsRefused) {
   KernelDecoder d(100);
   d.BeginCell(1);
-  EXPECT_FALSE(d.Feed(R"({"type":"done","id":1,"execution_count":1})" "\n").ok());
+  EXPECT_FALSE(d.Feed(R"({"type":"done","id":1,"execution_count":1})"
+                      "\n")
+                   .ok());
 }
 
 TEST(KernelDecoder, ReportsFatal) {

@@ -318,6 +318,11 @@ def main():
     capture = Capture(channel)
     sys.stdout.reconfigure(line_buffering=True)
     sys.stderr.reconfigure(line_buffering=True)
+    if os.environ.get("MPLBACKEND", "").startswith("module://matplotlib_inline"):
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib_inline") is None:
+            os.environ["MPLBACKEND"] = "Agg"  # an image without it: charts go to files only
     try:
         shell = _make_shell(channel, capture)
     except ImportError as e:

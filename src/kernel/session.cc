@@ -139,12 +139,12 @@ StatusOr<std::shared_ptr<KernelSession::Kernel>> KernelSession::StartKernel(
   } else if (kernel->exited && !kernel->exit.ok()) {
     failure = kernel->exit.status();
   } else if (kernel->exited) {
-    failure = StartFailed("the code-interpreter kernel exited during its start (exit code " +
-                          std::to_string(kernel->exit->exit_code) + ", signal " +
-                          std::to_string(kernel->exit->signal) + ")" +
-                          (kernel->diagnostics.empty()
-                               ? std::string()
-                               : ": " + base::TerminalSafe(kernel->diagnostics)));
+    failure =
+        StartFailed("the code-interpreter kernel exited during its start (exit code " +
+                    std::to_string(kernel->exit->exit_code) + ", signal " +
+                    std::to_string(kernel->exit->signal) + ")" +
+                    (kernel->diagnostics.empty() ? std::string()
+                                                 : ": " + base::TerminalSafe(kernel->diagnostics)));
   } else if (!kernel->broken.empty()) {
     failure = ProtocolError("the code-interpreter kernel sent malformed output during its start: " +
                             kernel->broken);
@@ -158,8 +158,7 @@ StatusOr<std::shared_ptr<KernelSession::Kernel>> KernelSession::StartKernel(
   return host_.explain(failure, "");
 }
 
-void KernelSession::EndKernel(std::unique_lock<std::mutex>& lock,
-                              std::shared_ptr<Kernel> kernel) {
+void KernelSession::EndKernel(std::unique_lock<std::mutex>& lock, std::shared_ptr<Kernel> kernel) {
   if (kernel_ == kernel) kernel_.reset();
   if (!kernel->exited) {
     kernel->killed = true;
@@ -209,8 +208,9 @@ Status KernelSession::Died(Kernel& kernel, const std::string& why, uint64_t oom_
   std::string reason = why;
   if (reason.empty() && kernel.exited) {
     const ExecResult& r = *kernel.exit;
-    const bool oom = !kernel.killed && (r.out_of_memory || (r.signal == SIGKILL &&
-                                                            host_.oom_kill_count() > oom_before));
+    const bool oom =
+        !kernel.killed &&
+        (r.out_of_memory || (r.signal == SIGKILL && host_.oom_kill_count() > oom_before));
     if (oom) {
       e->out_of_memory = true;
       reason = "the kernel was killed for running out of memory (the box's memory limit is " +
@@ -264,11 +264,12 @@ StatusOr<Execution> KernelSession::AwaitCell(std::unique_lock<std::mutex>& lock,
       continue;
     }
     if (grace_end && now >= *grace_end) {
-      kill_reason = timed_out ? "the cell ignored the interrupt at its timeout of " +
-                                    Seconds(*timeout) + "; the kernel was killed after a grace of " +
-                                    Seconds(kInterruptGrace)
-                              : "the cell ignored the interrupt (InterruptCode); the kernel was "
-                                "killed after a grace of " + Seconds(kInterruptGrace);
+      kill_reason = timed_out
+                        ? "the cell ignored the interrupt at its timeout of " + Seconds(*timeout) +
+                              "; the kernel was killed after a grace of " + Seconds(kInterruptGrace)
+                        : "the cell ignored the interrupt (InterruptCode); the kernel was "
+                          "killed after a grace of " +
+                              Seconds(kInterruptGrace);
       break;
     }
     std::optional<Clock::time_point> wake = grace_end ? grace_end : deadline;
@@ -316,7 +317,8 @@ StatusOr<Execution> KernelSession::RunCode(std::string_view code, const RunCodeO
     ASSIGN_OR_RETURN(kernel, StartKernel(lock));
   }
 
-  std::optional<std::chrono::milliseconds> timeout = options.timeout.value_or(host_.default_timeout);
+  std::optional<std::chrono::milliseconds> timeout =
+      options.timeout.value_or(host_.default_timeout);
   if (*timeout == kNoTimeout) timeout.reset();
   if (auto left = host_.time_left()) timeout = timeout ? std::min(*timeout, *left) : *left;
 

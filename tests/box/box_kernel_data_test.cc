@@ -87,7 +87,8 @@ TEST(KernelDataTest, PltShowGivesAPngAndTheDefaultSize) {
 
 TEST(KernelDataTest, ADataFrameGivesHtmlAndText) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, DataOptions());
-  RunOk(*box, "import pandas as pd\ndf = pd.DataFrame({'city': ['Oslo', 'Lima'], 'temp': [4, 19]})");
+  RunOk(*box,
+        "import pandas as pd\ndf = pd.DataFrame({'city': ['Oslo', 'Lima'], 'temp': [4, 19]})");
   Execution e = RunOk(*box, "df");
   ASSERT_FALSE(e.error) << e.error->traceback;
   ASSERT_EQ(e.results.size(), 1u);

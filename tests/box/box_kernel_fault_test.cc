@@ -174,7 +174,8 @@ TEST(KernelFaultTest, OutputPastTheCapIsDropped) {
 
 TEST(KernelFaultTest, ACellClosingItsOutputFdsDoesNotBreakTheNext) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
-  Execution e = RunOk(*box, "import os, sys\nprint('a')\nsys.stdout.close()\nos.close(1)\nos.close(2)");
+  Execution e =
+      RunOk(*box, "import os, sys\nprint('a')\nsys.stdout.close()\nos.close(1)\nos.close(2)");
   EXPECT_FALSE(e.kernel_restarted);
   Execution next = RunOk(*box, "import sys\nprint('back')\nprint('err', file=sys.stderr)\n3");
   EXPECT_FALSE(next.kernel_restarted);
@@ -264,8 +265,7 @@ TEST(KernelFaultTest, AnImageWithoutIPythonIsAFailedPrecondition) {
   auto e = box->RunCode("1");
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kFailedPrecondition) << e.status().ToString();
-  EXPECT_NE(e.status().message().find("has no IPython"), std::string::npos)
-      << e.status().message();
+  EXPECT_NE(e.status().message().find("has no IPython"), std::string::npos) << e.status().message();
   EXPECT_NE(e.status().message().find("python3-ipython"), std::string::npos);
 }
 

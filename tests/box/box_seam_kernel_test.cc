@@ -7,15 +7,16 @@
 #include <cstdlib>
 #include <thread>
 
-#include "seam_fixture.h"
 #include "kernel_test_util.h"
+#include "seam_fixture.h"
 
 namespace codebox::testing {
 namespace {
 
 bool HostHasIPython() {
-  return std::system("env -i PATH=/usr/local/bin:/usr/bin:/bin python3 -c 'import IPython' "
-                     ">/dev/null 2>&1") == 0;
+  return std::system(
+             "env -i PATH=/usr/local/bin:/usr/bin:/bin python3 -c 'import IPython' "
+             ">/dev/null 2>&1") == 0;
 }
 
 TEST_F(SeamTest, AnIdleKernelOutlivesTheIdleDeadline) {

@@ -20,13 +20,20 @@ inline std::optional<std::string> Base64Decode(std::string_view in) {
   int bits = 0;
   for (char c : in) {
     int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+') v = 62;
-    else if (c == '/') v = 63;
-    else if (c == '=' || c == '\n' || c == '\r') continue;
-    else return std::nullopt;
+    if (c >= 'A' && c <= 'Z')
+      v = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      v = c - '0' + 52;
+    else if (c == '+')
+      v = 62;
+    else if (c == '/')
+      v = 63;
+    else if (c == '=' || c == '\n' || c == '\r')
+      continue;
+    else
+      return std::nullopt;
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
     if (bits >= 8) {
@@ -39,8 +46,8 @@ inline std::optional<std::string> Base64Decode(std::string_view in) {
 
 struct DecodedPng {
   uint32_t width = 0, height = 0;
-  size_t distinct_colours = 0;   // in a sample of pixels
-  double non_background = 0;     // fraction of pixels unlike the top-left one
+  size_t distinct_colours = 0;  // in a sample of pixels
+  double non_background = 0;    // fraction of pixels unlike the top-left one
 };
 
 inline uint32_t Be32(const std::string& s, size_t at) {
@@ -103,8 +110,13 @@ inline std::optional<DecodedPng> DecodePng(const std::string& png, std::string* 
       int b = up ? up[x] : 0;
       int c = (up && x >= size_t(channels)) ? up[x - channels] : 0;
       int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
-      int pred = filter == 1 ? a : filter == 2 ? b : filter == 3 ? (a + b) / 2
-               : filter == 4 ? (pa <= pb && pa <= pc ? a : pb <= pc ? b : c) : 0;
+      int pred = filter == 1   ? a
+                 : filter == 2 ? b
+                 : filter == 3 ? (a + b) / 2
+                 : filter == 4 ? (pa <= pb && pa <= pc ? a
+                                  : pb <= pc           ? b
+                                                       : c)
+                               : 0;
       row[x] = uint8_t(in[x] + pred);
     }
   }
