@@ -286,5 +286,24 @@ TEST(KernelFaultTest, DestroyEndsTheKernelAndLaterCellsFail) {
   EXPECT_NE(later.status().message().find("destroyed"), std::string::npos);
 }
 
+TEST(KernelFaultTest, TheBoxLifetimeEndsACellWithoutATimeout) {
+  BoxOptions options = Options();
+  options.box_timeout = 4s;
+  CODEBOX_MAKE_BOX_OR_SKIP(box, options);
+  RunOk(*box, "x = 1");
+  auto start = std::chrono::steady_clock::now();
+  auto e = box->RunCode("import time\ntime.sleep(60)", Timeout(kNoTimeout));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  // Capped at the lifetime, the cell is interrupted first; or the box ends under it.
+  if (e.ok()) {
+    EXPECT_TRUE(e->timed_out);
+  } else {
+    EXPECT_EQ(e.status().code(), StatusCode::kDeadlineExceeded) << e.status().ToString();
+  }
+  auto later = box->RunCode("1");
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.status().code(), StatusCode::kDeadlineExceeded) << later.status().ToString();
+}
+
 }  // namespace
 }  // namespace codebox
