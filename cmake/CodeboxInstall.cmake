@@ -46,7 +46,8 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-# dpkg-shlibdeps adds libc6, libstdc++6, libgcc-s1, libseccomp2 and libcurl4 from the binaries.
+# dpkg-shlibdeps adds libc6, libstdc++6, libgcc-s1, libseccomp2, libcurl4 and libedit2 from the
+# binaries.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # debootstrap builds every image (nothing runs without one); the vm driver needs QEMU,
 # mkfs.erofs and xz (the cloud kernel's modules), and `codebox doctor` says when they lack.

@@ -1,6 +1,6 @@
 // The `codebox` subcommands. Each returns the process exit status; args exclude the
 // subcommand name. Each lives in its own file: run_command.cc (run, exec), doctor_command.cc,
-// image_command.cc, ask_command.cc, gc_command.cc, options_command.cc.
+// image_command.cc, ask_command.cc, repl_command.cc, gc_command.cc, options_command.cc.
 #ifndef CODEBOX_CLI_COMMANDS_H_
 #define CODEBOX_CLI_COMMANDS_H_
 
@@ -14,6 +14,7 @@ int ExecCommand(const std::vector<std::string>& args);    // codebox exec
 int DoctorCommand(const std::vector<std::string>& args);  // codebox doctor
 int ImageCommand(const std::vector<std::string>& args);   // codebox image build|ls|rm
 int AskCommand(const std::vector<std::string>& args);     // codebox ask
+int ReplCommand(const std::vector<std::string>& args);    // codebox repl
 int GcCommand(const std::vector<std::string>& args);      // codebox gc
 int OptionsCommand(const std::vector<std::string>& args); // codebox options [--markdown]
 

@@ -14,6 +14,8 @@ usage: codebox COMMAND [options]
 
 commands:
   run [options] CODE | - | --file F   run Python code in a fresh box, print its output
+  run --session [options] FILE...     run files as cells of one Python session (state kept)
+  repl [options]                      an interactive Python session in a fresh box
   exec [options] -- CMD ARGS...       run a command in a fresh box
   ask [options] TASK                  let a model write code, run it in a box, answer
   doctor                              which drivers and limits this host supports, and why
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
   if (command == "run") return RunCommand(args);
   if (command == "exec") return ExecCommand(args);
   if (command == "ask") return AskCommand(args);
+  if (command == "repl") return ReplCommand(args);
   if (command == "doctor") return DoctorCommand(args);
   if (command == "image") return ImageCommand(args);
   if (command == "gc") return GcCommand(args);

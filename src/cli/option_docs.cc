@@ -155,7 +155,7 @@ std::string OptionsMarkdown() {
              " | " + (cli ? flags : "-") + " | " + Cell(std::string(spec.help)) + " |\n";
     }
   };
-  table("Box options (BoxOptions, CodeBox(...), codebox run/exec/ask flags)", BoxOptionSchema(),
+  table("Box options (BoxOptions, CodeBox(...), codebox run/exec/ask/repl flags)", BoxOptionSchema(),
         true);
   table("Exec options (ExecOptions, box.exec(...))", ExecOptionSchema(), false);
   return out;

@@ -1,4 +1,5 @@
-// `codebox run` and `codebox exec`: one fresh box, one exec, the box's exit status.
+// `codebox run` and `codebox exec`: one fresh box, one exec, the box's exit status; and
+// `codebox run --session`: files as the cells of one code-interpreter session.
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,7 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/io.h"
+#include "base/fs.h"
+#include "base/text.h"
 #include "cli/box_flags.h"
+#include "cli/cell_output.h"
 #include "cli/commands.h"
 #include "codebox/box.h"
 
@@ -19,9 +23,16 @@ struct Copy {
   std::string to;
 };
 
+struct Cell {
+  std::string file;
+  std::string code;
+};
+
 struct Invocation {
   BoxOptions box;
   std::vector<std::string> argv;      // exec: the command; run: python3 -c CODE
+  std::vector<Cell> cells;            // run --session: the files, in order
+  std::string out_dir;                // run --session: where images go ("": not saved)
   std::optional<std::string> stdin_data;
   std::vector<Copy> copy_in;          // host -> box
   std::vector<Copy> copy_out;         // box -> host
@@ -30,12 +41,22 @@ struct Invocation {
 };
 
 constexpr const char kRunHelp[] = R"(usage: codebox run [options] CODE | - | --file F
+       codebox run --session [options] FILE...
 
 Runs Python code (python3 -c) in a fresh box and prints what it prints. `-` reads the code
 from stdin. The exit status is the code's; 124 if it timed out, 125 if codebox could not run it.
 
+With --session, each FILE runs in turn as a cell of one IPython session in the box, as a
+notebook's "run all" does: variables persist from file to file, and the value of each cell's
+last expression is printed after its output. It stops at the first cell that raises, after
+its traceback: exit status 1 (124 if that cell timed out); 0 when every cell ran. --timeout
+applies to each cell.
+
 options:
   --file F             read the code from host file F
+  --session            run the FILE arguments as cells of one session (see above)
+  --out DIR            --session: save the cells' images (charts) in DIR, as
+                       out-CELL-N.png; without it they are only described
   --copy-in HOST:BOX   copy a host file or directory into the box first (repeatable)
   --copy-out BOX:HOST  copy a box file or directory out afterwards (repeatable)
   --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
@@ -70,12 +91,30 @@ StatusOr<std::string> ReadAllStdin() {
   return data;
 }
 
+// run --session: every file read before any box starts, so a typo costs nothing.
+StatusOr<bool> ReadCells(const std::vector<std::string>& files, bool has_code_file,
+                         Invocation* inv) {
+  if (has_code_file) return InvalidArgument("--session takes the files as arguments, not --file");
+  if (inv->json) return InvalidArgument("--json does not go with --session");
+  if (files.empty()) {
+    return InvalidArgument("no files given; usage: codebox run --session [options] FILE...");
+  }
+  for (const std::string& file : files) {
+    if (file == "-") return InvalidArgument("--session reads files, not stdin ('-')");
+    auto text = base::ReadFile(file);
+    if (!text.ok()) return InvalidArgument("--session: " + text.status().message());
+    inv->cells.push_back({file, std::move(*text)});
+  }
+  return true;
+}
+
 // Parses flags common to run and exec; positional arguments go to *rest.
 // Returns nullopt status-less when --help was printed.
 StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exec,
                                Invocation* inv, std::vector<std::string>* rest) {
   std::optional<std::string> code_file;
   bool forward_stdin = false;
+  bool session = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -109,6 +148,10 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
       inv->copy_out_options.max_bytes = *mib << 20;
     } else if (!is_exec && a == "--file") {
       ASSIGN_OR_RETURN(code_file, value());
+    } else if (!is_exec && a == "--session") {
+      session = true;
+    } else if (!is_exec && a == "--out") {
+      ASSIGN_OR_RETURN(inv->out_dir, value());
     } else if (is_exec && a == "--stdin") {
       forward_stdin = true;
     } else if (a.size() > 1 && a[0] == '-' && a != "-") {
@@ -125,6 +168,8 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
     }
     return true;
   }
+  if (session) return ReadCells(*rest, code_file.has_value(), inv);
+  if (!inv->out_dir.empty()) return InvalidArgument("--out goes with --session");
   std::string code;
   if (code_file) {
     if (!rest->empty()) return InvalidArgument("give the code either as an argument or with --file, not both");
@@ -163,35 +208,88 @@ int ExitStatusOf(const ExecResult& r) {
   return r.exit_code;
 }
 
-int Execute(const std::string& command, const Invocation& inv) {
+// A box with the --copy-in files in it; nullptr once the error is printed.
+std::unique_ptr<Box> StartBox(const std::string& command, const Invocation& inv) {
   auto box = Box::Create(inv.box);
   if (!box.ok()) {
     PrintError(command, box.status());
-    return kExitCodeboxError;
+    return nullptr;
   }
   for (const Copy& c : inv.copy_in) {
     if (Status st = (*box)->CopyIn(c.from, c.to); !st.ok()) {
       PrintError(command, st);
-      return kExitCodeboxError;
+      return nullptr;
     }
   }
+  return std::move(*box);
+}
+
+// The --copy-out copies, then the box's end. `status`, or 125 when one of them failed.
+int FinishBox(const std::string& command, const Invocation& inv, Box* box, int status) {
+  for (const Copy& c : inv.copy_out) {
+    if (Status st = box->CopyOut(c.from, c.to, inv.copy_out_options); !st.ok()) {
+      PrintError(command, st);
+      status = kExitCodeboxError;
+    }
+  }
+  if (Status st = box->Destroy(); !st.ok()) PrintError(command, st);
+  return status;
+}
+
+// run --session: the files as cells of one kernel, stopping at the first that raises.
+int RunCells(const std::string& command, const Invocation& inv) {
+  std::optional<ImageFiles> images;
+  if (!inv.out_dir.empty()) {
+    if (Status st = base::MakeDirs(inv.out_dir); !st.ok()) {
+      PrintError(command, st.WithContext("--out"));
+      return kExitCodeboxError;
+    }
+    images.emplace(inv.out_dir);
+  }
+  std::unique_ptr<Box> box = StartBox(command, inv);
+  if (box == nullptr) return kExitCodeboxError;
+  CellPrinter printer({[](std::string_view t) { WriteOut(stdout, t); },
+                       [](std::string_view t) { WriteOut(stderr, t); }},
+                      std::move(images));
+  int status = 0;
+  for (size_t i = 0; i < inv.cells.size(); ++i) {
+    const Cell& cell = inv.cells[i];
+    printer.Begin(static_cast<int>(i + 1));
+    auto e = box->RunCode(cell.code, printer.Streaming());
+    if (!e.ok()) {
+      PrintError(command, e.status().WithContext(cell.file));
+      status = kExitCodeboxError;
+      break;
+    }
+    printer.End(*e, {.timeout = inv.box.exec_timeout,
+                     .output_limit_bytes = inv.box.output_limit_bytes});
+    if (e->error) {
+      const size_t left = inv.cells.size() - i - 1;
+      std::fprintf(stderr, "codebox %s: %s (cell %zu of %zu) raised %s%s\n", command.c_str(),
+                   base::TerminalSafe(cell.file).c_str(), i + 1, inv.cells.size(),
+                   base::TerminalSafe(e->error->name, 200).c_str(),
+                   left == 0 ? "" : ("; the " + std::to_string(left) + " after it did not run").c_str());
+      status = e->timed_out ? kExitTimedOut : 1;
+      break;
+    }
+  }
+  return FinishBox(command, inv, box.get(), status);
+}
+
+int Execute(const std::string& command, const Invocation& inv) {
+  if (!inv.cells.empty()) return RunCells(command, inv);
+  std::unique_ptr<Box> box = StartBox(command, inv);
+  if (box == nullptr) return kExitCodeboxError;
   ExecOptions exec;
   exec.stdin_data = inv.stdin_data;
   if (!inv.json) {  // stream as it comes; the result is not printed again
     exec.on_stdout = [](std::string_view d) { WriteOut(stdout, d); };
     exec.on_stderr = [](std::string_view d) { WriteOut(stderr, d); };
   }
-  auto result = (*box)->Exec(inv.argv, exec);
+  auto result = box->Exec(inv.argv, exec);
   if (!result.ok()) {
     PrintError(command, result.status());
     return kExitCodeboxError;
-  }
-  int status = ExitStatusOf(*result);
-  for (const Copy& c : inv.copy_out) {
-    if (Status st = (*box)->CopyOut(c.from, c.to, inv.copy_out_options); !st.ok()) {
-      PrintError(command, st);
-      status = kExitCodeboxError;
-    }
   }
   if (inv.json) {
     nlohmann::json j = {{"stdout", std::move(result->stdout_data)},
@@ -218,8 +316,7 @@ int Execute(const std::string& command, const Invocation& inv) {
                    static_cast<unsigned long long>(inv.box.output_limit_bytes));
     }
   }
-  if (Status st = (*box)->Destroy(); !st.ok()) PrintError(command, st);
-  return status;
+  return FinishBox(command, inv, box.get(), ExitStatusOf(*result));
 }
 
 int Main(const std::string& command, const std::vector<std::string>& args, bool is_exec) {
