@@ -145,7 +145,7 @@ class ImageSaverTest : public ::testing::Test {
 };
 
 TEST_F(ImageSaverTest, SavesUnderHostChosenNamesOneFilePerResult) {
-  ImageSaver saver({.dir = dir_ + "/out"});
+  ImageSaver saver({.dir = dir_ + "/out/"});
   std::string png = PngHeader(640, 480) + "rest of the file";
   auto saved = saver.Save({Result({{"text/plain", "<Figure>"}}),
                            Result({{"image/png", Base64(png)},

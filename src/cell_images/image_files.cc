@@ -32,7 +32,9 @@ std::string SavedImage::Summary() const {
 }
 
 ImageSaver::ImageSaver(ImageSaverOptions options)
-    : options_(std::move(options)), dir_(options_.dir) {}
+    : options_(std::move(options)), dir_(options_.dir) {
+  while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();  // "out/" + "/chart-1.png"
+}
 
 Status ImageSaver::MakeDir() {
   if (dir_made_) return dir_status_;
