@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codebox/execution.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
 
@@ -58,6 +59,23 @@ class Box {
   // `python3 -c code`, returning stdout, as CodeBox.run does. A timeout is an error
   // (kDeadlineExceeded); a non-zero exit is not (its stderr is in RunPython's result).
   StatusOr<std::string> Run(std::string_view code);
+
+  // Runs `code` as one cell of this box's code-interpreter session: a long-lived IPython
+  // kernel, started on first use, in which variables persist from cell to cell (see
+  // docs/kernel.md). An exception in the cell is a result (Execution::error), not an error;
+  // errors are for a box or kernel that cannot run cells (no IPython in the image:
+  // kFailedPrecondition; box crashed or destroyed). One cell at a time per box: concurrent
+  // calls wait their turn. A cell past its timeout is interrupted (KeyboardInterrupt, state
+  // kept); one that ignores the interrupt has its kernel killed after a grace (error
+  // "KernelRestarted", state lost).
+  StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options = {});
+  // Ends the kernel; the next RunCode starts a fresh one (variables gone, files kept). A cell
+  // running now is ended (its result says KernelRestarted).
+  Status RestartKernel();
+  // Interrupts the cell running now (KeyboardInterrupt, as its timeout would; the same grace
+  // and kill follow if it ignores it); OK and nothing happens when no cell runs. For Ctrl-C
+  // in a REPL and for cancelled Python tasks. Callable from any thread.
+  Status InterruptCode();
 
   // Copies a host file or directory (recursively) to box_path.
   Status CopyIn(const std::string& host_path, const std::string& box_path);

@@ -25,6 +25,7 @@ enum class StatusCode {
   kPermissionDenied,
   kLimitExceeded,      // a host-side limit on what a box sends was reached (file, listing size)
   kInternal,           // a bug of ours
+  kFailedPrecondition,  // the box cannot do this as it is (an image without IPython for RunCode)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -61,6 +62,9 @@ inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m
 inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 inline Status LimitExceeded(std::string m) { return {StatusCode::kLimitExceeded, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status FailedPrecondition(std::string m) {
+  return {StatusCode::kFailedPrecondition, std::move(m)};
+}
 
 template <typename T>
 class [[nodiscard]] StatusOr {

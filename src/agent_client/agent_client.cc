@@ -36,16 +36,19 @@ Status AgentClient::connection_status() const { return impl_->connection_status(
 
 void AgentClient::set_idle_timeout(std::chrono::milliseconds idle) { impl_->set_idle(idle); }
 
-namespace {
-
 // Filled on the reader thread; read by the caller only after the request finished (or was
 // abandoned, which waits for the handler to be out).
-struct ExecState {
+struct RunningExec::State {
   uint64_t limit = 0;
+  bool keep_output = true;
   std::function<void(std::string_view)> on_stdout, on_stderr;
   ExecResult result;
+  uint64_t sent_out = 0, sent_err = 0;  // bytes given to each stream (kept or called back)
   bool host_truncated = false;
+  std::shared_ptr<Pending> pending;
 };
+
+namespace {
 
 Status CheckExecRequest(const ExecRequest& request) {
   if (request.argv.empty()) return InvalidArgument("exec: empty argv");
@@ -66,41 +69,21 @@ Status CheckExecRequest(const ExecRequest& request) {
   return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
-  RETURN_IF_ERROR(CheckExecRequest(request));
-  msg::Exec exec;
-  exec.argv = request.argv;
-  exec.env = request.env;
-  exec.cwd = request.cwd;
-  exec.stdin_stream = request.stdin_data.has_value();
-  exec.timeout_ms = std::max<int64_t>(0, request.timeout.count());
-  exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
-  const std::string what = "exec " + request.argv[0].substr(0, 256);
-  // Encoded once: measured here, sent below.
-  const std::string encoded = msg::EncodeRequest(exec);
-  if (encoded.size() > kMaxPayload) {
-    return InvalidArgument(what + ": exec request is " + std::to_string(encoded.size()) +
-                           " bytes encoded; argv and environment may take at most " +
-                           std::to_string(kMaxPayload) + " bytes in all (JSON-encoded)");
-  }
-
-  auto state = std::make_shared<ExecState>();
-  state->limit = exec.output_limit;
-  state->on_stdout = request.on_stdout;
-  state->on_stderr = request.on_stderr;
-  auto on_frame = [state](const Frame& frame, const msg::Event* event) -> Verdict {
+FrameHandler ExecHandler(std::shared_ptr<RunningExec::State> state) {
+  return [state](const Frame& frame, const msg::Event* event) -> Verdict {
     if (frame.type == FrameType::kStdout || frame.type == FrameType::kStderr) {
       const bool out = frame.type == FrameType::kStdout;
-      std::string& data = out ? state->result.stdout_data : state->result.stderr_data;
+      uint64_t& sent = out ? state->sent_out : state->sent_err;
       // The host's own count: whatever the agent claims, at most `limit` bytes per stream.
-      uint64_t room = state->limit - std::min<uint64_t>(data.size(), state->limit);
+      uint64_t room = state->limit - std::min<uint64_t>(sent, state->limit);
       size_t keep = static_cast<size_t>(std::min<uint64_t>(room, frame.payload.size()));
       if (keep < frame.payload.size()) state->host_truncated = true;
       if (keep == 0) return Continue();
       std::string_view piece(frame.payload.data(), keep);
-      data.append(piece);
+      sent += keep;
+      if (state->keep_output) {
+        (out ? state->result.stdout_data : state->result.stderr_data).append(piece);
+      }
       const auto& callback = out ? state->on_stdout : state->on_stderr;
       if (callback) callback(piece);
       return Continue();
@@ -118,40 +101,102 @@ StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
     }
     return Unexpected(frame, event, "exec");
   };
-  auto send_stdin = [this, &request](uint32_t stream) -> Status {
-    if (!request.stdin_data) return Status::Ok();
-    std::string_view data = *request.stdin_data;
-    for (size_t off = 0; off < data.size(); off += kDataChunk) {
-      RETURN_IF_ERROR(impl_->Send(FrameType::kStdin, stream, data.substr(off, kDataChunk)));
-    }
-    return impl_->Send(FrameType::kStdin, stream, {});
-  };
+}
 
+}  // namespace
+
+StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RunningExec> running, StartExec(request));
+  return running->Wait();
+}
+
+StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest& request) {
+  RETURN_IF_ERROR(CheckExecRequest(request));
+  msg::Exec exec;
+  exec.argv = request.argv;
+  exec.env = request.env;
+  exec.cwd = request.cwd;
+  exec.stdin_stream = request.stdin_data.has_value() || request.interactive_stdin;
+  exec.timeout_ms = std::max<int64_t>(0, request.timeout.count());
+  exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
+  std::string what = "exec " + request.argv[0].substr(0, 256);
+  // Encoded once: measured here, sent below.
+  const std::string encoded = msg::EncodeRequest(exec);
+  if (encoded.size() > kMaxPayload) {
+    return InvalidArgument(what + ": exec request is " + std::to_string(encoded.size()) +
+                           " bytes encoded; argv and environment may take at most " +
+                           std::to_string(kMaxPayload) + " bytes in all (JSON-encoded)");
+  }
+
+  auto state = std::make_shared<RunningExec::State>();
+  state->limit = exec.output_limit;
+  state->keep_output = request.keep_output;
+  state->on_stdout = request.on_stdout;
+  state->on_stderr = request.on_stderr;
   uint32_t stream = impl_->NewStream();
-  auto pending = impl_->Register(stream, on_frame);
+  auto pending = impl_->Register(stream, ExecHandler(state));
   if (!pending.ok()) return pending.status().WithContext(what);
+  state->pending = *pending;
+  // From here the handle owns the stream: a failure below abandons it in its destructor.
+  std::unique_ptr<RunningExec> running(
+      new RunningExec(impl_.get(), stream, what, request.timeout, state));
   Status st = impl_->Send(FrameType::kControl, stream, encoded);
-  if (st.ok()) st = send_stdin(stream);
+  if (st.ok() && request.stdin_data) st = running->WriteStdin(*request.stdin_data);
+  if (st.ok() && request.stdin_data && !request.interactive_stdin) st = running->CloseStdin();
+  if (!st.ok()) return st.WithContext(what);
+  return running;
+}
+
+RunningExec::RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
+                         std::chrono::milliseconds timeout, std::shared_ptr<State> state)
+    : client_(client), stream_(stream), what_(std::move(what)), timeout_(timeout),
+      state_(std::move(state)) {}
+
+RunningExec::~RunningExec() {
+  if (!waited_) client_->Abandon(stream_);
+}
+
+Status RunningExec::WriteStdin(std::string_view data) {
+  for (size_t off = 0; off < data.size(); off += kDataChunk) {
+    RETURN_IF_ERROR(client_->Send(FrameType::kStdin, stream_, data.substr(off, kDataChunk)));
+  }
+  return Status::Ok();
+}
+
+Status RunningExec::CloseStdin() { return client_->Send(FrameType::kStdin, stream_, {}); }
+
+Status RunningExec::Signal(int sig) {
+  msg::Kill kill;
+  kill.target = stream_;
+  kill.signal = sig;
+  return client_->Call(kill, ExpectDone("kill"), IdleWait(client_->idle()), nullptr)
+      .WithContext(what_ + ": signal " + std::to_string(sig));
+}
+
+void RunningExec::Kill() { client_->SendCancel(stream_); }
+
+StatusOr<ExecResult> RunningExec::Wait() {
   // The agent enforces the timeout; the host waits for it plus a grace, and while the exec
   // is silent asks the agent every idle period whether it still runs (kill, signal 0).
   WaitPolicy policy;
-  if (request.timeout.count() > 0) policy.deadline = Clock::now() + request.timeout + kExecGrace;
+  if (timeout_.count() > 0) policy.deadline = Clock::now() + timeout_ + kExecGrace;
   bool ended_on_agent = false;
+  Status st;
   while (st.ok()) {
-    impl_->Touch(*pending);
-    policy.idle = impl_->idle();
+    client_->Touch(state_->pending);
+    policy.idle = client_->idle();
     bool idle_passed = false;
-    st = impl_->Wait(stream, *pending, policy, &idle_passed);
+    st = client_->Wait(stream_, state_->pending, policy, &idle_passed);
     if (st.ok() || !idle_passed) break;
     if (ended_on_agent) {
-      st = DeadlineExceeded("agent said the exec on stream " + std::to_string(stream) +
+      st = DeadlineExceeded("agent said the exec on stream " + std::to_string(stream_) +
                             " had ended but sent no exit");
       break;
     }
     msg::Kill probe;
-    probe.target = stream;
+    probe.target = stream_;
     probe.signal = 0;
-    Status alive = impl_->Call(probe, ExpectDone("kill"), IdleWait(impl_->idle()), nullptr);
+    Status alive = client_->Call(probe, ExpectDone("kill"), IdleWait(client_->idle()), nullptr);
     if (alive.ok()) {
       st = Status::Ok();  // it runs: wait another idle period
     } else if (alive.code() == StatusCode::kNotFound) {
@@ -161,11 +206,12 @@ StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
       st = alive.WithContext("agent did not answer whether the exec still runs");
     }
   }
+  waited_ = true;
   if (!st.ok()) {
-    impl_->Abandon(stream);
-    return st.WithContext(what);
+    client_->Abandon(stream_);
+    return st.WithContext(what_);
   }
-  return std::move(state->result);
+  return std::move(state_->result);
 }
 
 Status AgentClient::WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) {

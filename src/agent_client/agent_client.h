@@ -36,14 +36,21 @@ struct ExecRequest {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // the whole environment of the process
   std::string cwd = "/";
-  std::optional<std::string> stdin_data;  // nullopt: /dev/null
+  std::optional<std::string> stdin_data;  // nullopt: /dev/null (unless interactive_stdin)
+  // Stdin stays open for RunningExec::WriteStdin / CloseStdin (after stdin_data, if any).
+  bool interactive_stdin = false;
   std::chrono::milliseconds timeout{0};   // 0 = none
   uint64_t output_limit = 16ull << 20;    // per stream; also enforced by the host
   // Called on the reader thread with at most output_limit bytes in all per stream. One that
   // throws fails this exec (kInternal); the rest of its output is dropped.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
+  // false: output goes to the callbacks only and ExecResult's stdout_data / stderr_data stay
+  // empty, so a long-lived process (the code-interpreter kernel) does not grow host memory.
+  bool keep_output = true;
 };
+
+class RunningExec;
 
 // The longest a request waits without a frame on its stream (see docs/protocol.md).
 inline constexpr std::chrono::milliseconds kDefaultIdleTimeout{60000};
@@ -62,6 +69,9 @@ class AgentClient {
 
   // Runs a process. ExecResult::driver is left empty (the Box fills it).
   StatusOr<ExecResult> Exec(const ExecRequest& request);
+  // Starts a process and returns at once; talk to it and wait for it through the handle,
+  // which must not outlive this client. Exec is StartExec + Wait.
+  StatusOr<std::unique_ptr<RunningExec>> StartExec(const ExecRequest& request);
   Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode = 0644);
   // Streams a host file into the box without loading it whole.
   Status WriteFileFromHost(const std::string& host_path, const std::string& box_path);
@@ -98,6 +108,43 @@ class AgentClient {
  private:
   explicit AgentClient(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// An exec in flight (AgentClient::StartExec). Methods may be called from any thread, also
+// while another thread is in Wait(). Destroying it before Wait() returned cancels the exec in
+// the agent (its processes are killed).
+class RunningExec {
+ public:
+  ~RunningExec();
+  RunningExec(const RunningExec&) = delete;
+  RunningExec& operator=(const RunningExec&) = delete;
+
+  // Stdin frames (ExecRequest::interactive_stdin); data is cut into frames here.
+  Status WriteStdin(std::string_view data);
+  Status CloseStdin();
+  // Signals the exec's process group (the agent's kill op); kNotFound once it has ended.
+  Status Signal(int sig);
+  // Has the agent kill the exec's whole process tree, also what left its process group (the
+  // cancel op); returns at once. Its exit still comes to Wait().
+  void Kill();
+  // Waits for the exit (the request's timeout plus a grace; while the exec is silent the agent
+  // is asked every idle period whether it still runs, so an idle process is never ended by
+  // the idle deadline). Call once.
+  StatusOr<ExecResult> Wait();
+  uint32_t stream() const { return stream_; }
+
+  struct State;
+
+ private:
+  friend class AgentClient;
+  RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
+              std::chrono::milliseconds timeout, std::shared_ptr<State> state);
+  AgentClient::Impl* client_;
+  const uint32_t stream_;
+  const std::string what_;
+  const std::chrono::milliseconds timeout_;
+  std::shared_ptr<State> state_;
+  bool waited_ = false;
 };
 
 }  // namespace codebox::protocol

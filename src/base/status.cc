@@ -16,6 +16,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kPermissionDenied: return "permission_denied";
     case StatusCode::kLimitExceeded: return "limit_exceeded";
     case StatusCode::kInternal: return "internal";
+    case StatusCode::kFailedPrecondition: return "failed_precondition";
   }
   return "unknown";
 }

@@ -15,6 +15,7 @@
 #include "box/copy.h"
 #include "image/store.h"
 #include "agent_client/agent_client.h"
+#include "kernel/session.h"
 
 namespace codebox {
 
@@ -68,21 +69,13 @@ class Box::Impl {
     RETURN_IF_ERROR(CheckUsable());
     protocol::ExecRequest request;
     request.argv = std::move(argv);
-    request.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-                   {"HOME", "/root"},
-                   {"LANG", "C.UTF-8"},
-                   {"MPLBACKEND", "Agg"}};  // charts render to files; there is no display
-    for (const auto& [k, v] : options_.env) request.env[k] = v;
+    request.env = BaseEnvironment();
     for (const auto& [k, v] : options.env) request.env[k] = v;
     RETURN_IF_ERROR(ValidateEnvironment(request.env).WithContext("exec"));
     request.cwd = options.cwd.empty() ? options_.workdir : ResolveBoxPath(options_.workdir, options.cwd);
     request.stdin_data = options.stdin_data;
     std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
-    if (deadline_) {  // an exec may not outlive the box
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          *deadline_ - std::chrono::steady_clock::now());
-      timeout = std::min(timeout, std::max(left, std::chrono::milliseconds(1)));
-    }
+    if (auto left = TimeLeft()) timeout = std::min(timeout, *left);  // not past the box's end
     request.timeout = timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout;  // 0: none
     request.output_limit = options_.output_limit_bytes;
     request.on_stdout = options.on_stdout;
@@ -107,6 +100,21 @@ class Box::Impl {
     result->driver = info_.driver;
     return result;
   }
+
+  StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options) {
+    if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "run code timeout"));
+    RETURN_IF_ERROR(CheckUsable());
+    ASSIGN_OR_RETURN(Execution e, session_->RunCode(code, options));
+    e.driver = info_.driver;
+    return e;
+  }
+
+  Status RestartKernel() {
+    RETURN_IF_ERROR(CheckUsable());
+    return session_->Restart();
+  }
+
+  Status InterruptCode() { return session_->Interrupt(); }
 
   Status CopyIn(const std::string& host_path, const std::string& box_path) {
     RETURN_IF_ERROR(CheckUsable());
@@ -133,6 +141,7 @@ class Box::Impl {
       destroyed_ = true;
     }
     cv_.notify_all();
+    session_->Close();  // a cell waiting now returns "destroyed"; the kernel dies with the box
     if (watchdog_.joinable() && watchdog_.get_id() != std::this_thread::get_id()) watchdog_.join();
     (void)agent_->Shutdown(std::chrono::milliseconds(500));
     // The connection (agent_) lives until ~Impl: execs still running on other threads see it
@@ -153,6 +162,40 @@ class Box::Impl {
   }
 
  private:
+  // What every process in the box starts with: the defaults, then BoxOptions::env.
+  std::map<std::string, std::string> BaseEnvironment() const {
+    std::map<std::string, std::string> env = {
+        {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+        {"HOME", "/root"},
+        {"LANG", "C.UTF-8"},
+        {"MPLBACKEND", "Agg"}};  // charts render to files; there is no display
+    for (const auto& [k, v] : options_.env) env[k] = v;
+    return env;
+  }
+
+  // What is left of the box's lifetime (at least 1 ms), or nullopt for a box without one.
+  std::optional<std::chrono::milliseconds> TimeLeft() const {
+    if (!deadline_) return std::nullopt;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *deadline_ - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+  }
+
+  std::unique_ptr<kernel::KernelSession> MakeSession() {
+    kernel::KernelHost host;
+    host.agent = agent_.get();
+    host.env = BaseEnvironment();
+    host.cwd = options_.workdir;
+    host.image = options_.image;
+    host.output_limit = options_.output_limit_bytes;
+    host.memory_mib = options_.memory_mib;
+    host.default_timeout = options_.exec_timeout;
+    host.oom_kill_count = [this] { return backend_->OomKillCount(); };
+    host.time_left = [this] { return TimeLeft(); };
+    host.explain = [this](Status st, const std::string& what) { return Explain(st, what); };
+    return std::make_unique<kernel::KernelSession>(std::move(host));
+  }
+
   Status CheckUsable() {
     std::lock_guard<std::mutex> lock(mu_);
     if (expired_) {
@@ -206,6 +249,8 @@ class Box::Impl {
   bool expired_ = false;
   std::thread watchdog_;
   std::atomic<uint64_t> next_program_{0};
+  // Last: destroyed first, while the agent connection it uses still exists.
+  std::unique_ptr<kernel::KernelSession> session_ = MakeSession();
 };
 
 namespace box {
@@ -285,6 +330,12 @@ StatusOr<std::string> Box::Run(std::string_view code) {
   }
   return std::move(result.stdout_data);
 }
+
+StatusOr<Execution> Box::RunCode(std::string_view code, const RunCodeOptions& options) {
+  return impl_->RunCode(code, options);
+}
+Status Box::RestartKernel() { return impl_->RestartKernel(); }
+Status Box::InterruptCode() { return impl_->InterruptCode(); }
 
 Status Box::CopyIn(const std::string& host_path, const std::string& box_path) {
   return impl_->CopyIn(host_path, box_path);
