@@ -71,7 +71,7 @@ def test_variables_persist_between_steps(fake_openai) -> None:  # type: ignore[n
     # Step 2 is only "x + 1": x survived from step 1, and its value is the cell's result.
     assert t.steps[1]["result"]["error"] is None, t.steps[1]["result"]["error"]
     assert t.steps[1]["result"]["text"] == "43"
-    tool = json.loads(server.requests()[-1]["body"]["messages"][-2]["content"])
+    tool = json.loads(server.requests()[-1]["body"]["messages"][-1]["content"])
     assert tool["result"] == "43"
 
 

@@ -229,7 +229,7 @@ TEST_P(InterpreterTest, HostileImagesAreLeftOutOrDoubtedNeverACrash) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   auto results = ToolResultsSent();
   ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0]["stdout"], "displayed\n");
+  EXPECT_EQ(results[0]["stdout"], "displayed\n") << results[0].dump();
   std::vector<std::string> lines = results[0]["images"];
   ASSERT_EQ(lines.size(), 5u) << results[0].dump();
   EXPECT_EQ(lines[0].rfind("[image/png left out: not valid base64", 0), 0u) << lines[0];
