@@ -251,6 +251,28 @@ TEST_P(InterpreterTest, HostileImagesAreLeftOutOrDoubtedNeverACrash) {
   EXPECT_FALSE(images[0]["note"].get<std::string>().empty());
 }
 
+// A cell past its timeout is interrupted and the session survives; one that ignores the
+// interrupt costs the kernel, and the model is told so in both cases.
+TEST_P(InterpreterTest, TimeoutKeepsStateAndAKernelRestartIsReported) {
+  if (!InBox()) GTEST_SKIP() << "host_kernel.py has no timeouts; needs a box's kernel";
+  InterpreterOptions o = Options("timeout_and_restart.json");
+  o.box.exec_timeout = std::chrono::seconds(2);
+  Interpreter interpreter(o);
+  auto t = interpreter.Ask("time out");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  auto results = ToolResultsSent();
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_EQ(results[1]["timed_out"], true) << results[1].dump();
+  EXPECT_EQ(results[1]["kernel_restarted"], false);
+  EXPECT_EQ(results[1]["error"]["name"], "KeyboardInterrupt");
+  EXPECT_EQ(results[2]["result"], "42") << results[2].dump();  // x survived the interrupt
+  EXPECT_EQ(results[3]["timed_out"], true) << results[3].dump();
+  EXPECT_EQ(results[3]["kernel_restarted"], true);
+  EXPECT_NE(results[3]["error"]["value"].get<std::string>().find("kernel restarted: state lost"),
+            std::string::npos);
+  EXPECT_EQ(results[4]["result"], "False") << results[4].dump();  // a fresh session
+}
+
 // The whole flow with the real libraries: a DataFrame made in step 1 is plotted in step 2 and
 // the matplotlib figure comes back as a PNG.
 TEST_P(InterpreterTest, PandasChartFromTheDataImage) {
