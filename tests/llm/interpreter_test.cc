@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -29,6 +30,12 @@ const Status& BoxAvailability() {
     return runner.ok() ? Status::Ok() : runner.status();
   }();
   return status;
+}
+
+// Whether host_kernel.py can run here: it needs IPython on the host (python3-ipython).
+bool HostHasIPython() {
+  static const bool has = std::system("/usr/bin/python3 -c 'import IPython' 2>/dev/null") == 0;
+  return has;
 }
 
 // Whether a box of the python-data image (numpy, pandas, matplotlib) starts here.
@@ -67,6 +74,10 @@ class InterpreterTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     if (GetParam() == "box" && !BoxAvailability().ok()) {
       GTEST_SKIP() << "no box on this host: " << BoxAvailability().ToString();
+    }
+    if (GetParam() == "host" && !HostHasIPython()) {
+      GTEST_SKIP() << "no IPython on this host for tests/llm/host_kernel.py "
+                      "(apt-get install python3-ipython)";
     }
   }
 
