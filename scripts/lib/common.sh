@@ -16,6 +16,8 @@ PACKAGES=(
   erofs-utils qemu-system-x86 cpio kmod # vm driver
   bubblewrap hyperfine                  # benchmark baselines
   ccache                                # the release, package, sanitizer and wheel builds share objects
+  zlib1g-dev                            # box_kernel_data_test decodes the PNGs charts give
+  python3-ipython                       # bench_kernel: the host baselines (import IPython, run_cell)
 )
 
 # The same sources are compiled for several builds (release, package, the add_subdirectory

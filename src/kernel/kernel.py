@@ -11,10 +11,10 @@ import select
 import signal
 import sys
 import threading
-import time
 
 PROTOCOL = 1
 CHUNK = 65536
+DIAG = None  # the kernel's original stderr, for its own last words
 
 
 def _private(fd):
@@ -29,6 +29,7 @@ class Channel:
         self.in_fd, self.out_fd = in_fd, out_fd
         self.lock = threading.Lock()
         self.buf = b""
+        self.pending = None  # a request parsed but not yet handed out (an interrupt came)
 
     def send(self, **msg):
         line = (json.dumps(msg, ensure_ascii=True, default=str) + "\n").encode("ascii")
@@ -47,14 +48,30 @@ class Channel:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     def receive(self):
-        """The next request, or None at end of input. KeyboardInterrupt may escape (idle ^C)."""
-        while b"\n" not in self.buf:
-            data = os.read(self.in_fd, CHUNK)
-            if not data:
-                return None
-            self.buf += data
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
+        """The next request, or None at end of input. KeyboardInterrupt may escape (an
+        interrupt while no cell runs); no request is lost to it."""
+        if self.pending is None:
+            # Pieces are joined once the line is whole: a large cell costs no quadratic
+            # copying. An interrupt while waiting keeps what was read (it stays in self.buf).
+            pieces = [self.buf] if self.buf else []
+            self.buf = b""
+            try:
+                while not pieces or b"\n" not in pieces[-1]:
+                    data = os.read(self.in_fd, 1 << 20)
+                    if not data:
+                        return None
+                    pieces.append(data)
+            except BaseException:
+                self.buf = b"".join(pieces)
+                raise
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                line, self.buf = b"".join(pieces).split(b"\n", 1)
+                self.pending = json.loads(line)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        request, self.pending = self.pending, None
+        return request
 
 
 class Capture:
@@ -75,6 +92,14 @@ class Capture:
 
     def ensure(self):
         """Points fds 1 and 2 at capture pipes again if a cell closed or replaced them."""
+        for fd in (1, 2):  # closed ones first take a placeholder, so new pipes land above 2
+            try:
+                os.fstat(fd)
+            except OSError:
+                null = os.open(os.devnull, os.O_WRONLY)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
         for fd, name in ((1, "stdout"), (2, "stderr")):
             try:
                 st = os.fstat(fd)
@@ -148,7 +173,7 @@ class Capture:
 
 def _fatal(channel, kind, message):
     channel.send(type="fatal", kind=kind, message=message)
-    sys.exit(3)
+    os._exit(3)
 
 
 BINARY = ("image/png", "image/jpeg", "application/pdf")
@@ -185,7 +210,51 @@ def _cut(text, limit=100000):
     return text if len(text) <= limit else text[:limit] + "\n[... cut by the kernel]"
 
 
+def _light_ipython():
+    """Imports IPython's package lazily: its __init__ pulls in the terminal front end
+    (prompt_toolkit, jedi: over half of IPython's import time) that a kernel never uses. The
+    package is a stub until something asks for one of its attributes (IPython.embed,
+    IPython.version_info), which runs the real __init__ into it then."""
+    import importlib.util
+    import types
+
+    spec = importlib.util.find_spec("IPython")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'IPython'")
+    pkg = types.ModuleType("IPython")
+    pkg.__spec__, pkg.__file__, pkg.__package__ = spec, spec.origin, "IPython"
+    pkg.__path__ = list(spec.submodule_search_locations)
+
+    def full(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        del pkg.__getattr__
+        with open(spec.origin, "rb") as f:
+            exec(compile(f.read(), spec.origin, "exec"), pkg.__dict__)
+        return getattr(pkg, name)
+
+    pkg.__getattr__ = full
+    sys.modules["IPython"] = pkg
+    from IPython.core.getipython import get_ipython
+
+    pkg.get_ipython = get_ipython  # what IPython's own modules import from the package
+
+
 def _make_shell(channel, capture):
+    _light_ipython()
+    # IPython's completer imports jedi when it can (~100 ms); a kernel completes nothing.
+    # Blocked during the start only: cells may import jedi.
+    jedi_blocked = "jedi" not in sys.modules
+    if jedi_blocked:
+        sys.modules["jedi"] = None
+    try:
+        return _new_shell(channel, capture)
+    finally:
+        if jedi_blocked:
+            del sys.modules["jedi"]
+
+
+def _new_shell(channel, capture):
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
     from IPython.core.interactiveshell import InteractiveShell
@@ -226,7 +295,8 @@ def _make_shell(channel, capture):
                 value = "<unprintable %s: %s>" % (type(evalue).__name__, type(e).__name__)
             name = getattr(etype, "__name__", str(etype))
             channel.send(type="error", id=capture.cell_id, name=_cut(name, 1000),
-                         value=_cut(value), traceback=_cut("\n".join(stb)))
+                         value=_cut(value), traceback=_cut("\n".join(map(str, stb))
+                                                          if isinstance(stb, list) else str(stb)))
 
     c = Config()
     c.HistoryManager.enabled = False
@@ -240,7 +310,8 @@ def _make_shell(channel, capture):
 
 def main():
     channel = Channel(_private(0), _private(1))
-    diag = _private(2)
+    global DIAG
+    DIAG = diag = _private(2)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # cells (and their subprocesses) never read the host's requests
     os.close(null)
@@ -254,8 +325,9 @@ def main():
     except Exception as e:
         os.write(diag, ("codebox kernel: %r\n" % (e,)).encode("utf-8", "replace"))
         _fatal(channel, "start_failed", "the IPython shell did not start: %r" % (e,))
-    import IPython
-    channel.send(type="ready", protocol=PROTOCOL, pid=os.getpid(), ipython=IPython.__version__)
+    from IPython.core.release import version
+
+    channel.send(type="ready", protocol=PROTOCOL, pid=os.getpid(), ipython=version)
 
     while True:
         try:
@@ -267,14 +339,15 @@ def main():
         if request.get("type") != "execute":
             continue
         cell_id = request.get("id", 0)
-        capture.cell_id = cell_id
-        capture.max_line = int(request.get("max_line", 1 << 24))
-        capture.ensure()
         count = shell.execution_count
         try:
+            capture.cell_id = cell_id
+            capture.max_line = int(request.get("max_line", 1 << 24))
+            capture.ensure()
             shell.run_cell(request.get("code", ""), store_history=True)
         except KeyboardInterrupt:
-            # Came outside the user's code (IPython's own bookkeeping): still this cell's.
+            # Came outside the user's code (before it, or in IPython's bookkeeping): still
+            # this cell's.
             channel.send(type="error", id=cell_id, name="KeyboardInterrupt", value="",
                          traceback="KeyboardInterrupt")
         except SystemExit:
@@ -290,4 +363,12 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BaseException:
+        # The kernel's own failure: its last words go to its original stderr, which the host
+        # quotes when it reports the kernel's death.
+        import traceback
+        last_words = traceback.format_exc()[-2000:].encode("utf-8", "replace")
+        os.write(DIAG if DIAG is not None else 2, last_words)
+        os._exit(70)
