@@ -220,6 +220,13 @@ TEST_P(InterpreterTest, ChartIsSavedAndTheModelToldItsName) {
       << results[0].dump();
   EXPECT_EQ(results[0]["stdout"], "shown\n");
   EXPECT_EQ(results[1]["result"], std::to_string(png.size()));  // the bytes the cell made
+  if (InBox()) {
+    // Step 2 left a file named chart-1.png in /work: copying /work out must not replace the
+    // chart (png was read after the copy-out).
+    bool told = false;
+    for (const std::string& n : notices_) told = told || n.find("not copied") != std::string::npos;
+    EXPECT_TRUE(told);
+  }
   json images = json::parse(t->ToJson())["steps"][0]["images"];
   ASSERT_EQ(images.size(), 1u);
   EXPECT_EQ(images[0]["path"], chart.string());
