@@ -78,19 +78,9 @@ class PyInterpreter {
       o.on_code = [this](int step, const std::string& code) { Call(on_code_, step, std::string_view(code)); };
     }
     if (!on_result_.is_none()) {
-      o.on_result = [this](int step, const ExecResult& r) {
-        py::gil_scoped_acquire gil;
-        py::dict d;
-        d["exit_code"] = r.exit_code;
-        d["signal"] = r.signal;
-        d["stdout"] = py::bytes(r.stdout_data);
-        d["stderr"] = py::bytes(r.stderr_data);
-        d["timed_out"] = r.timed_out;
-        d["out_of_memory"] = r.out_of_memory;
-        d["output_truncated"] = r.output_truncated;
-        d["duration"] = r.duration.count() / 1000.0;
-        d["driver"] = r.driver;
-        Call(on_result_, step, d);
+      // The step as the transcript's JSON has it; the Python side parses it.
+      o.on_result = [this](const llm::Step& step) {
+        Call(on_result_, step.index, std::string_view(llm::StepToJson(step)));
       };
     }
     if (!on_notice_.is_none()) {
@@ -131,20 +121,12 @@ class PyInterpreter {
     }
   }
 
+  // (step, text): the code before a cell runs, the step's JSON after.
   void Call(const py::object& fn, int step, std::string_view code) {
     py::gil_scoped_acquire gil;
     if (callback_error_) return;
     try {
       fn(step, Text(code));
-    } catch (py::error_already_set& e) {
-      callback_error_ = std::make_unique<py::error_already_set>(std::move(e));
-    }
-  }
-
-  void Call(const py::object& fn, int step, const py::dict& result) {
-    if (callback_error_) return;
-    try {
-      fn(step, result);
     } catch (py::error_already_set& e) {
       callback_error_ = std::make_unique<py::error_already_set>(std::move(e));
     }

@@ -3,7 +3,8 @@
 A thin layer over the C++ interpreter loop (``codebox::llm::Interpreter``): it talks to any
 OpenAI-compatible Chat Completions server, lets the model run Python through a ``run_python``
 tool (or, for servers without tools, a fenced code block with one repair turn), runs that code
-in one box per question, and returns the model's answer.
+as cells of one box's session per question (variables persist from step to step), saves the
+images the cells show (charts), and returns the model's answer.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ._threads import _EXECUTOR
-from ._values import ExecResult, _check_seconds, _core
+from ._values import _check_seconds, _core
 from .errors import BoxError
 
 
@@ -34,9 +35,13 @@ class Transcript:
     model: str
     base_url: str
     steps: list[dict[str, Any]] = field(default_factory=list)
+    """Each model turn: ``code``, the cell's ``result`` (stdout, stderr, text, results, error,
+    ...), its ``images`` and latencies, as ``codebox ask --json`` prints them."""
     messages: list[dict[str, Any]] = field(default_factory=list)
     files_out: list[str] = field(default_factory=list)
     timings_ms: dict[str, int] = field(default_factory=dict)
+    image_dir: str = ""
+    """Where the images were saved (``output_dir``, or a temporary directory); "" if none."""
 
     @property
     def ok(self) -> bool:
@@ -45,8 +50,15 @@ class Transcript:
 
     @property
     def code(self) -> list[str]:
-        """The programs that ran, in order."""
+        """The cells that ran, in order."""
         return [s["code"] for s in self.steps if s.get("code")]
+
+    @property
+    def images(self) -> list[dict[str, Any]]:
+        """Every image the cells returned, in order: ``path`` (None when it was left out),
+        ``mime``, ``width`` and ``height`` (None when its header gave no believable size),
+        ``bytes`` and, when something was wrong with it, ``note``."""
+        return [image for s in self.steps for image in s.get("images", [])]
 
     def to_dict(self) -> dict[str, Any]:
         """The transcript as plain JSON-able data (it never holds the API key)."""
@@ -55,6 +67,7 @@ class Transcript:
             "mode": self.mode, "driver": self.driver, "model": self.model,
             "base_url": self.base_url, "steps": self.steps, "messages": self.messages,
             "files_out": self.files_out, "timings_ms": self.timings_ms,
+            "image_dir": self.image_dir,
         }
 
     @classmethod
@@ -66,6 +79,7 @@ class Transcript:
             driver=d.get("driver", ""), model=d.get("model", ""), base_url=d.get("base_url", ""),
             steps=d.get("steps", []), messages=d.get("messages") or [],
             files_out=d.get("files_out", []), timings_ms=d.get("timings_ms", {}),
+            image_dir=d.get("image_dir", ""),
         )
 
 
@@ -74,9 +88,11 @@ class Interpreter:
 
     ::
 
-        interp = codebox.Interpreter(model="gpt-4o-mini")
-        print(interp.ask("What is the 20th Fibonacci number?"))
-        interp.transcript.code      # the programs the model ran
+        interp = codebox.Interpreter(model="gpt-4o-mini", image="python-data",
+                                     input_files=["sales.csv"], output_dir="charts")
+        print(interp.ask("Plot monthly revenue from /data/sales.csv"))
+        interp.transcript.code      # the cells the model ran
+        interp.transcript.images    # [{"path": "charts/chart-1.png", "width": 640, ...}]
 
     Args:
         model, base_url, api_key: the Chat Completions server; each None falls back to
@@ -86,13 +102,17 @@ class Interpreter:
             turn) or ``"auto"`` (tools, falling back to oneshot where the server has none).
         max_steps: model turns allowed in tools mode.
         input_files: host files copied into the box as ``/data/<name>`` before the first step.
-        output_dir: where the files the code left in the box's workdir are copied afterwards.
+        output_dir: where the images the cells return are saved (``chart-1.png``, ...; None: a
+            fresh temporary directory, named through on_notice), and where the files the code
+            left in the box's workdir are copied afterwards.
         on_text, on_code, on_result, on_notice: progress callbacks (streamed answer text;
-            ``(step, code)`` before a run; ``(step, ExecResult)`` after; retries/fallbacks).
+            ``(step, code)`` before a cell runs; ``(step, step_dict)`` after, the step as in
+            :attr:`Transcript.steps`, its images saved; retries/fallbacks and where images go).
             They run in the thread that called ask; an exception in one is raised by ask.
         **box_options: as for :class:`CodeBox` (image, memory_mib, timeout, driver, ...).
 
-    One box per ``ask``: files persist between the steps of one question, nothing after it.
+    One box per ``ask``: its cells share one Python session, so variables and files persist
+    between the steps of one question, and nothing after it.
     """
 
     def __init__(
@@ -111,7 +131,7 @@ class Interpreter:
         output_dir: str | os.PathLike[str] | None = None,
         on_text: Callable[[str], Any] | None = None,
         on_code: Callable[[int, str], Any] | None = None,
-        on_result: Callable[[int, ExecResult], Any] | None = None,
+        on_result: Callable[[int, dict[str, Any]], Any] | None = None,
         on_notice: Callable[[str], Any] | None = None,
         **box_options: Any,
     ) -> None:
@@ -129,8 +149,8 @@ class Interpreter:
         }
         result_cb = None
         if on_result is not None:
-            def result_cb(step: int, d: dict[str, Any]) -> None:
-                on_result(step, _result_from_dict(d))
+            def result_cb(step: int, step_json: str) -> None:
+                on_result(step, json.loads(step_json))
         self._core = core.Interpreter(llm, box, on_text, on_code, result_cb, on_notice)
         self.transcript: Transcript | None = None
         """The transcript of the last ask (partial when it raised)."""
@@ -155,17 +175,6 @@ class Interpreter:
         """:meth:`ask` in a worker thread, for asyncio programs (one ask at a time)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(_EXECUTOR, self.ask, task)
-
-
-def _result_from_dict(d: dict[str, Any]) -> ExecResult:
-    out, err = d["stdout"], d["stderr"]
-    return ExecResult(
-        exit_code=d["exit_code"], stdout=out.decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"), timed_out=d["timed_out"],
-        out_of_memory=d["out_of_memory"], output_truncated=d["output_truncated"],
-        driver=d["driver"], duration=d["duration"], signal=d["signal"],
-        stdout_bytes=out, stderr_bytes=err,
-    )
 
 
 __all__ = ["Interpreter", "Transcript"]

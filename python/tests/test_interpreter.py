@@ -32,9 +32,11 @@ def test_tool_loop_answer_and_transcript(fake_openai) -> None:  # type: ignore[n
     assert t is not None and t.ok and t.mode == "tools" and t.stop_reason == "answer"
     assert t.code == ["print(sum(range(101)))"]
     assert t.steps[0]["result"]["stdout"] == "5050\n"
+    assert t.steps[0]["result"]["error"] is None and t.steps[0]["images"] == []
     assert t.driver
     assert codes == [(1, "print(sum(range(101)))")]
-    assert results[0][1].stdout == "5050\n" and isinstance(results[0][1], codebox.ExecResult)
+    # on_result gets the step as the transcript has it.
+    assert results == [(1, t.steps[0])]
     assert "5050" in "".join(texts)
     assert "sk-test" not in str(t.to_dict())
 
@@ -57,6 +59,62 @@ def test_input_files_persist_between_steps(fake_openai, tmp_path: Path) -> None:
     assert interp.transcript.steps[0]["result"]["stdout"] == "saved\n", interp.transcript.steps[0]
     assert interp.transcript.steps[1]["result"]["stdout"].strip() == "3"
     assert (tmp_path / "out" / "result.txt").read_text() == "3"
+
+
+def test_variables_persist_between_steps(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    server = fake_openai("state_persists")
+    interp = make(server)
+    assert interp.ask("x") == "x + 1 is 43."
+    t = interp.transcript
+    assert t is not None
+    assert t.steps[0]["result"]["stdout"] == "x is set\n"
+    # Step 2 is only "x + 1": x survived from step 1, and its value is the cell's result.
+    assert t.steps[1]["result"]["error"] is None, t.steps[1]["result"]["error"]
+    assert t.steps[1]["result"]["text"] == "43"
+    tool = json.loads(server.requests()[-1]["body"]["messages"][-1]["content"])
+    assert tool["result"] == "43"
+
+
+def test_chart_is_saved_and_listed(fake_openai, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = fake_openai("chart_image")
+    out = tmp_path / "out"
+    interp = make(server, output_dir=out)
+    interp.ask("make a chart")
+    t = interp.transcript
+    assert t is not None and t.image_dir == str(out)
+    [image] = t.images
+    assert image == {"path": str(out / "chart-1.png"), "mime": "image/png", "width": 64,
+                     "height": 48, "bytes": (out / "chart-1.png").stat().st_size}
+    assert (out / "chart-1.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    messages = server.requests()[1]["body"]["messages"]
+    tool = json.loads(messages[-1]["content"])
+    assert tool["images"] == ["[image/png 64x48 saved as chart-1.png]"]
+
+
+def test_images_default_to_a_temporary_directory(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    notices: list[str] = []
+    interp = make(fake_openai("chart_image"), on_notice=notices.append)
+    interp.ask("make a chart")
+    t = interp.transcript
+    assert t is not None and t.image_dir
+    try:
+        assert Path(t.image_dir).name.startswith("codebox-ask-")
+        assert any(t.image_dir in n for n in notices), notices
+        assert t.images[0]["path"] == str(Path(t.image_dir) / "chart-1.png")
+    finally:
+        import shutil
+
+        shutil.rmtree(t.image_dir, ignore_errors=True)
+
+
+def test_hostile_images_are_left_out_with_a_note(fake_openai, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    interp = make(fake_openai("hostile_images"), output_dir=tmp_path / "out")
+    assert interp.ask("show images") == "Done."
+    images = interp.transcript.images  # type: ignore[union-attr]
+    assert [i["path"] is not None for i in images] == [False, True, False, False, False]
+    assert "base64" in images[0]["note"]
+    assert images[1]["width"] is None and images[1]["height"] is None
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["chart-1.png"]
 
 
 def test_refused_key_raises_with_partial_transcript(fake_openai) -> None:  # type: ignore[no-untyped-def]

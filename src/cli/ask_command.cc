@@ -5,18 +5,21 @@
 #include <iostream>
 #include <iterator>
 
+#include "base/text.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
 #include "llm/interpreter.h"
+#include "llm/tools.h"
 
 namespace codebox::cli {
 namespace {
 
 constexpr const char kAskHelp[] = R"(usage: codebox ask [options] TASK...   (or - to read the task from stdin)
 
-A model writes Python for TASK, a fresh box runs it, the model reads the result (and repairs
-its code when it failed) and answers. One box serves the whole conversation; the API key and
-this host's environment never enter it.
+A model writes Python for TASK, a fresh box runs it as cells of one session (variables
+persist from step to step), the model reads the results (and repairs its code when it failed)
+and answers. Charts a cell shows are saved as images. One box serves the whole conversation;
+the API key and this host's environment never enter it.
 
 model options:
   --model M              model id (default $CODEBOX_MODEL, else gpt-4o-mini)
@@ -33,7 +36,9 @@ model options:
 input and output:
   --file PATH            copy PATH into the box as /data/NAME; the model is told
                          (repeatable)
-  --out DIR              copy what the code left in the box workdir to DIR afterwards
+  --out DIR              save the images cells return in DIR (chart-1.png, ...; default: a
+                         new temporary directory, printed), and copy what the code left in
+                         the box workdir to DIR afterwards
   --show-code            print each program before it runs (to stderr)
   --json                 print the whole transcript as JSON instead of the answer
 
@@ -117,7 +122,7 @@ StatusOr<std::optional<AskFlags>> ParseFlags(const std::vector<std::string>& arg
   return std::optional<AskFlags>(std::move(f));
 }
 
-// The last lines of a program's stderr: where the traceback says what went wrong.
+// The last lines of a traceback: where it says what went wrong.
 std::string Tail(const std::string& text, int lines) {
   size_t pos = text.size();
   if (pos > 0 && text[pos - 1] == '\n') --pos;
@@ -145,16 +150,31 @@ class Progress {
       std::fprintf(stderr, "[step %d] running Python...\n", step);
     }
   }
-  void Result(int step, const ExecResult& r) {
-    std::string what = r.timed_out       ? "timed out"
-                       : r.out_of_memory ? "ran out of memory"
-                       : r.signal != 0   ? "killed by signal " + std::to_string(r.signal)
-                                         : "exit " + std::to_string(r.exit_code);
-    std::fprintf(stderr, "[step %d] %s in %lld ms (%s)%s\n", step, what.c_str(),
-                 static_cast<long long>(r.duration.count()), r.driver.c_str(),
-                 r.output_truncated ? ", output truncated" : "");
-    if (show_code_ && !r.stdout_data.empty()) Block(Tail(r.stdout_data, 10));
-    if (!r.ok() && !r.stderr_data.empty()) Block(Tail(r.stderr_data, 6));
+  void Result(const llm::Step& step) {
+    const Execution& e = *step.result;
+    std::string what = e.kernel_restarted ? std::string(e.timed_out ? "timed out, " : "") +
+                                                (e.out_of_memory ? "out of memory, " : "") +
+                                                "kernel restarted (state lost)"
+                       : e.timed_out ? "timed out"
+                       : e.error     ? "raised " + e.error->name
+                                     : "ok";
+    std::string images;
+    for (const cell_images::SavedImage& image : step.images) {
+      images += image.saved() ? ", saved " + image.path : ", " + image.Summary();
+    }
+    std::fprintf(stderr, "[step %d] %s in %lld ms (%s)%s%s\n", step.index,
+                 base::TerminalSafe(what, 200).c_str(), static_cast<long long>(e.duration.count()),
+                 e.driver.c_str(), e.output_truncated ? ", output truncated" : "",
+                 base::TerminalSafe(images, 4096).c_str());
+    if (show_code_) {
+      std::string out = llm::JoinChunks(e.stdout_chunks);
+      if (!e.text().empty()) out += (out.empty() || out.back() == '\n' ? "" : "\n") + e.text();
+      if (!out.empty()) Block(Tail(out, 10));
+    }
+    if (e.error) {
+      const std::string& tb = e.error->traceback.empty() ? e.error->value : e.error->traceback;
+      Block(Tail(tb, 6));
+    }
   }
   void Notice(std::string_view text) {
     Break();
@@ -163,7 +183,9 @@ class Progress {
   void Finish() { Break(); }
 
  private:
-  static void Block(const std::string& text) {
+  // Text from the box, made safe for the terminal.
+  static void Block(const std::string& raw) {
+    std::string text = base::TerminalSafe(raw);
     std::fputs(text.c_str(), stderr);
     if (text.empty() || text.back() != '\n') std::fputc('\n', stderr);
   }
@@ -192,7 +214,7 @@ int AskCommand(const std::vector<std::string>& args) {
   if (!f.json) {
     f.options.on_text = [&](std::string_view t) { progress.Text(t); };
     f.options.on_code = [&](int step, const std::string& code) { progress.Code(step, code); };
-    f.options.on_result = [&](int step, const ExecResult& r) { progress.Result(step, r); };
+    f.options.on_result = [&](const llm::Step& step) { progress.Result(step); };
     f.options.on_notice = [&](std::string_view n) { progress.Notice(n); };
   }
   llm::Interpreter interpreter(f.options);

@@ -11,7 +11,7 @@ class BoxRunner final : public CodeRunner {
  public:
   explicit BoxRunner(std::unique_ptr<Box> box) : box_(std::move(box)) {}
 
-  StatusOr<ExecResult> RunPython(std::string_view code) override { return box_->RunPython(code); }
+  StatusOr<Execution> RunCode(std::string_view code) override { return box_->RunCode(code); }
   StatusOr<ExecResult> Exec(const std::vector<std::string>& argv) override {
     return box_->Exec(argv);
   }

@@ -24,8 +24,10 @@ Status AnswerToolCall(Session& s, const ToolCall& call, bool first_of_turn,
     step.error = code.status().message();
     content = ToolErrorJson(code.status().message());
   } else {
-    ASSIGN_OR_RETURN(ExecResult result, s.RunCode(step, *code));
-    content = ToolResultJson(result, s.options().tool_output_cap);
+    ASSIGN_OR_RETURN(Execution cell, s.RunCode(step, *code));
+    std::vector<std::string> image_lines;
+    for (const cell_images::SavedImage& image : step.images) image_lines.push_back(image.Summary());
+    content = ToolResultJson(cell, image_lines, s.options().tool_output_cap);
   }
   if (!step.error.empty()) s.Notice("step " + std::to_string(step.index) + ": " + step.error);
   s.transcript().messages.push_back({"tool", std::move(content), {}, call.id});

@@ -1,6 +1,6 @@
 // The oneshot pattern, for servers and models without tool calling: ask for a program in a
-// fenced block, run it, answer with what it printed; when it fails, show the model the error
-// once and run its corrected program.
+// fenced block, run it as a cell, answer with what it printed (and its last expression's
+// value); when it fails, show the model the error once and run its corrected program.
 #include "llm/fence.h"
 #include "llm/session.h"
 #include "llm/tools.h"
@@ -12,15 +12,34 @@ namespace {
 // the structured feedback the tools loop gives.
 constexpr int kRepairTurns = 1;
 
-std::string RepairPrompt(const ExecResult& r, size_t cap) {
-  std::string what = r.timed_out        ? "timed out"
-                     : r.out_of_memory ? "ran out of memory"
-                                       : "failed with exit code " + std::to_string(r.exit_code);
+std::string RepairPrompt(const Execution& cell, size_t cap) {
+  std::string what = cell.kernel_restarted ? "failed, and its Python session was restarted"
+                     : cell.timed_out      ? "timed out"
+                                           : "raised an exception";
   std::string prompt = "The program " + what + ".\n";
-  if (!r.stderr_data.empty()) prompt += "stderr:\n```\n" + CapText(r.stderr_data, cap) + "\n```\n";
-  if (!r.stdout_data.empty()) prompt += "stdout:\n```\n" + CapText(r.stdout_data, cap) + "\n```\n";
+  if (cell.error) {
+    prompt += "error: " + CapText(cell.error->name + ": " + cell.error->value, cap) + "\n";
+    if (!cell.error->traceback.empty()) {
+      prompt += "traceback:\n```\n" + CapText(cell.error->traceback, cap) + "\n```\n";
+    }
+  }
+  std::string err = JoinChunks(cell.stderr_chunks);
+  std::string out = JoinChunks(cell.stdout_chunks);
+  if (!err.empty()) prompt += "stderr:\n```\n" + CapText(err, cap) + "\n```\n";
+  if (!out.empty()) prompt += "stdout:\n```\n" + CapText(out, cap) + "\n```\n";
   prompt += "Reply with the corrected complete program in one ```python block.";
   return prompt;
+}
+
+// What a oneshot program answers: what it printed, then the value of its last expression.
+std::string Answer(const Execution& cell) {
+  std::string answer = JoinChunks(cell.stdout_chunks);
+  std::string value = cell.text();
+  if (!value.empty()) {
+    if (!answer.empty() && answer.back() != '\n') answer += '\n';
+    answer += value + "\n";
+  }
+  return answer;
 }
 
 void Emit(const Session& s, const std::string& text) {
@@ -56,15 +75,16 @@ Status RunOneShot(Session& s, const ChatReply* first_reply, std::chrono::millise
       t.stop_reason = "answer";
       return Status::Ok();
     }
-    ASSIGN_OR_RETURN(ExecResult result, s.RunCode(step, *code));
-    if (result.ok() || attempt >= kRepairTurns) {
-      Emit(s, result.stdout_data);
-      t.answer = result.stdout_data;
-      t.stop_reason = result.ok() ? "answer" : "code_failed";
+    ASSIGN_OR_RETURN(Execution cell, s.RunCode(step, *code));
+    const bool ok = !cell.error && !cell.timed_out && !cell.kernel_restarted;
+    if (ok || attempt >= kRepairTurns) {
+      t.answer = Answer(cell);
+      Emit(s, t.answer);
+      t.stop_reason = ok ? "answer" : "code_failed";
       return Status::Ok();
     }
     s.Notice("the program failed; asking the model to repair it");
-    t.messages.push_back({"user", RepairPrompt(result, s.options().tool_output_cap), {}, {}});
+    t.messages.push_back({"user", RepairPrompt(cell, s.options().tool_output_cap), {}, {}});
     Step probe;
     ASSIGN_OR_RETURN(ChatReply reply, s.Turn(probe, /*with_tools=*/false, /*stream_text=*/false));
     content = reply.message.content;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codebox/box.h"
+#include "codebox/execution.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
 
@@ -18,8 +19,10 @@ namespace codebox::llm {
 class CodeRunner {
  public:
   virtual ~CodeRunner() = default;
-  // Same contracts as codebox::Box (a non-zero exit is a result, not an error).
-  virtual StatusOr<ExecResult> RunPython(std::string_view code) = 0;
+  // Same contracts as codebox::Box: RunCode runs a cell of the box's one code-interpreter
+  // session (variables persist; an exception is a result, not an error); Exec runs a command
+  // (a non-zero exit is a result).
+  virtual StatusOr<Execution> RunCode(std::string_view code) = 0;
   virtual StatusOr<ExecResult> Exec(const std::vector<std::string>& argv) = 0;
   virtual Status CopyIn(const std::string& host_path, const std::string& box_path) = 0;
   virtual Status CopyOut(const std::string& box_path, const std::string& host_path,

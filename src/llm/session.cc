@@ -43,10 +43,20 @@ bool SafeName(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
+cell_images::ImageSaverOptions MakeImageOptions(const InterpreterOptions& o) {
+  cell_images::ImageSaverOptions images;
+  images.dir = o.output_dir;
+  images.temp_prefix = "codebox-ask-";
+  return images;
+}
+
 }  // namespace
 
 Session::Session(const InterpreterOptions& options, Transcript& transcript)
-    : options_(options), transcript_(transcript), client_(MakeClientOptions(options)) {
+    : options_(options),
+      transcript_(transcript),
+      client_(MakeClientOptions(options)),
+      images_(MakeImageOptions(options)) {
   transcript_.model = client_.options().model;
   transcript_.base_url = client_.options().base_url;
 }
@@ -111,6 +121,11 @@ Status Session::CopyOutputs() {
     std::string name = ls.stdout_data.substr(start, end - start);
     start = end + 1;
     if (!SafeName(name)) continue;
+    if (images_.Wrote(name)) {
+      // The host named that file for an image; a file of the box does not replace it.
+      Notice("not copied: " + workdir + "/" + name + " (an image was saved under that name)");
+      continue;
+    }
     std::string host_path = (fs::path(options_.output_dir) / name).string();
     if (budget == 0) return LimitExceeded("the box's outputs are over the copy-out limit");
     CopyOutOptions copy;
@@ -148,19 +163,27 @@ StatusOr<ChatReply> Session::Turn(Step& step, bool with_tools, bool stream_text)
   return reply;
 }
 
-StatusOr<ExecResult> Session::RunCode(Step& step, const std::string& code) {
+StatusOr<Execution> Session::RunCode(Step& step, const std::string& code) {
   step.code = code;
   if (options_.on_code) options_.on_code(step.index, code);
   auto start = Clock::now();
-  auto result = runner_->RunPython(code);
+  auto result = runner_->RunCode(code);
   step.box_latency = Since(start);
   if (!result.ok()) {
     step.error = result.status().ToString();
     return result.status().WithContext("run code in the box");
   }
-  step.result = *result;
-  if (options_.on_result) options_.on_result(step.index, *result);
-  return result;
+  const bool had_dir = !transcript_.image_dir.empty();
+  step.images = images_.Save(result->results);
+  step.result = std::move(*result);
+  for (const cell_images::SavedImage& image : step.images) {
+    if (image.saved()) transcript_.image_dir = images_.dir();
+  }
+  if (!had_dir && !transcript_.image_dir.empty() && options_.output_dir.empty()) {
+    Notice("images are saved in " + transcript_.image_dir + " (--out DIR to choose)");
+  }
+  if (options_.on_result) options_.on_result(step);
+  return *step.result;
 }
 
 std::string Session::FilesNote() const {
@@ -171,26 +194,41 @@ std::string Session::FilesNote() const {
     note += ".";
   }
   if (!options_.output_dir.empty()) {
-    note += " Save files the user should get (charts, tables) in " + options_.box.workdir + ".";
+    note += " Other files the user should get (tables, data) go in " + options_.box.workdir +
+            ": they are copied out at the end.";
   }
   return note;
 }
+
+namespace {
+
+// What both modes tell the model about the session.
+constexpr char kSessionNote[] =
+    " The value of the last expression of a cell is shown, as in Jupyter. For charts use "
+    "matplotlib and call plt.show(): each figure comes back as an image that the user sees "
+    "(you get a line naming the saved file, not the picture).";
+
+}  // namespace
 
 std::string ToolsSystemPrompt(const Session& s) {
   if (!s.options().system_prompt.empty()) return s.options().system_prompt;
   return "You solve the user's task by writing Python 3 and running it with the run_python "
          "tool, in an isolated sandbox without network access. Compute rather than guess. Each "
-         "run is a fresh process: variables do not survive between runs, files in " +
-         s.options().box.workdir + " do." + s.FilesNote() +
-         " If a run fails, read the error, fix the code and run it again. When you have the "
-         "result, reply with a short final answer in plain text, without calling the tool.";
+         "call runs a cell of one Python session, like a Jupyter notebook: variables, imports "
+         "and functions persist between calls, and so do files in " +
+         s.options().box.workdir + "." + kSessionNote + s.FilesNote() +
+         " If a cell fails, read the error and its traceback, fix the code and run it again. "
+         "When you have the result, reply with a short final answer in plain text, without "
+         "calling the tool.";
 }
 
 std::string OneShotSystemPrompt(const Session& s) {
   if (!s.options().system_prompt.empty()) return s.options().system_prompt;
   return "You solve the user's task by writing one complete Python 3 program. Reply with "
-         "exactly one ```python fenced code block. The program runs in an isolated sandbox "
-         "without network access and must print the answer to stdout." + s.FilesNote();
+         "exactly one ```python fenced code block. The program runs as a cell of a Python "
+         "session (IPython) in an isolated sandbox without network access; it must print the "
+         "answer to stdout." +
+         std::string(kSessionNote) + s.FilesNote();
 }
 
 }  // namespace codebox::llm

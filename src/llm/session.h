@@ -20,15 +20,17 @@ class Session {
 
   // Creates the box and copies the input files in.
   Status Open();
-  // Copies what the code left in the box workdir to options.output_dir (if set).
+  // Copies what the code left in the box workdir to options.output_dir (if set), but for
+  // names this conversation saved images under.
   Status CopyOutputs();
 
   Step& NewStep(std::string kind);
   // One model turn over transcript.messages; the reply is appended to them. Its text goes
   // to on_text as it streams when stream_text is set.
   StatusOr<ChatReply> Turn(Step& step, bool with_tools, bool stream_text);
-  // Runs code in the box and records it in step. Errors only when the box cannot answer.
-  StatusOr<ExecResult> RunCode(Step& step, const std::string& code);
+  // Runs code as a cell of the box's session, saves its images and records both in step.
+  // Errors only when the box cannot run cells; an exception in the cell is a result.
+  StatusOr<Execution> RunCode(Step& step, const std::string& code);
 
   void Notice(std::string_view text) const;
   // Text about the input and output files, for system prompts.
@@ -43,6 +45,7 @@ class Session {
   Transcript& transcript_;
   ChatClient client_;
   std::unique_ptr<CodeRunner> runner_;
+  cell_images::ImageSaver images_;
   std::vector<std::string> box_inputs_;  // /data/... paths
   int next_call_id_ = 1;
 };

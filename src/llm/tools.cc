@@ -16,11 +16,13 @@ constexpr char kArgumentsShape[] = R"x(the arguments must be a JSON object like 
 ToolSpec RunPythonToolSpec() {
   return {
       kRunPythonTool,
-      "Run a Python 3 program in an isolated sandbox (no network) and get back its stdout, "
-      "stderr and exit code. Print what you need to see. Each call is a fresh process: "
-      "variables do not survive between calls, files in the working directory /work do. "
-      "Input files are under /data.",
-      R"({"type":"object","properties":{"code":{"type":"string","description":"The complete Python 3 program to run."}},"required":["code"]})"};
+      "Run Python 3 code as a cell of a Jupyter-like session (IPython) in an isolated sandbox "
+      "(no network). Variables, imports and functions persist from call to call, as do files "
+      "in the working directory /work; input files are under /data. You get back stdout, "
+      "stderr, the value of the last expression (result), and the error with its traceback "
+      "when the cell raised. Charts: matplotlib and plt.show(); each figure is saved as an "
+      "image the user sees, and you get one line naming the file.",
+      R"({"type":"object","properties":{"code":{"type":"string","description":"The Python 3 code of the cell to run."}},"required":["code"]})"};
 }
 
 StatusOr<std::string> ParseRunPythonArguments(std::string_view arguments) {
@@ -56,15 +58,58 @@ std::string CapText(std::string_view s, size_t limit) {
   return std::string(s.substr(0, head)) + marker + std::string(s.substr(s.size() - tail));
 }
 
-std::string ToolResultJson(const ExecResult& r, size_t cap_bytes) {
-  json j = {{"stdout", CapText(r.stdout_data, cap_bytes)},
-            {"stderr", CapText(r.stderr_data, cap_bytes)},
-            {"exit_code", r.exit_code},
-            {"timed_out", r.timed_out},
-            {"output_truncated", r.output_truncated || r.stdout_data.size() > cap_bytes ||
-                                     r.stderr_data.size() > cap_bytes}};
-  if (r.out_of_memory) j["out_of_memory"] = true;
-  if (r.signal != 0) j["signal"] = r.signal;
+std::string JoinChunks(const std::vector<std::string>& chunks) {
+  std::string text;
+  for (const std::string& c : chunks) text += c;
+  return text;
+}
+
+std::string ToolResultJson(const Execution& cell, const std::vector<std::string>& image_lines,
+                           size_t cap_bytes) {
+  bool capped = false;
+  auto cap = [&](std::string_view text) {
+    capped = capped || text.size() > cap_bytes;
+    return CapText(text, cap_bytes);
+  };
+  json j = {{"stdout", cap(JoinChunks(cell.stdout_chunks))},
+            {"stderr", cap(JoinChunks(cell.stderr_chunks))},
+            {"result", nullptr},
+            {"error", nullptr}};
+  json outputs = json::array();
+  size_t outputs_bytes = 0;
+  size_t outputs_left_out = 0;
+  for (const CellResult& r : cell.results) {
+    const std::string* text = r.Get("text/plain");
+    if (r.is_main_result) {
+      if (text != nullptr) j["result"] = cap(*text);
+      continue;
+    }
+    // An image's text/plain ("<Figure size 640x480 with 1 Axes>") says less than its line.
+    if (text == nullptr || r.Get("image/png") || r.Get("image/jpeg") || r.Get("image/svg+xml")) {
+      continue;
+    }
+    if (outputs_bytes >= cap_bytes) {
+      ++outputs_left_out;
+      continue;
+    }
+    outputs.push_back(CapText(*text, cap_bytes - outputs_bytes));
+    outputs_bytes += outputs.back().get<std::string>().size();
+  }
+  if (outputs_left_out > 0) {
+    capped = true;
+    outputs.push_back("[... " + std::to_string(outputs_left_out) + " more outputs left out ...]");
+  }
+  if (!outputs.empty()) j["outputs"] = std::move(outputs);
+  if (!image_lines.empty()) j["images"] = image_lines;
+  if (cell.error) {
+    j["error"] = {{"name", cap(cell.error->name)},
+                  {"value", cap(cell.error->value)},
+                  {"traceback", cap(cell.error->traceback)}};
+  }
+  j["timed_out"] = cell.timed_out;
+  j["kernel_restarted"] = cell.kernel_restarted;
+  j["output_truncated"] = cell.output_truncated || capped;
+  if (cell.out_of_memory) j["out_of_memory"] = true;
   return Dump(j);
 }
 

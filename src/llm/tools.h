@@ -1,13 +1,14 @@
 // The run_python tool as the model sees it: its schema, its arguments, and the result that
-// goes back, capped so that one chatty program cannot fill the model's context.
+// goes back, capped so that one chatty cell cannot fill the model's context.
 #ifndef CODEBOX_LLM_TOOLS_H_
 #define CODEBOX_LLM_TOOLS_H_
 
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "codebox/options.h"
+#include "codebox/execution.h"
 #include "codebox/status.h"
 #include "llm/chat.h"
 
@@ -25,9 +26,16 @@ StatusOr<std::string> ParseRunPythonArguments(std::string_view arguments);
 // bytes were left out between them.
 std::string CapText(std::string_view s, size_t limit);
 
-// The tool result for the model: JSON {stdout, stderr, exit_code, timed_out,
-// output_truncated[, out_of_memory, signal]}, each stream capped to cap_bytes.
-std::string ToolResultJson(const ExecResult& result, size_t cap_bytes);
+// The chunks of a stream as one text.
+std::string JoinChunks(const std::vector<std::string>& chunks);
+
+// The tool result for the model, from one cell: JSON {stdout, stderr, result (the main
+// result's text/plain, or null), error ({name, value, traceback} or null), timed_out,
+// kernel_restarted, output_truncated[, outputs (text/plain of the other results that are not
+// images), images (one line per image, as the host saved it), out_of_memory]}. Each text is
+// capped to cap_bytes (head and tail), and so is the list of outputs as a whole.
+std::string ToolResultJson(const Execution& cell, const std::vector<std::string>& image_lines,
+                           size_t cap_bytes);
 
 // The tool result for a call that could not run (bad arguments, unknown tool):
 // JSON {"error": message}.

@@ -1,6 +1,6 @@
-// A CodeRunner for tests of the loop on hosts without a box: runs /usr/bin/python3 on the
-// host with an empty environment, in a temporary directory. No isolation at all; it runs only
-// the code of our own scenario files.
+// A CodeRunner for tests of the loop on hosts without a box: cells run in host_kernel.py (an
+// IPython session on the host) with an empty environment, in a temporary directory. No
+// isolation at all; it runs only the code of our own scenario files.
 #ifndef CODEBOX_TESTS_LLM_HOST_RUNNER_H_
 #define CODEBOX_TESTS_LLM_HOST_RUNNER_H_
 
