@@ -35,6 +35,7 @@ from .errors import (
     BoxError,
     BoxFileNotFoundError,
     BoxInvalidArgumentError,
+    BoxKernelUnavailableError,
     BoxLimitExceededError,
     BoxTimeoutError,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "BoxFileNotFoundError",
     "BoxInfo",
     "BoxInvalidArgumentError",
+    "BoxKernelUnavailableError",
     "BoxLimitExceededError",
     "BoxTimeoutError",
     "CodeBox",

@@ -34,6 +34,11 @@ class BoxInvalidArgumentError(BoxError, ValueError):
     """An option or argument is not valid."""
 
 
+class BoxKernelUnavailableError(BoxError):
+    """``run_code`` cannot start its kernel in this box: the image lacks IPython (or Python).
+    The message names the image and what to use instead."""
+
+
 class BoxLimitExceededError(BoxError):
     """What a box sent passed a host-side limit (a copied-out file or listing too large)."""
 
@@ -41,6 +46,7 @@ class BoxLimitExceededError(BoxError):
 _BY_CODE: dict[str, type[BoxError]] = {
     "closed": BoxClosedError,
     "deadline_exceeded": BoxTimeoutError,
+    "failed_precondition": BoxKernelUnavailableError,
     "invalid_argument": BoxInvalidArgumentError,
     "limit_exceeded": BoxLimitExceededError,
 }

@@ -7,6 +7,7 @@ import base64
 import codecs
 import json
 import os
+import re
 import select
 import signal
 import sys
@@ -180,6 +181,7 @@ def _fatal(channel, kind, message):
 
 
 BINARY = ("image/png", "image/jpeg", "application/pdf")
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\r\n]*")
 
 
 def _clean(data, max_line):
@@ -198,6 +200,10 @@ def _clean(data, max_line):
                     value = value.decode("utf-8", "replace")
             elif mime in BINARY and isinstance(value, str):
                 value = value.strip()
+                # A value that is not base64 (display(raw=True) of a bad bundle) is dropped
+                # here: the host would take it for a broken kernel and restart it.
+                if not _BASE64.fullmatch(value):
+                    continue
         except Exception:
             continue
         if isinstance(value, str):

@@ -146,6 +146,23 @@ TEST(KernelFaultTest, GarbageOnTheProtocolFdRestartsTheKernel) {
   ExpectFreshKernel(*box);
 }
 
+// A bad bundle from the cell's own display() is the cell's mistake, not a broken kernel: the
+// kernel drops the value that is not base64 and the session goes on.
+TEST(KernelFaultTest, ADisplayedImageThatIsNotBase64IsDroppedNotFatal) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  RunOk(*box, "x = 7");
+  Execution e = RunOk(*box,
+                      "from IPython.display import display\n"
+                      "display({'image/png': 'x y', 'text/plain': 'still here'}, raw=True)");
+  EXPECT_FALSE(e.kernel_restarted);
+  EXPECT_FALSE(e.error) << e.error->value;
+  ASSERT_EQ(e.results.size(), 1u);
+  EXPECT_EQ(e.results[0].Get("image/png"), nullptr);
+  ASSERT_NE(e.results[0].Get("text/plain"), nullptr);
+  EXPECT_EQ(*e.results[0].Get("text/plain"), "still here");
+  EXPECT_EQ(RunOk(*box, "x").text(), "7");
+}
+
 TEST(KernelFaultTest, AnOversizedLineRestartsTheKernel) {
   BoxOptions options = Options();
   options.output_limit_bytes = 64 << 10;  // lines may be this plus a few MiB
