@@ -5,8 +5,9 @@
 
 Uses only the Python standard library and codebox: urllib speaks the OpenAI-compatible Chat
 Completions API (OpenAI, llama.cpp's llama-server, Ollama, vLLM, ...). The model gets one tool,
-run_python; each call runs in the same disposable box (files persist between steps) and the
-result goes back to the model until it answers. A server without tool support gets asked for a
+run_python; each call runs as a cell of one IPython session in the same disposable box
+(variables and files persist between steps, as in Jupyter) and the result goes back to the
+model until it answers. A server without tool support gets asked for a
 ```python block instead, which runs once, with one repair turn if it fails.
 
 Environment: OPENAI_API_KEY (optional for local servers), OPENAI_BASE_URL (default
@@ -29,8 +30,9 @@ import codebox
 
 SYSTEM_TOOLS = (
     "You answer questions by writing Python and running it with the run_python tool, in an "
-    "isolated box with Python 3 and its standard library (no network). Print what you need to "
-    "see. When you have the result, answer briefly in plain text."
+    "isolated box with Python 3 and its standard library (no network). Each call runs in the "
+    "same session: variables persist, and the value of the last expression is shown. When you "
+    "have the result, answer briefly in plain text."
 )
 SYSTEM_ONESHOT = (
     "Answer with one Python 3 program in a ```python code block that prints the answer. "
@@ -40,7 +42,7 @@ RUN_PYTHON_TOOL = {
     "type": "function",
     "function": {
         "name": "run_python",
-        "description": "Run a Python 3 program in an isolated box; returns stdout, stderr and the exit code.",
+        "description": "Run Python 3 code in the session; returns stdout, stderr, the last expression's value and any error.",
         "parameters": {
             "type": "object",
             "properties": {"code": {"type": "string", "description": "The program."}},
@@ -95,10 +97,17 @@ class Chat:
             raise ChatError(0, f"not a chat completion: {str(reply)[:200]}") from None
 
 
-def result_for_model(r: codebox.ExecResult) -> str:
+def stdout_of(e: codebox.Execution) -> str:
+    """What the cell printed, then its last expression's value (as a notebook shows them)."""
+    return "".join(e.logs.stdout) + (e.text + "\n" if e.text else "")
+
+
+def result_for_model(e: codebox.Execution) -> str:
+    error = e.error and {"name": e.error.name, "value": e.error.value,
+                         "traceback": e.error.traceback[-OUTPUT_CAP:]}
     return json.dumps({
-        "stdout": r.stdout[-OUTPUT_CAP:], "stderr": r.stderr[-OUTPUT_CAP:],
-        "exit_code": r.exit_code, "timed_out": r.timed_out, "out_of_memory": r.out_of_memory,
+        "stdout": "".join(e.logs.stdout)[-OUTPUT_CAP:], "stderr": "".join(e.logs.stderr)[-OUTPUT_CAP:],
+        "result": (e.text or "")[-OUTPUT_CAP:], "error": error, "timed_out": e.timed_out,
     })
 
 
@@ -106,12 +115,13 @@ def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def run_code(box: codebox.SyncCodeBox, code: str, step: int) -> codebox.ExecResult:
+def run_code(box: codebox.SyncCodeBox, code: str, step: int) -> codebox.Execution:
     log(f"--- step {step}: running\n{code.rstrip()}")
-    r = box.exec("python3", "-c", code)
-    status = "timed out" if r.timed_out else f"exit {r.exit_code}"
-    log(f"--- {status} in {r.duration:.2f} s ({r.driver})\n{r.stdout}{r.stderr}".rstrip())
-    return r
+    e = box.run_code(code)
+    status = "timed out" if e.timed_out else f"raised {e.error.name}" if e.error else "ok"
+    shown = stdout_of(e) + "".join(e.logs.stderr) + (e.error.traceback if e.error else "")
+    log(f"--- {status} in {e.duration:.2f} s ({e.driver})\n{shown}".rstrip())
+    return e
 
 
 def fenced_code(text: str) -> str | None:
@@ -128,7 +138,7 @@ def ask_with_tools(chat: Chat, box: codebox.SyncCodeBox, task: str, system: str,
         if not calls:
             code = fenced_code(message.get("content") or "") if step == 1 else None
             if code is not None:  # a model that wrote a block instead of calling the tool
-                return run_code(box, code, step).stdout
+                return stdout_of(run_code(box, code, step))
             return message.get("content") or ""
         messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
         for call in calls:
@@ -156,14 +166,14 @@ def ask_oneshot(chat: Chat, box: codebox.SyncCodeBox, task: str) -> str:
         code = fenced_code(message.get("content") or "")
         if code is None:
             return message.get("content") or ""
-        r = run_code(box, code, step)
-        if r.ok:
-            return r.stdout
+        e = run_code(box, code, step)
+        if e.error is None:
+            return stdout_of(e)
         messages += [
             {"role": "assistant", "content": message.get("content") or ""},
-            {"role": "user", "content": f"It failed:\n{r.stderr[-OUTPUT_CAP:]}\nSend the fixed program."},
+            {"role": "user", "content": f"It failed:\n{e.error.traceback[-OUTPUT_CAP:]}\nSend the fixed program."},
         ]
-    return r.stdout + r.stderr
+    return stdout_of(e) + "".join(e.logs.stderr) + e.error.traceback
 
 
 def ask(chat: Chat, box: codebox.SyncCodeBox, task: str, system: str = SYSTEM_TOOLS, max_steps: int = 8) -> str:
