@@ -6,10 +6,6 @@
 // The host baselines use the host's /usr/bin/python3 with Debian's python3-ipython.
 //
 // usage: kernel_bench [--cells N] [--starts N]
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,9 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/subprocess.h"
 #include "codebox/box.h"
-
-extern char** environ;
 
 namespace {
 
@@ -35,22 +30,10 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
-// Runs a host command to its end with output discarded; false when it failed.
+// Runs a host command to its end (its output read and dropped); false when it failed.
 bool Spawn(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return false;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  auto r = codebox::base::Run(codebox::base::Command(argv));
+  return r.ok() && r->ok();
 }
 
 // IPython's own cost of a `1+1` cell, in process on the host: median ms of `cells` run_cell

@@ -60,12 +60,15 @@ TEST(DecodeBase64, RoundTripsEveryLengthAndSkipsLineBreaks) {
   wrapped.insert(76, "\n");
   wrapped.insert(20, "\r\n ");
   EXPECT_EQ(*DecodeBase64(wrapped, 1 << 20), bytes);
+  // What Python's base64.encodebytes gives for a PNG's signature: binary, broken lines.
+  EXPECT_EQ(*DecodeBase64("iVBORw0K\nGgo=\n", 100), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(*DecodeBase64("AAD/", 100), std::string("\0\0\xff", 3));
 }
 
 TEST(DecodeBase64, RefusesWhatIsNotBase64) {
-  for (std::string bad :
-       std::vector<std::string>{"not base64!", "abc", "ab=c", "a===", "====", "QUJD=QUJD",
-                                "QQ==QQ==", std::string("QU\0J", 4), "QUJD\xff"}) {
+  for (std::string bad : std::vector<std::string>{
+           "not base64!", "abc", "ab=c", "a===", "====", "QUJD=QUJD",
+           "QQ==QQ==", std::string("QU\0J", 4), "QUJD\xff", "Z", "=Zg", "Zg===", "Zm9vYg"}) {
     auto d = DecodeBase64(bad, 1 << 20);
     EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(d.status().message().find("base64"), std::string::npos);
@@ -161,6 +164,40 @@ TEST_F(ImageSaverTest, SavesUnderHostChosenNamesOneFilePerResult) {
   EXPECT_EQ(Slurp(saved[1].path), "<svg width='1'/>");
   EXPECT_TRUE(saver.Wrote("chart-1.png"));
   EXPECT_FALSE(saver.Wrote("data.csv"));
+}
+
+TEST_F(ImageSaverTest, SavesOneResultAtATimeWithItsPathInTheSummary) {
+  ImageSaver saver({.dir = dir_, .name_prefix = "out-3", .max_images = 1});
+  EXPECT_FALSE(saver.SaveOne(Result({{"text/plain", "2"}})));
+  EXPECT_FALSE(saver.full());
+  auto image = saver.SaveOne(Result({{"image/png", Base64(PngHeader(2, 3))}}));
+  ASSERT_TRUE(image && image->saved()) << (image ? image->note : "no image");
+  EXPECT_EQ(image->Summary(/*with_path=*/true),
+            "[image/png 2x3 saved to " + dir_ + "/out-3-1.png]");
+  EXPECT_TRUE(saver.full());
+  auto more = saver.SaveOne(Result({{"image/svg+xml", "<svg/>"}}));
+  ASSERT_TRUE(more);
+  EXPECT_FALSE(more->saved());
+  EXPECT_EQ(more->Summary(true), "[image/svg+xml left out: more than 1 images; no more are saved]");
+}
+
+TEST(DescribeImage, ChecksLikeTheSaverButWritesNothing) {
+  EXPECT_FALSE(DescribeImage(CellResult{}, 1000));
+  CellResult r;
+  r.data = {{"image/png", Base64(PngHeader(640, 480))}, {"image/svg+xml", "<svg/>"}};
+  auto png = DescribeImage(r, 1000);
+  ASSERT_TRUE(png);
+  EXPECT_FALSE(png->saved());
+  EXPECT_EQ(png->What(), "image/png 640x480");
+  EXPECT_EQ(png->note, "");
+  // A size not believed is no reason to leave it out; what the saver would refuse is.
+  r.data = {{"image/png", Base64(PngHeader(0, 1))}};
+  EXPECT_EQ(DescribeImage(r, 1000)->What(), "image/png");
+  EXPECT_EQ(DescribeImage(r, 1000)->note, "");
+  EXPECT_NE(DescribeImage(r, 10)->note.find("limit of 10 bytes"), std::string::npos);
+  r.data = {{"image/jpeg", "%%%"}};
+  EXPECT_NE(DescribeImage(r, 1000)->Summary().find("[image/jpeg left out: not valid base64"),
+            std::string::npos);
 }
 
 TEST_F(ImageSaverTest, NeverOverwritesAFileThatIsThere) {

@@ -54,6 +54,7 @@ StatusOr<std::string> DecodeBase64(std::string_view text, uint64_t max_bytes) {
     }
     if (v == kPad) {
       // "xx==" or "xxx=": padding fills the rest of a group that has 2 or 3 sextets.
+      if (padding > 0 && filled == 0) return InvalidArgument("not valid base64 (too much '=')");
       if (filled + padding < 2) return InvalidArgument("not valid base64 (misplaced '=')");
       ++padding;
       if (filled + padding > 4) return InvalidArgument("not valid base64 (too much '=')");

@@ -20,15 +20,69 @@ constexpr ImageFormat kFormats[] = {
 // Names tried past one that exists, before giving up on a directory full of charts.
 constexpr int kMaxNameTries = 10000;
 
+// The best format `result` carries an image in, and its value; nullptr when none.
+const ImageFormat* BestFormat(const CellResult& result, const std::string** value) {
+  for (const ImageFormat& f : kFormats) {
+    if ((*value = result.Get(f.mime)) != nullptr) return &f;
+  }
+  return nullptr;
+}
+
+// The bytes of an image decoded and checked; empty, with image->note saying why, when it is
+// left out. Sets image->size from its header.
+std::string Check(const ImageFormat& format, const std::string& value, uint64_t max_bytes,
+                  SavedImage* image) {
+  const std::string_view mime = format.mime;
+  std::string data;
+  if (mime == "image/svg+xml") {
+    // SVG is text; only its size is checked.
+    if (value.size() > max_bytes) {
+      image->note = "the image is bigger than its limit of " + std::to_string(max_bytes) + " bytes";
+      return "";
+    }
+    data = value;
+  } else {
+    auto decoded = DecodeBase64(value, max_bytes);
+    if (!decoded.ok()) {
+      image->note = decoded.status().message();
+      return "";
+    }
+    data = std::move(*decoded);
+    auto size = mime == "image/png" ? PngSize(data) : JpegSize(data);
+    if (!size.ok()) {
+      image->note = size.status().message();
+      return "";
+    }
+    image->size = *size;
+    if (!image->size) image->note = "its header gives no believable size";
+  }
+  if (data.empty()) image->note = "the image is empty";
+  return data;
+}
+
 }  // namespace
 
-std::string SavedImage::Summary() const {
+std::string SavedImage::What() const {
+  if (!size) return mime;
+  return mime + " " + std::to_string(size->width) + "x" + std::to_string(size->height);
+}
+
+std::string SavedImage::Summary(bool with_path) const {
   if (!saved()) return "[" + mime + " left out: " + note + "]";
-  std::string line = "[" + mime;
-  if (size) line += " " + std::to_string(size->width) + "x" + std::to_string(size->height);
-  line += " saved as " + name;
+  std::string line = "[" + What() + (with_path ? " saved to " + path : " saved as " + name);
   if (!note.empty()) line += "; " + note;
   return line + "]";
+}
+
+std::optional<SavedImage> DescribeImage(const CellResult& result, uint64_t max_image_bytes) {
+  const std::string* value = nullptr;
+  const ImageFormat* format = BestFormat(result, &value);
+  if (format == nullptr) return std::nullopt;
+  SavedImage image;
+  image.mime = format->mime;
+  // A doubtful size is not a reason to leave it out: only such reasons are notes here.
+  if (!Check(*format, *value, max_image_bytes, &image).empty()) image.note.clear();
+  return image;
 }
 
 ImageSaver::ImageSaver(ImageSaverOptions options)
@@ -54,52 +108,23 @@ Status ImageSaver::MakeDir() {
 std::vector<SavedImage> ImageSaver::Save(const std::vector<CellResult>& results) {
   std::vector<SavedImage> saved;
   for (const CellResult& r : results) {
-    for (const ImageFormat& f : kFormats) {
-      const std::string* value = r.Get(f.mime);
-      if (value == nullptr) continue;
-      saved.push_back(SaveOne(f, *value));
-      break;
-    }
+    if (auto image = SaveOne(r)) saved.push_back(std::move(*image));
   }
   return saved;
 }
 
-SavedImage ImageSaver::SaveOne(const ImageFormat& format, const std::string& value) {
-  const std::string mime = format.mime;
+std::optional<SavedImage> ImageSaver::SaveOne(const CellResult& result) {
+  const std::string* value = nullptr;
+  const ImageFormat* format = BestFormat(result, &value);
+  if (format == nullptr) return std::nullopt;
   SavedImage image;
-  image.mime = mime;
-  if (count_ >= options_.max_images) {
+  image.mime = format->mime;
+  if (full()) {
     image.note = "more than " + std::to_string(options_.max_images) + " images; no more are saved";
     return image;
   }
-  std::string data;
-  if (mime == "image/svg+xml") {
-    // SVG is text; only its size is checked.
-    if (value.size() > options_.max_image_bytes) {
-      image.note = "the image is bigger than its limit of " +
-                   std::to_string(options_.max_image_bytes) + " bytes";
-      return image;
-    }
-    data = value;
-  } else {
-    auto decoded = DecodeBase64(value, options_.max_image_bytes);
-    if (!decoded.ok()) {
-      image.note = decoded.status().message();
-      return image;
-    }
-    data = std::move(*decoded);
-    auto size = mime == "image/png" ? PngSize(data) : JpegSize(data);
-    if (!size.ok()) {
-      image.note = size.status().message();
-      return image;
-    }
-    image.size = *size;
-    if (!image.size) image.note = "its header gives no believable size";
-  }
-  if (data.empty()) {
-    image.note = "the image is empty";
-    return image;
-  }
+  const std::string data = Check(*format, *value, options_.max_image_bytes, &image);
+  if (data.empty()) return image;
   if (Status s = MakeDir(); !s.ok()) {
     image.note = "cannot make a directory for images: " + s.message();
     return image;
@@ -107,7 +132,7 @@ SavedImage ImageSaver::SaveOne(const ImageFormat& format, const std::string& val
   // O_EXCL: never overwrite a file that is there (an earlier run's chart, the user's own).
   for (int tries = 0; tries < kMaxNameTries; ++tries) {
     std::string name =
-        options_.name_prefix + "-" + std::to_string(next_number_++) + format.extension;
+        options_.name_prefix + "-" + std::to_string(next_number_++) + format->extension;
     std::string path = dir_ + "/" + name;
     base::UniqueFd fd(
         ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));

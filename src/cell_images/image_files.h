@@ -1,7 +1,8 @@
 // Saving the images a cell returns (charts from plt.show(), display(Image(...))) as host
-// files. The host picks every name (chart-1.png, chart-2.png, ...) and never takes one from
-// the box; each image is decoded and checked first, and one that is broken, lying or too big
-// is left out with a note saying why, never a crash. Used by `codebox ask` and the REPL.
+// files. The host picks every name (chart-1.png, chart-2.png, ...), never takes one from the
+// box and never overwrites a file; each image is decoded and checked first, and one that is
+// broken, lying or too big is left out with a note saying why, never a crash. Used by
+// `codebox ask`, `codebox repl` and `codebox run --session`.
 #ifndef CODEBOX_CELL_IMAGES_IMAGE_FILES_H_
 #define CODEBOX_CELL_IMAGES_IMAGE_FILES_H_
 
@@ -26,15 +27,24 @@ struct SavedImage {
   std::string note;               // why it was left out, or what was odd about it
 
   bool saved() const { return !path.empty(); }
+  // "image/png 640x480", or just the MIME type when the size is not known.
+  std::string What() const;
   // One line for people and models: "[image/png 640x480 saved as chart-1.png]", or
-  // "[image/png left out: not valid base64 (...)]".
-  std::string Summary() const;
+  // "[image/png left out: not valid base64 (...)]". with_path: "saved to PATH" (for a
+  // terminal, where the directory is not said elsewhere).
+  std::string Summary(bool with_path = false) const;
 };
 
 struct ImageFormat {
   const char* mime;
   const char* extension;  // of the files saved in it
 };
+
+// The image in `result`, in its best format (image/png, else image/jpeg, else image/svg+xml),
+// decoded and checked as ImageSaver would but never written: mime and size (when believable),
+// and a note only when it would be left out, saying why. nullopt when the result carries no
+// image.
+std::optional<SavedImage> DescribeImage(const CellResult& result, uint64_t max_image_bytes);
 
 struct ImageSaverOptions {
   std::string dir;  // empty: a fresh directory under $TMPDIR (or /tmp), made at the first image
@@ -52,6 +62,11 @@ class ImageSaver {
   // else image/svg+xml (a chart often comes in more than one format). Results without an
   // image give nothing.
   std::vector<SavedImage> Save(const std::vector<CellResult>& results);
+  // The same for one result; nullopt when it carries no image.
+  std::optional<SavedImage> SaveOne(const CellResult& result);
+
+  // Whether max_images are saved already (what comes next is left out with a note).
+  bool full() const { return count_ >= options_.max_images; }
 
   // Where images go; empty until the first image is saved when no directory was given.
   const std::string& dir() const { return dir_; }
@@ -59,7 +74,6 @@ class ImageSaver {
   bool Wrote(const std::string& name) const { return written_.count(name) > 0; }
 
  private:
-  SavedImage SaveOne(const ImageFormat& format, const std::string& value);
   Status MakeDir();
 
   ImageSaverOptions options_;

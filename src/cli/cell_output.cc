@@ -1,16 +1,9 @@
 #include "cli/cell_output.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <limits>
 
-#include "base/base64.h"
-#include "base/io.h"
 #include "base/text.h"
-#include "base/unique_fd.h"
 
 namespace codebox::cli {
 namespace {
@@ -18,12 +11,6 @@ namespace {
 constexpr size_t kNoCut = std::numeric_limits<size_t>::max();
 
 std::string Safe(std::string_view text) { return base::TerminalSafe(text, kNoCut); }
-
-std::string_view ExtensionOf(const std::string& mime) {
-  if (mime == "image/png") return "png";
-  if (mime == "image/jpeg") return "jpg";
-  return "svg";
-}
 
 // How many bytes at the end of `data` begin a UTF-8 character that is not complete yet.
 size_t IncompleteTail(std::string_view data) {
@@ -52,42 +39,8 @@ std::string SafeTextStream::Finish() {
   return out;
 }
 
-std::optional<std::string> PngDimensions(std::string_view png) {
-  static constexpr std::string_view kSignature("\x89PNG\r\n\x1a\n", 8);
-  if (png.size() < 24 || png.substr(0, 8) != kSignature || png.substr(12, 4) != "IHDR") {
-    return std::nullopt;
-  }
-  auto be32 = [&](size_t at) {
-    uint32_t v = 0;
-    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(png[at + i]);
-    return v;
-  };
-  return std::to_string(be32(16)) + "x" + std::to_string(be32(20));
-}
-
-StatusOr<std::string> ImageFiles::Save(int cell, int index, std::string_view extension,
-                                       std::string_view bytes) {
-  const std::string stem = dir_ + "/out-" + std::to_string(cell) + "-" + std::to_string(index);
-  const std::string ext = "." + std::string(extension);
-  for (int attempt = 1; attempt <= 100; ++attempt) {
-    std::string path = stem + (attempt == 1 ? "" : "_" + std::to_string(attempt)) + ext;
-    base::UniqueFd fd(
-        ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (!fd.valid()) {
-      if (errno == EEXIST) continue;
-      return base::ErrnoStatus("create " + path);
-    }
-    if (Status st = base::WriteAll(fd.get(), bytes); !st.ok()) {
-      ::unlink(path.c_str());
-      return st;
-    }
-    return path;
-  }
-  return IoError(stem + "*" + ext + ": 100 names taken; clear " + dir_);
-}
-
-CellPrinter::CellPrinter(CellSinks sinks, std::optional<ImageFiles> images)
-    : sinks_(std::move(sinks)), images_(std::move(images)) {}
+CellPrinter::CellPrinter(CellSinks sinks, std::optional<std::string> image_dir)
+    : sinks_(std::move(sinks)), image_dir_(std::move(image_dir)) {}
 
 RunCodeOptions CellPrinter::Streaming() {
   RunCodeOptions o;
@@ -100,7 +53,11 @@ RunCodeOptions CellPrinter::Streaming() {
 void CellPrinter::Begin(int cell) {
   std::lock_guard lock(mu_);
   cell_ = cell;
-  images_in_cell_ = 0;
+  if (image_dir_) {
+    images_.emplace(cell_images::ImageSaverOptions{.dir = *image_dir_,
+                                                   .name_prefix = "out-" + std::to_string(cell),
+                                                   .max_images = kMaxImagesPerCell});
+  }
   images_dropped_ = 0;
   results_shown_ = 0;
 }
@@ -164,33 +121,20 @@ void CellPrinter::End(const Execution& e, const CellEnd& how) {
 }
 
 void CellPrinter::PrintResult(const CellResult& r) {
-  for (const char* mime : kImageMimes) {
-    const std::string* value = r.Get(mime);
-    if (value == nullptr) continue;
-    if (images_in_cell_ >= kMaxImagesPerCell) {
+  const bool full = images_ && images_->full();
+  std::optional<cell_images::SavedImage> image =
+      images_ ? images_->SaveOne(r)
+              : cell_images::DescribeImage(r, cell_images::ImageSaverOptions().max_image_bytes);
+  if (image) {
+    if (full) {
       ++images_dropped_;
       return;
     }
-    ++images_in_cell_;
     FreshLine();
-    std::string what = mime;
-    StatusOr<std::string> bytes = *value;  // SVG is text; PNG and JPEG come as base64
-    if (what != "image/svg+xml") bytes = base::Base64Decode(*value);
-    if (!bytes.ok()) {
-      Out("[" + what + " not saved: the box sent invalid " + Safe(bytes.status().message()) +
-          "]\n");
-      return;
-    }
-    if (auto size = what == "image/png" ? PngDimensions(*bytes) : std::nullopt) {
-      what += " " + *size;
-    }
-    if (!images_) {
-      Out("[" + what + ": not saved; give --out DIR to save images]\n");
-      return;
-    }
-    auto path = images_->Save(cell_, images_in_cell_, ExtensionOf(mime), *bytes);
-    Out(path.ok() ? "[" + what + " saved to " + Safe(*path) + "]\n"
-                  : "[" + what + " not saved: " + Safe(path.status().message()) + "]\n");
+    const bool described_only = !image->saved() && image->note.empty();
+    Out(Safe(described_only ? "[" + image->What() + ": not saved; give --out DIR to save images]"
+                            : image->Summary(/*with_path=*/true)) +
+        "\n");
     return;
   }
   if (const std::string* text = r.Get("text/plain")) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "cell_images/image_files.h"
 #include "codebox/execution.h"
 #include "codebox/status.h"
 
@@ -30,25 +31,6 @@ class SafeTextStream {
   std::string pending_;
 };
 
-// "640x480" from a PNG's header; nullopt when `png` is not a PNG.
-std::optional<std::string> PngDimensions(std::string_view png);
-
-// Saves a cell's images under `dir` as out-CELL-K.EXT (CELL: the host's count of cells, K: the
-// image's place in its cell), never overwriting a file: a taken name gets "_2", "_3"...
-class ImageFiles {
- public:
-  explicit ImageFiles(std::string dir) : dir_(std::move(dir)) {}
-  // The file `bytes` were written to, or why they were not.
-  StatusOr<std::string> Save(int cell, int index, std::string_view extension,
-                             std::string_view bytes);
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-};
-
-// The image MIME types a result may carry that are saved to files, best first.
-inline constexpr const char* kImageMimes[] = {"image/png", "image/jpeg", "image/svg+xml"};
 // Past this many images in one cell the rest are counted, not saved: a cell cannot fill the
 // disk with small files.
 inline constexpr int kMaxImagesPerCell = 100;
@@ -69,8 +51,10 @@ struct CellEnd {
 // Prints one cell at a time. The streaming calls may come from another thread than Begin/End.
 class CellPrinter {
  public:
-  // images: where image results go; nullopt: they are described, not saved.
-  CellPrinter(CellSinks sinks, std::optional<ImageFiles> images);
+  // image_dir: where image results are saved (cell_images::ImageSaver: checked first, never
+  // overwriting a file), as out-CELL-K.EXT (CELL: the host's count of cells, K: 1, 2, ... in
+  // each cell, skipping names already taken); nullopt: they are described, not saved.
+  CellPrinter(CellSinks sinks, std::optional<std::string> image_dir);
 
   // RunCodeOptions whose callbacks print as the cell runs (timeout left unset).
   RunCodeOptions Streaming();
@@ -90,10 +74,10 @@ class CellPrinter {
   void FreshLine();
 
   CellSinks sinks_;
-  std::optional<ImageFiles> images_;
+  std::optional<std::string> image_dir_;
+  std::optional<cell_images::ImageSaver> images_;  // this cell's, when image_dir_ is given
   std::mutex mu_;
   int cell_ = 0;
-  int images_in_cell_ = 0;
   int images_dropped_ = 0;
   size_t results_shown_ = 0;  // results of this cell printed while it ran (all but the main)
   SafeTextStream out_stream_, err_stream_;

@@ -11,7 +11,7 @@
 namespace codebox::cli {
 namespace {
 
-// A 2x3 PNG header (enough for PngDimensions) and its base64.
+// A 2x3 PNG header (enough for cell_images::PngSize) and its base64.
 const std::string kPng("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x02\0\0\0\x03\x08\x06\0\0\0", 29);
 constexpr char kPngBase64[] = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAYAAAA=";
 
@@ -31,12 +31,6 @@ TEST(SafeTextStreamTest, EscapesControlsAndWhatNeverCompletes) {
   EXPECT_EQ(s.Feed("\xff"), "\\xff");  // not a lead byte: nothing to wait for
 }
 
-TEST(PngDimensionsTest, ReadsTheHeader) {
-  EXPECT_EQ(PngDimensions(kPng), "2x3");
-  EXPECT_EQ(PngDimensions("GIF89a not a png at all, long enough"), std::nullopt);
-  EXPECT_EQ(PngDimensions(kPng.substr(0, 20)), std::nullopt);
-}
-
 class CellPrinterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -49,8 +43,7 @@ class CellPrinterTest : public ::testing::Test {
   CellPrinter Printer(bool save_images = true) {
     CellSinks sinks{[this](std::string_view t) { out_ += t; },
                     [this](std::string_view t) { err_ += t; }};
-    return CellPrinter(sinks,
-                       save_images ? std::optional<ImageFiles>(ImageFiles(dir_)) : std::nullopt);
+    return CellPrinter(sinks, save_images ? std::optional<std::string>(dir_) : std::nullopt);
   }
 
   std::string dir_, out_, err_;
@@ -103,7 +96,7 @@ TEST_F(CellPrinterTest, NeverOverwritesAFile) {
   CellPrinter p = Printer();
   p.Begin(1);
   p.OnResult(Result({{"image/png", kPngBase64}}));
-  EXPECT_EQ(out_, "[image/png 2x3 saved to " + dir_ + "/out-1-1_2.png]\n");
+  EXPECT_EQ(out_, "[image/png 2x3 saved to " + dir_ + "/out-1-2.png]\n");
   EXPECT_EQ(*base::ReadFile(dir_ + "/out-1-1.png"), "mine");
 }
 
@@ -111,8 +104,7 @@ TEST_F(CellPrinterTest, BadImageDataIsReportedNotSaved) {
   CellPrinter p = Printer();
   p.Begin(1);
   p.OnResult(Result({{"image/png", "not base64!"}}));
-  EXPECT_NE(out_.find("[image/png not saved: the box sent invalid base64"), std::string::npos)
-      << out_;
+  EXPECT_NE(out_.find("[image/png left out: not valid base64"), std::string::npos) << out_;
   EXPECT_TRUE(std::filesystem::is_empty(dir_));
 }
 
@@ -133,7 +125,22 @@ TEST_F(CellPrinterTest, WithoutAnOutputDirImagesAreDescribed) {
   CellPrinter p = Printer(/*save_images=*/false);
   p.Begin(1);
   p.OnResult(Result({{"image/png", kPngBase64}}));
-  EXPECT_EQ(out_, "[image/png 2x3: not saved; give --out DIR to save images]\n");
+  p.OnResult(Result({{"image/jpeg", kPngBase64}}));  // checked as if it were to be saved
+  EXPECT_EQ(out_,
+            "[image/png 2x3: not saved; give --out DIR to save images]\n"
+            "[image/jpeg left out: not a JPEG (no SOI marker)]\n");
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+TEST_F(CellPrinterTest, TheSavedPathIsTerminalSafe) {
+  dir_ += "/\x1b[2J";  // the user's own --out, made when the first image comes
+  CellPrinter p = Printer();
+  p.Begin(1);
+  p.OnResult(Result({{"image/png", kPngBase64}}));
+  EXPECT_EQ(out_, "[image/png 2x3 saved to " + dir_.substr(0, dir_.size() - 4) +
+                      "\\x1b[2J/out-1-1.png]\n");
+  EXPECT_EQ(*base::ReadFile(dir_ + "/out-1-1.png"), kPng);
+  dir_.resize(dir_.size() - 5);  // for TearDown
 }
 
 TEST_F(CellPrinterTest, ErrorsPrintTheirTracebackSafely) {

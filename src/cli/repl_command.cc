@@ -92,7 +92,7 @@ class Repl {
         relay_(relay),
         printer_(CellSinks{[](std::string_view t) { Write(stdout, t); },
                            [](std::string_view t) { Write(stderr, t); }},
-                 ImageFiles(std::move(out_dir))) {}
+                 std::optional<std::string>(std::move(out_dir))) {}
 
   // Reads and runs cells until Ctrl-D, exit() or a box that cannot go on. The exit status.
   int Loop(LineReader* reader) {

@@ -238,13 +238,13 @@ int FinishBox(const std::string& command, const Invocation& inv, Box* box, int s
 
 // run --session: the files as cells of one kernel, stopping at the first that raises.
 int RunCells(const std::string& command, const Invocation& inv) {
-  std::optional<ImageFiles> images;
+  std::optional<std::string> images;  // the directory they go to
   if (!inv.out_dir.empty()) {
     if (Status st = base::MakeDirs(inv.out_dir); !st.ok()) {
       PrintError(command, st.WithContext("--out"));
       return kExitCodeboxError;
     }
-    images.emplace(inv.out_dir);
+    images = inv.out_dir;
   }
   std::unique_ptr<Box> box = StartBox(command, inv);
   if (box == nullptr) return kExitCodeboxError;

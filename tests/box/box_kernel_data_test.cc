@@ -36,9 +36,9 @@ std::optional<testing::DecodedPng> OnlyPng(const Execution& e) {
     ADD_FAILURE() << "no image/png result; error: " << (e.error ? e.error->traceback : "none");
     return std::nullopt;
   }
-  auto bytes = testing::Base64Decode(*b64);
-  if (!bytes) {
-    ADD_FAILURE() << "image/png is not base64";
+  auto bytes = cell_images::DecodeBase64(*b64, 32u << 20);
+  if (!bytes.ok()) {
+    ADD_FAILURE() << "image/png does not decode: " << bytes.status().ToString();
     return std::nullopt;
   }
   std::string why;

@@ -1,5 +1,6 @@
-// Decodes a chart a cell gave back (base64 PNG) on the host, to check its size and that it is
-// not blank. Enough of PNG for what matplotlib writes: 8-bit RGB or RGBA, not interlaced.
+// Decodes a chart a cell gave back (base64 PNG, decoded first with cell_images::DecodeBase64)
+// on the host, to check its size and that it is not blank. Enough of PNG for what matplotlib
+// writes: 8-bit RGB or RGBA, not interlaced.
 #ifndef CODEBOX_TESTS_BOX_PNG_TEST_UTIL_H_
 #define CODEBOX_TESTS_BOX_PNG_TEST_UTIL_H_
 
@@ -12,37 +13,9 @@
 #include <string>
 #include <string_view>
 
-namespace codebox::testing {
+#include "cell_images/image_data.h"
 
-inline std::optional<std::string> Base64Decode(std::string_view in) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v;
-    if (c >= 'A' && c <= 'Z')
-      v = c - 'A';
-    else if (c >= 'a' && c <= 'z')
-      v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9')
-      v = c - '0' + 52;
-    else if (c == '+')
-      v = 62;
-    else if (c == '/')
-      v = 63;
-    else if (c == '=' || c == '\n' || c == '\r')
-      continue;
-    else
-      return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
-}
+namespace codebox::testing {
 
 struct DecodedPng {
   uint32_t width = 0, height = 0;
@@ -57,34 +30,27 @@ inline uint32_t Be32(const std::string& s, size_t at) {
 
 // nullopt (and *why) when it is not a PNG this decoder reads.
 inline std::optional<DecodedPng> DecodePng(const std::string& png, std::string* why) {
-  if (png.size() < 33 || png.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) {
-    *why = "no PNG signature";
+  auto size = cell_images::PngSize(png);
+  if (!size.ok() || !size->has_value()) {
+    *why = size.ok() ? "an IHDR with no believable size" : size.status().message();
     return std::nullopt;
   }
-  DecodedPng d;
-  int colour = -1, depth = 0;
+  DecodedPng d{.width = (*size)->width, .height = (*size)->height};
+  // PngSize checked that a 13-byte IHDR comes first: depth, colour type, ..., interlace.
+  const int depth = uint8_t(png[24]), colour = uint8_t(png[25]);
+  if (png[28] != 0) {
+    *why = "interlaced";
+    return std::nullopt;
+  }
   std::string idat;
   for (size_t at = 8; at + 12 <= png.size();) {
     uint32_t len = Be32(png, at);
-    std::string type = png.substr(at + 4, 4);
     if (at + 12 + len > png.size()) break;
-    if (type == "IHDR") {
-      d.width = Be32(png, at + 8);
-      d.height = Be32(png, at + 12);
-      depth = uint8_t(png[at + 16]);
-      colour = uint8_t(png[at + 17]);
-      if (png[at + 20] != 0) {
-        *why = "interlaced";
-        return std::nullopt;
-      }
-    } else if (type == "IDAT") {
-      idat += png.substr(at + 8, len);
-    }
+    if (png.compare(at + 4, 4, "IDAT") == 0) idat += png.substr(at + 8, len);
     at += 12 + len;
   }
   const int channels = colour == 6 ? 4 : colour == 2 ? 3 : 0;
-  if (depth != 8 || channels == 0 || d.width == 0 || d.height == 0 || d.width > 10000 ||
-      d.height > 10000) {
+  if (depth != 8 || channels == 0 || d.width > 10000 || d.height > 10000) {
     *why = "unsupported IHDR (depth " + std::to_string(depth) + ", colour type " +
            std::to_string(colour) + ")";
     return std::nullopt;
