@@ -45,7 +45,6 @@ struct RunningExec::State {
   ExecResult result;
   uint64_t sent_out = 0, sent_err = 0;  // bytes given to each stream (kept or called back)
   bool host_truncated = false;
-  std::shared_ptr<Pending> pending;
 };
 
 namespace {
@@ -136,10 +135,9 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   uint32_t stream = impl_->NewStream();
   auto pending = impl_->Register(stream, ExecHandler(state));
   if (!pending.ok()) return pending.status().WithContext(what);
-  state->pending = *pending;
   // From here the handle owns the stream: a failure below abandons it in its destructor.
   std::unique_ptr<RunningExec> running(
-      new RunningExec(impl_.get(), stream, what, request.timeout, state));
+      new RunningExec(impl_.get(), stream, what, request.timeout, state, *pending));
   Status st = impl_->Send(FrameType::kControl, stream, encoded);
   if (st.ok() && request.stdin_data) st = running->WriteStdin(*request.stdin_data);
   if (st.ok() && request.stdin_data && !request.interactive_stdin) st = running->CloseStdin();
@@ -148,12 +146,14 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
 }
 
 RunningExec::RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
-                         std::chrono::milliseconds timeout, std::shared_ptr<State> state)
+                         std::chrono::milliseconds timeout, std::shared_ptr<State> state,
+                         std::shared_ptr<Pending> pending)
     : client_(client),
       stream_(stream),
       what_(std::move(what)),
       timeout_(timeout),
-      state_(std::move(state)) {}
+      state_(std::move(state)),
+      pending_(std::move(pending)) {}
 
 RunningExec::~RunningExec() {
   if (!waited_) client_->Abandon(stream_);
@@ -186,10 +186,10 @@ StatusOr<ExecResult> RunningExec::Wait() {
   bool ended_on_agent = false;
   Status st;
   while (st.ok()) {
-    client_->Touch(state_->pending);
+    client_->Touch(pending_);
     policy.idle = client_->idle();
     bool idle_passed = false;
-    st = client_->Wait(stream_, state_->pending, policy, &idle_passed);
+    st = client_->Wait(stream_, pending_, policy, &idle_passed);
     if (st.ok() || !idle_passed) break;
     if (ended_on_agent) {
       st = DeadlineExceeded("agent said the exec on stream " + std::to_string(stream_) +

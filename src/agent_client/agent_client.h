@@ -51,6 +51,7 @@ struct ExecRequest {
 };
 
 class RunningExec;
+struct Pending;  // a request in flight (agent_connection.h)
 
 // The longest a request waits without a frame on its stream (see docs/protocol.md).
 inline constexpr std::chrono::milliseconds kDefaultIdleTimeout{60000};
@@ -141,12 +142,16 @@ class RunningExec {
  private:
   friend class AgentClient;
   RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
-              std::chrono::milliseconds timeout, std::shared_ptr<State> state);
+              std::chrono::milliseconds timeout, std::shared_ptr<State> state,
+              std::shared_ptr<Pending> pending);
   AgentClient::Impl* client_;
   const uint32_t stream_;
   const std::string what_;
   const std::chrono::milliseconds timeout_;
+  // Not inside State: the stream's handler owns State, so State owning the stream's Pending
+  // would make a cycle that is never freed.
   std::shared_ptr<State> state_;
+  std::shared_ptr<Pending> pending_;
   bool waited_ = false;
 };
 

@@ -120,7 +120,9 @@ class EditLineReader : public LineReader {
     el_set(el_, EL_HIST, history, history_);
     el_set(el_, EL_GETCFN, &EditLineReader::GetChar);
     // Where the terminal hands ^C over as a character instead of a signal.
-    el_set(el_, EL_ADDFN, "codebox-interrupt", "abandon the line", &EditLineReader::OnCtrlC);
+    // The wide call: libedit keeps these pointers (static strings here), where the narrow
+    // el_set copies them and never frees the copies (LeakSanitizer in the repl's test).
+    el_wset(el_, EL_ADDFN, L"codebox-interrupt", L"abandon the line", &EditLineReader::OnCtrlC);
     el_set(el_, EL_BIND, "^C", "codebox-interrupt", nullptr);
     el_source(el_, nullptr);  // the user's ~/.editrc, as other libedit programs read it
     if (!history_path_.empty()) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "base/owner.h"
 #include "tests/box/box_test_util.h"
 #include "tests/common/loopback_listener.h"
 
@@ -184,16 +185,10 @@ TEST(BoxHostileTest, DaemonsDieWithTheBox) {
   EXPECT_EQ(testing::CountHostProcesses(marker), 0) << "a daemon outlived its box";
 }
 
-// /tmp/codebox* entries a box could have left. Front ends and other test programs, which ctest
-// runs beside this one, come and go under their own prefixes; a box never makes those.
-int CountBoxTmpEntries() {
-  int count = testing::CountDirEntries("/tmp", "codebox");
-  for (const char* other : {"codebox-images-", "codebox-ask-", "codebox-repl-", "codebox-seam-",
-                            "codebox-wheel-"}) {
-    count -= testing::CountDirEntries("/tmp", other);
-  }
-  return count;
-}
+// /tmp entries this process's boxes could have left: codebox names what it makes with its
+// maker's owner tag (pid and start time, so `codebox gc` can tell whose it is). Other tests,
+// which ctest runs beside this one, make and remove codebox* entries of their own there.
+int CountOurTmpEntries() { return testing::CountDirEntriesContaining("/tmp", base::OwnerTag()); }
 
 TEST(BoxHostileTest, TwoHundredBoxesLeaveNothingBehind) {
   {  // warm up lazily created state (probes, caches) before counting
@@ -203,8 +198,8 @@ TEST(BoxHostileTest, TwoHundredBoxesLeaveNothingBehind) {
   int procs = testing::CountOurBoxProcesses();
   int cgroups = testing::CountOurCgroups();
   // Jail staging directories live under /run/codebox-jail (root) or /tmp/codebox-jail-UID,
-  // named by jail id; /tmp also gets codebox* files of other kinds.
-  int tmp = CountBoxTmpEntries();
+  // named by jail id (counted below); anything else codebox makes carries its owner tag.
+  int tmp = CountOurTmpEntries();
   int run = testing::CountDirEntries("/run/codebox-jail", testing::OurJailIdPrefix());
   for (int i = 0; i < 200; ++i) {
     auto box = Box::Create(TestBoxOptions());
@@ -224,7 +219,7 @@ TEST(BoxHostileTest, TwoHundredBoxesLeaveNothingBehind) {
   EXPECT_EQ(testing::CountOpenFds(), fds);
   EXPECT_EQ(testing::CountOurBoxProcesses(), procs);
   EXPECT_EQ(testing::CountOurCgroups(), cgroups);
-  EXPECT_EQ(CountBoxTmpEntries(), tmp);
+  EXPECT_EQ(CountOurTmpEntries(), tmp);
   EXPECT_EQ(testing::CountDirEntries("/run/codebox-jail", testing::OurJailIdPrefix()), run);
 }
 

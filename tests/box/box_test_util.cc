@@ -107,6 +107,14 @@ int CountDirEntries(const std::string& dir, const std::string& prefix) {
   return count;
 }
 
+int CountDirEntriesContaining(const std::string& dir, const std::string& needle) {
+  int count = 0;
+  ForEachEntry(dir, [&](const std::string& name) {
+    if (name.find(needle) != std::string::npos) ++count;
+  });
+  return count;
+}
+
 int CountOpenFds() { return CountDirEntries("/proc/self/fd"); }
 
 std::string OurJailIdPrefix() { return std::to_string(::getpid()) + "-"; }

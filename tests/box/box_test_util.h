@@ -25,6 +25,8 @@ int CountHostProcesses(const std::string& needle);
 int CountOurBoxProcesses();
 // Entries in a directory (0 if it does not exist) whose name starts with `prefix`.
 int CountDirEntries(const std::string& dir, const std::string& prefix = "");
+// Entries in a directory (0 if it does not exist) whose name contains `needle`.
+int CountDirEntriesContaining(const std::string& dir, const std::string& needle);
 // Open fds of this process.
 int CountOpenFds();
 // Jail ids start with the pid of the process that made them: "<pid>-".
