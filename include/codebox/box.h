@@ -43,7 +43,8 @@ struct CopyOutOptions {
   std::function<void(const std::string& box_path, const std::string& why)> on_skipped;
 };
 
-// A box entry as ListDir reports it (name and sizes are the box's claim).
+// A box entry as ListDir reports it (name and sizes are the box's claim; a name that would make
+// `path` leave the directory, "", ".", "..", or one with a '/', fails the listing).
 struct FileEntry {
   std::string name;
   std::string path;   // the directory asked for (absolute: a relative one is under the

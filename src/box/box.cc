@@ -13,6 +13,7 @@
 #include "box/backend.h"
 #include "box/box_internal.h"
 #include "box/copy.h"
+#include "box/host_files.h"
 #include "image/store.h"
 #include "agent_client/agent_client.h"
 #include "kernel/session.h"
@@ -184,6 +185,9 @@ class Box::Impl {
     std::vector<FileEntry> entries;
     entries.reserve(listing->size());
     for (protocol::DirEntry& e : *listing) {
+      // The names are the box's: one that would make `path` leave `dir` fails the listing,
+      // as it fails a copy-out.
+      RETURN_IF_ERROR(box::CheckNameStaysInDirectory(e.name).WithContext("list dir " + dir));
       std::string path = (dir == "/" ? "" : dir) + "/" + e.name;
       entries.push_back({std::move(e.name), std::move(path), std::move(e.type), e.size, e.mode});
     }

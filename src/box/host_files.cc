@@ -79,13 +79,24 @@ std::string ShowName(std::string_view text) {
   return base::TerminalSafe(visible, 300);
 }
 
+namespace {
+
+Status BadEntry(std::string_view name, const std::string& why) {
+  return InvalidArgument("entry \"" + ShowName(name) + "\" " + why);
+}
+
+}  // namespace
+
+Status CheckNameStaysInDirectory(std::string_view name) {
+  if (name.empty()) return BadEntry(name, "has an empty name");
+  if (name == "." || name == "..") return BadEntry(name, "is not a name a directory entry can have");
+  if (name.find('/') != std::string_view::npos) return BadEntry(name, "has a '/' in its name");
+  return Status::Ok();
+}
+
 Status CheckEntryName(std::string_view name) {
-  auto bad = [&](const std::string& why) {
-    return InvalidArgument("entry \"" + ShowName(name) + "\" " + why);
-  };
-  if (name.empty()) return bad("has an empty name");
-  if (name == "." || name == "..") return bad("is not a name a directory entry can have");
-  if (name.find('/') != std::string_view::npos) return bad("has a '/' in its name");
+  auto bad = [&](const std::string& why) { return BadEntry(name, why); };
+  RETURN_IF_ERROR(CheckNameStaysInDirectory(name));
   for (char c : name) {
     auto byte = static_cast<unsigned char>(c);
     if (byte < 0x20 || byte == 0x7f) {

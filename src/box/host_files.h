@@ -20,7 +20,11 @@ namespace codebox::box {
 // as \n and \t, at most about 300 bytes.
 std::string ShowName(std::string_view text);
 
-// OK when `name` may become one entry of a host directory: not "", "." or "..", no '/', no
+// OK when `name` can be one entry of a directory: not "", "." or "..", no '/'. A name that is
+// not would lead a path joined from it out of its directory.
+Status CheckNameStaysInDirectory(std::string_view name);
+
+// OK when `name` may become one entry of a host directory: CheckNameStaysInDirectory, and no
 // control byte (newline, tab, escape, DEL...), at most NAME_MAX bytes.
 Status CheckEntryName(std::string_view name);
 

@@ -87,6 +87,26 @@ TEST_F(SeamTest, ListDirNamesEntriesWithTheirPaths) {
   EXPECT_EQ(box->ListDir("missing").status().code(), StatusCode::kNotFound);
 }
 
+// A hostile agent names an entry so that its path would leave the directory listed (a
+// program might join it to a host directory next): the listing fails, naming the entry.
+TEST_F(SeamTest, ListDirRefusesNamesThatLeaveTheDirectory) {
+  for (std::string bad : {"..", "../../etc/passwd", "a/b", ".", ""}) {
+    env_.tamper = [bad](Direction dir, protocol::Frame& f) {
+      if (dir == Direction::kToHost && EventOf(f) == "entries") {
+        EditControl(f, [&](protocol::Json& j) { j["entries"][0]["name"] = bad; });
+      }
+      return Verdict::kForward;
+    };
+    auto box = Create();
+    ASSERT_NE(box, nullptr);
+    ASSERT_TRUE(box->WriteFile("a.csv", "x").ok());
+    auto entries = box->ListDir(".");
+    EXPECT_EQ(entries.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(entries.status().message().find("entry \"" + bad), std::string::npos)
+        << entries.status().ToString();
+  }
+}
+
 TEST_F(SeamTest, RemoveAFileATreeAndNotASymlinksTarget) {
   auto box = Create();
   ASSERT_NE(box, nullptr);
