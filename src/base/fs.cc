@@ -211,6 +211,11 @@ bool PathExists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+std::string TempRoot() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp";
+}
+
 StatusOr<std::string> MakeTempDir(const std::string& parent, const std::string& prefix) {
   RETURN_IF_ERROR(MakeDirs(parent));
   std::string templ = parent + "/" + prefix + "XXXXXX";

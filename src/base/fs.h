@@ -28,6 +28,9 @@ Status RemoveTreeAndMounts(const std::string& path);
 // Whether anything is at `path`; a symlink counts even when it dangles (lstat).
 bool PathExists(const std::string& path);
 
+// Where temporary files go: $TMPDIR when it is an absolute path, else /tmp.
+std::string TempRoot();
+
 // A fresh directory `<parent>/<prefix>XXXXXX` (mode 0700); `parent` is made if missing.
 StatusOr<std::string> MakeTempDir(const std::string& parent, const std::string& prefix);
 

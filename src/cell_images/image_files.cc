@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 
 #include "base/fs.h"
 #include "base/io.h"
@@ -94,9 +93,7 @@ Status ImageSaver::MakeDir() {
   if (dir_made_) return dir_status_;
   dir_made_ = true;
   if (dir_.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    auto made =
-        base::MakeTempDir(tmp != nullptr && *tmp == '/' ? tmp : "/tmp", options_.temp_prefix);
+    auto made = base::MakeTempDir(base::TempRoot(), options_.temp_prefix);
     if (made.ok()) dir_ = *made;
     dir_status_ = made.status();
   } else {

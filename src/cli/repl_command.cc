@@ -192,8 +192,7 @@ int ReplCommand(const std::vector<std::string>& args) {
   std::string out_dir = flags.out_dir;
   const bool temporary_out = out_dir.empty();
   if (temporary_out) {
-    const std::string tmp = Env("TMPDIR").empty() ? "/tmp" : Env("TMPDIR");
-    auto made = base::MakeTempDir(tmp, "codebox-repl-");
+    auto made = base::MakeTempDir(base::TempRoot(), "codebox-repl-");
     if (!made.ok()) {
       PrintError("repl", made.status().WithContext("--out (a temporary directory)"));
       return kExitCodeboxError;

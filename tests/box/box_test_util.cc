@@ -99,20 +99,21 @@ int CountOurBoxProcesses() {
   return count;
 }
 
-int CountDirEntries(const std::string& dir, const std::string& prefix) {
+static int CountEntriesWhere(const std::string& dir,
+                             const std::function<bool(const std::string&)>& match) {
   int count = 0;
-  ForEachEntry(dir, [&](const std::string& name) {
-    if (name.rfind(prefix, 0) == 0) ++count;
-  });
+  ForEachEntry(dir, [&](const std::string& name) { count += match(name) ? 1 : 0; });
   return count;
 }
 
+int CountDirEntries(const std::string& dir, const std::string& prefix) {
+  return CountEntriesWhere(dir, [&](const std::string& name) { return name.starts_with(prefix); });
+}
+
 int CountDirEntriesContaining(const std::string& dir, const std::string& needle) {
-  int count = 0;
-  ForEachEntry(dir, [&](const std::string& name) {
-    if (name.find(needle) != std::string::npos) ++count;
+  return CountEntriesWhere(dir, [&](const std::string& name) {
+    return name.find(needle) != std::string::npos;
   });
-  return count;
 }
 
 int CountOpenFds() { return CountDirEntries("/proc/self/fd"); }
