@@ -54,6 +54,15 @@ struct FileEntry {
   uint32_t mode = 0;  // permission bits
 };
 
+// What Box::Prewarm starts ahead of the first call that needs it.
+struct PrewarmOptions {
+  // A python3 started and waiting for code: the next RunPython skips the interpreter's start-up
+  // (used once; a RunPython whose options it cannot honour starts python3 as usual).
+  bool python = true;
+  // The code-interpreter kernel started: the next RunCode skips the kernel's start.
+  bool kernel = false;
+};
+
 class Box {
  public:
   static StatusOr<std::unique_ptr<Box>> Create(const BoxOptions& options);
@@ -87,6 +96,11 @@ class Box {
   // and kill follow if it ignores it); OK and nothing happens when no cell runs. For Ctrl-C
   // in a REPL and for cancelled Python tasks. Callable from any thread.
   Status InterruptCode();
+
+  // Starts now what the first RunPython / RunCode would otherwise start, and returns when it is
+  // ready, so that call answers sooner (the server's warm pools do this for every pool box).
+  // Nothing of it is shared between boxes: each waits in its own box.
+  Status Prewarm(const PrewarmOptions& options = {});
 
   // Copies a host file or directory (recursively) to box_path.
   Status CopyIn(const std::string& host_path, const std::string& box_path);

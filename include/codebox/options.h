@@ -68,6 +68,12 @@ struct BoxOptions {
   // Where images and kernels live; empty = $CODEBOX_HOME, else /var/lib/codebox for root,
   // else ~/.local/share/codebox.
   std::string home = {};
+  // Run the box on a codebox server (`codebox serve`) instead of in this process:
+  // "unix:/run/codebox/codebox.sock" or "http://127.0.0.1:8080". Empty: in this process.
+  // The box's other options go to the server, which checks them again.
+  std::string server = {};
+  // The bearer token for `server`; empty: none (a unix socket's mode guards it).
+  std::string server_token = {};
 
   // Checks every field against the option schema; the error names the field.
   Status Validate() const;

@@ -27,6 +27,8 @@ enum class StatusCode {
   kInternal,           // a bug of ours
   // The box cannot do this as it is (RunCode in an image without IPython).
   kFailedPrecondition,
+  // A server holds as many boxes as it may (HTTP 429); retry later or destroy a box.
+  kResourceExhausted,
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -63,6 +65,9 @@ inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m
 inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 inline Status LimitExceeded(std::string m) { return {StatusCode::kLimitExceeded, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status ResourceExhausted(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }

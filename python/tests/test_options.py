@@ -30,7 +30,8 @@ def _schema() -> list[dict[str, Any]]:
     return list(_core().box_option_schema())
 
 
-STRING_SAMPLES = {"image": "img-1", "workdir": "/w", "home": "/tmp/codebox-home", "cwd": "sub"}
+STRING_SAMPLES = {"image": "img-1", "workdir": "/w", "home": "/tmp/codebox-home", "cwd": "sub",
+                  "server": "unix:/run/x.sock", "server_token": "secret-3"}
 
 
 def sample(option: dict[str, Any]) -> Any:

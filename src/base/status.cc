@@ -17,6 +17,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kLimitExceeded: return "limit_exceeded";
     case StatusCode::kInternal: return "internal";
     case StatusCode::kFailedPrecondition: return "failed_precondition";
+    case StatusCode::kResourceExhausted: return "resource_exhausted";
   }
   return "unknown";
 }

@@ -63,9 +63,10 @@ std::string CleanBoxPath(const std::string& workdir, const std::string& path) {
 
 }  // namespace
 
-class Box::Impl {
+// A box this process runs itself, through a driver (Box::Create without a server).
+class LocalBox final : public Box::Impl {
  public:
-  Impl(BoxOptions options, std::unique_ptr<box::Backend> backend,
+  LocalBox(BoxOptions options, std::unique_ptr<box::Backend> backend,
        std::unique_ptr<protocol::AgentClient> agent)
       : options_(std::move(options)),
         backend_(std::move(backend)),
@@ -77,9 +78,9 @@ class Box::Impl {
     }
   }
 
-  ~Impl() { (void)Destroy(); }
+  ~LocalBox() override { (void)Destroy(); }
 
-  StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) {
+  StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) override {
     // A program too long to be an argument (the kernel's limit is 128 KiB) goes as a file.
     std::optional<std::string> program;
     if (IsInlinePython(argv) && argv[2].size() >= kInlineProgramBytes) {
@@ -127,7 +128,7 @@ class Box::Impl {
     return result;
   }
 
-  StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options) {
+  StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options) override {
     if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "run code timeout"));
     RETURN_IF_ERROR(CheckUsable());
     ASSIGN_OR_RETURN(Execution e, session_->RunCode(code, options));
@@ -135,21 +136,21 @@ class Box::Impl {
     return e;
   }
 
-  Status RestartKernel() {
+  Status RestartKernel() override {
     RETURN_IF_ERROR(CheckUsable());
     return session_->Restart();
   }
 
-  Status InterruptCode() { return session_->Interrupt(); }
+  Status InterruptCode() override { return session_->Interrupt(); }
 
-  Status CopyIn(const std::string& host_path, const std::string& box_path) {
+  Status CopyIn(const std::string& host_path, const std::string& box_path) override {
     RETURN_IF_ERROR(CheckUsable());
     return Explain(box::CopyHostToBox(*agent_, host_path, ResolveBoxPath(options_.workdir, box_path)),
                    "");
   }
 
   Status CopyOut(const std::string& box_path, const std::string& host_path,
-                 const CopyOutOptions& options) {
+                 const CopyOutOptions& options) override {
     RETURN_IF_ERROR(CheckUsable());
     CopyOutOptions resolved = options;
     // The box cannot have made more than its scratch disk holds.
@@ -160,13 +161,13 @@ class Box::Impl {
     return Explain(box::CopyBoxToHost(*agent_, from, host_path, resolved), "");
   }
 
-  Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) {
+  Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) override {
     RETURN_IF_ERROR(CheckBoxPath(box_path, "write file"));
     RETURN_IF_ERROR(CheckUsable());
     return Explain(agent_->WriteFile(ResolveBoxPath(options_.workdir, box_path), data, mode), "");
   }
 
-  StatusOr<std::string> ReadFile(const std::string& box_path, uint64_t max_bytes) {
+  StatusOr<std::string> ReadFile(const std::string& box_path, uint64_t max_bytes) override {
     RETURN_IF_ERROR(CheckBoxPath(box_path, "read file"));
     RETURN_IF_ERROR(CheckUsable());
     // The box cannot hold a file larger than its scratch disk.
@@ -176,7 +177,7 @@ class Box::Impl {
     return data;
   }
 
-  StatusOr<std::vector<FileEntry>> ListDir(const std::string& box_path) {
+  StatusOr<std::vector<FileEntry>> ListDir(const std::string& box_path) override {
     RETURN_IF_ERROR(CheckBoxPath(box_path, "list dir"));
     RETURN_IF_ERROR(CheckUsable());
     std::string dir = CleanBoxPath(options_.workdir, box_path);
@@ -194,14 +195,14 @@ class Box::Impl {
     return entries;
   }
 
-  Status Remove(const std::string& box_path) {
+  Status Remove(const std::string& box_path) override {
     RETURN_IF_ERROR(CheckBoxPath(box_path, "remove"));
     RETURN_IF_ERROR(CheckUsable());
     // Not cleaned: "." and ".." stay as given, and the agent refuses them.
     return Explain(agent_->Remove(ResolveBoxPath(options_.workdir, box_path)), "");
   }
 
-  Status Destroy() {
+  Status Destroy() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (destroyed_) return Status::Ok();
@@ -216,11 +217,12 @@ class Box::Impl {
     return backend_->Destroy();
   }
 
-  const BoxInfo& info() const { return info_; }
+  const BoxInfo& info() const override { return info_; }
 
-  // Box's constructor is private; Impl, a member, may call it.
-  static std::unique_ptr<Box> Wrap(std::unique_ptr<Impl> impl) {
-    return std::unique_ptr<Box>(new Box(std::move(impl)));
+  Status Prewarm(const PrewarmOptions& options) override {
+    RETURN_IF_ERROR(CheckUsable());
+    (void)options;
+    return FailedPrecondition("prewarm: not built yet");
   }
 
   // The workdir lives on the writable layer; it must exist before the first exec.
@@ -320,6 +322,10 @@ class Box::Impl {
   std::unique_ptr<kernel::KernelSession> session_ = MakeSession();
 };
 
+std::unique_ptr<Box> Box::Impl::Wrap(std::unique_ptr<Impl> impl) {
+  return std::unique_ptr<Box>(new Box(std::move(impl)));
+}
+
 namespace box {
 
 std::chrono::milliseconds BoxEnv::handshake_timeout() const { return kHandshakeTimeout; }
@@ -366,7 +372,7 @@ StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env)
     return st;
   }
   (*agent)->set_idle_timeout(env.agent_idle_timeout());
-  auto impl = std::make_unique<Box::Impl>(options, std::move(*backend), std::move(*agent));
+  auto impl = std::make_unique<LocalBox>(options, std::move(*backend), std::move(*agent));
   RETURN_IF_ERROR(impl->PrepareWorkdir().WithContext("create box"));
   return Box::Impl::Wrap(std::move(impl));
 }
@@ -385,7 +391,7 @@ StatusOr<ExecResult> Box::Exec(const std::vector<std::string>& argv, const ExecO
 }
 
 StatusOr<ExecResult> Box::RunPython(std::string_view code, const ExecOptions& options) {
-  return impl_->Exec({"python3", "-c", std::string(code)}, options);
+  return impl_->RunPython(code, options);
 }
 
 StatusOr<std::string> Box::Run(std::string_view code) {
@@ -403,6 +409,7 @@ StatusOr<Execution> Box::RunCode(std::string_view code, const RunCodeOptions& op
 }
 Status Box::RestartKernel() { return impl_->RestartKernel(); }
 Status Box::InterruptCode() { return impl_->InterruptCode(); }
+Status Box::Prewarm(const PrewarmOptions& options) { return impl_->Prewarm(options); }
 
 Status Box::CopyIn(const std::string& host_path, const std::string& box_path) {
   return impl_->CopyIn(host_path, box_path);

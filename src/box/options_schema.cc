@@ -144,6 +144,20 @@ const std::vector<Entry<BoxOptions>>& BoxEntries() {
                 "for root, else ~/.local/share/codebox",
         .value_name = "DIR"},
        &BoxOptions::home},
+      {{.name = "server",
+        .type = OptionType::kString,
+        .help = "run the box on a codebox server: unix:PATH or http://HOST:PORT; empty: in "
+                "this process",
+        .value_name = "URL",
+        .shapes_box = false},
+       &BoxOptions::server},
+      {{.name = "server_token",
+        .type = OptionType::kString,
+        .help = "bearer token for --server (prefer $CODEBOX_TOKEN: a flag shows in ps)",
+        .aliases = {{"token"}},
+        .value_name = "TOKEN",
+        .shapes_box = false},
+       &BoxOptions::server_token},
   };
   return *entries;
 }

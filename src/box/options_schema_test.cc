@@ -34,6 +34,8 @@ OptionValue SampleOf(const OptionSpec& spec) {
   if (spec.name == "workdir") return "/w";
   if (spec.name == "home") return "/tmp/codebox-home";
   if (spec.name == "cwd") return "sub";
+  if (spec.name == "server") return "unix:/run/codebox-test.sock";
+  if (spec.name == "server_token") return "secret-1";
   ADD_FAILURE() << "no sample value for option " << spec.name << "; add one to SampleOf";
   return OptionValue();
 }

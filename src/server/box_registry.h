@@ -1,0 +1,113 @@
+// The boxes a `codebox serve` holds: created on request or taken from a warm pool, found by id,
+// used by one or more requests at a time, destroyed on request, when idle too long, when their
+// lifetime ends, or when the server stops. Pool boxes count against max_boxes. Thread-safe.
+#ifndef CODEBOX_SERVER_BOX_REGISTRY_H_
+#define CODEBOX_SERVER_BOX_REGISTRY_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codebox/box.h"
+#include "codebox/options.h"
+#include "codebox/status.h"
+
+namespace codebox::server {
+
+// One warm pool: `size` never-used boxes of `options`, each prewarmed (a python3 waiting for
+// code; also the kernel when `kernel`). `--pool python=4,driver=jail,memory=256,kernel=1`.
+struct PoolSpec {
+  BoxOptions options;
+  uint32_t size = 0;
+  bool kernel = false;
+  std::string text;  // as given, for logs and `codebox status`
+};
+// "IMAGE=N[,KEY=VALUE...]": KEY is any box option (schema names, aliases or flag names,
+// e.g. driver, memory, cpus) or "kernel"; errors name the part that is wrong.
+StatusOr<PoolSpec> ParsePoolSpec(std::string_view text, const BoxOptions& defaults);
+
+struct RegistryOptions {
+  uint32_t max_boxes = 256;  // all boxes, pool boxes included; past it kResourceExhausted
+  // A box no request has used for this long is destroyed (kNoTimeout: never).
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
+  // The longest a box lives; a box_timeout a client asks for is capped to it.
+  std::chrono::milliseconds max_lifetime{std::chrono::hours(1)};
+  std::vector<PoolSpec> pools;
+  // Options the server sets for every box (home: where images live); a client's options
+  // start from these.
+  BoxOptions defaults;
+};
+
+// What `GET /v1/boxes/{id}` shows.
+struct BoxRecord {
+  std::string id;  // "b-" + 16 random hex digits (not guessable, never reused)
+  std::string image;
+  BoxInfo info;    // driver, limits, limits_not_enforced
+  std::string state;  // "idle", "busy"
+  bool from_pool = false;
+  std::chrono::system_clock::time_point created_at;
+  std::chrono::system_clock::time_point last_used;
+  uint64_t requests = 0;
+};
+
+struct PoolStatus {
+  std::string spec;    // PoolSpec::text
+  std::string image;
+  uint32_t target = 0;
+  uint32_t ready = 0;     // started, prewarmed, waiting
+  uint32_t starting = 0;
+  uint64_t taken = 0;     // handed out since start
+  std::string last_error;  // why the last start failed, or ""
+};
+
+class BoxRegistry {
+ public:
+  explicit BoxRegistry(RegistryOptions options);
+  ~BoxRegistry();  // Shutdown()
+
+  // Starts filling the pools in the background (a failed pool start is logged and retried
+  // with backoff; it never stops the server).
+  void Start();
+
+  // A registered box for `options` (already merged with the defaults and validated): a pool
+  // box when one with equal options (box::BoxShapeKey) is ready, else started now.
+  // kResourceExhausted at max_boxes.
+  StatusOr<BoxRecord> Create(const BoxOptions& options);
+
+  // A box held for one request; the box is "busy" and not idle-reaped while any lease on it
+  // lives. A lease may outlive Destroy() of its box: calls then fail cleanly.
+  class Lease {
+   public:
+    Box& box() const { return *box_; }
+    const std::string& id() const { return id_; }
+    // ...private: shared ownership of the box and the registry's bookkeeping.
+   private:
+    friend class BoxRegistry;
+    std::shared_ptr<Box> box_;
+    std::string id_;
+    std::shared_ptr<void> release_;  // marks the box idle again when the last lease goes
+  };
+  // kNotFound ("no box b-...; it may have been destroyed or reaped") when unknown.
+  StatusOr<Lease> Acquire(std::string_view id);
+
+  StatusOr<BoxRecord> Get(std::string_view id) const;
+  std::vector<BoxRecord> List() const;
+  Status Destroy(std::string_view id);
+
+  // The one-shot path (POST /v1/run): a box that is never registered, from a pool when one
+  // matches; it counts against max_boxes until the caller drops it. `from_pool` says which.
+  StatusOr<std::shared_ptr<Box>> TakeOneShot(const BoxOptions& options, bool* from_pool);
+
+  std::vector<PoolStatus> Pools() const;
+  uint32_t box_count() const;  // registered + pool + one-shot
+
+  // Stops refilling and destroys every box (pool, registered, one-shot boxes once dropped).
+  void Shutdown();
+};
+
+}  // namespace codebox::server
+
+#endif  // CODEBOX_SERVER_BOX_REGISTRY_H_
