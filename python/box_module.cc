@@ -23,6 +23,7 @@
 #include "codebox/status.h"
 #include "module.h"
 #include "py_box.h"
+#include "remote/server_choice.h"
 
 namespace py = pybind11;
 
@@ -76,6 +77,21 @@ std::shared_ptr<PyBox> CreateBox(const py::kwargs& kwargs) {
   return std::make_shared<PyBox>(std::move(box).value());
 }
 
+// CodeBox's rule for where its box runs (remote/server_choice.h, shared with the CLI): the
+// (server, token) to create it with; server "" is this process.
+py::tuple ChooseServer(const std::string& server, const std::string& token, bool local) {
+  BoxOptions options;
+  options.server = server;
+  options.server_token = token;
+  Status st;
+  {
+    py::gil_scoped_release release;  // may ask the default socket's server for /healthz
+    st = remote::ChooseServer(&options, local);
+  }
+  if (!st.ok()) Throw(st);
+  return py::make_tuple(options.server, options.server_token);
+}
+
 }  // namespace
 
 [[noreturn]] void Throw(const Status& status) {
@@ -119,6 +135,8 @@ void BindBox(py::module_& m) {
       .def_readonly("output_truncated", &ExecResult::output_truncated)
       .def_property_readonly("duration", [](const ExecResult& r) { return r.duration.count() / 1000.0; })
       .def_readonly("driver", &ExecResult::driver);
+
+  m.def("choose_server", &ChooseServer, py::arg("server"), py::arg("token"), py::arg("local"));
 
   py::class_<PyBox, std::shared_ptr<PyBox>>(m, "Box")
       .def_static("create", &CreateBox)

@@ -40,9 +40,12 @@ T = TypeVar("T")
 class _Base:
     """Options and state shared by the two twins."""
 
-    def __init__(self, *args: Any, **options: Any) -> None:
+    def __init__(self, *args: Any, local: bool = False, **options: Any) -> None:
         # Checked here, against the C++ schema, so a bad option fails at construction and not
         # at `async with`; the resolved values (defaults from C++) are what the box gets.
+        if not isinstance(local, bool):
+            raise TypeError(f"local must be True or False, got {local!r}")
+        self._local = local
         self._options: dict[str, Any] = _box_options(args, options)
         self._box: Any = None
         self._closed = False
@@ -172,7 +175,7 @@ class SyncCodeBox(_Base):
         """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
         if self._closed or self._box is not None:
             raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        self._box = _create(self._options)
+        self._box = _create(self._options, self._local)
         return self
 
     def close(self) -> None:
@@ -302,6 +305,12 @@ class CodeBox(_Base):
     ends, also on an exception or when the task is cancelled. Blocking work runs in worker
     threads with the GIL released, so many boxes run at once under ``asyncio.gather``.
     A plain ``with CodeBox() as box:`` gives the blocking twin, a :class:`SyncCodeBox`.
+
+    On a codebox server (``codebox serve``) the box is the server's and every call is a
+    request to it, with the same API: ``server=`` (``"unix:/path.sock"``,
+    ``"http://127.0.0.1:8080"``) and ``token=`` name it; without them $CODEBOX_SERVER and
+    $CODEBOX_TOKEN do, else the default socket when a server answers there. ``local=True``
+    always runs the box in this process.
     """
 
     _sync: SyncCodeBox | None = None
@@ -315,7 +324,7 @@ class CodeBox(_Base):
         """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
         if self._closed or self._box is not None:
             raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        job = _EXECUTOR.submit(_create, self._options)
+        job = _EXECUTOR.submit(_create, self._options, self._local)
         try:
             self._box = await asyncio.wrap_future(job)
         except asyncio.CancelledError:
@@ -348,7 +357,7 @@ class CodeBox(_Base):
     def __enter__(self) -> SyncCodeBox:
         if self._sync is not None:
             raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        self._sync = SyncCodeBox(**self._options).start()
+        self._sync = SyncCodeBox(local=self._local, **self._options).start()
         return self._sync
 
     def __exit__(self, *exc: object) -> None:
@@ -469,9 +478,18 @@ class CodeBox(_Base):
         await self._call(self._copy_call("out", box_path, host_path, max_bytes))
 
 
-def _create(options: dict[str, Any]) -> Any:
-    """Starts a box with resolved options (blocking; the GIL is released while it starts)."""
-    return _core().Box.create(**options)
+def _create(options: dict[str, Any], local: bool) -> Any:
+    """Starts a box with resolved options (blocking; the GIL is released while it starts).
+
+    Where it runs follows the CLI's rule: ``local=True`` in this process; else ``server=``,
+    else $CODEBOX_SERVER, else the default socket when a codebox server answers there, else
+    in this process. The token: ``token=``, else $CODEBOX_TOKEN."""
+    core = _core()
+    resolved = dict(options)
+    resolved["server"], resolved["server_token"] = core.choose_server(
+        options["server"], options["server_token"], local
+    )
+    return core.Box.create(**resolved)
 
 
 def _destroy_when_created(job: concurrent.futures.Future[Any]) -> None:

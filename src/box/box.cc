@@ -17,6 +17,7 @@
 #include "image/store.h"
 #include "agent_client/agent_client.h"
 #include "kernel/session.h"
+#include "remote/remote_box.h"
 
 namespace codebox {
 
@@ -380,6 +381,13 @@ StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env)
 }  // namespace box
 
 StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
+  if (!options.server.empty()) {
+    // The server starts the box and checks the options again; nothing of this host's image
+    // store or drivers is looked at.
+    RETURN_IF_ERROR(options.Validate().WithContext("create box"));
+    ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, remote::CreateRemoteBox(options));
+    return Impl::Wrap(std::move(impl));
+  }
   return box::CreateBox(options, box::BoxEnv::Default());
 }
 

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "box/options_fields.h"
+#include "http/address.h"
 #include "codebox/option_schema.h"
 
 namespace codebox {
@@ -23,6 +24,13 @@ Status CheckImageName(const std::string& name) {
 Status CheckAbsolutePath(const std::string& path) {
   if (!path.empty() && path[0] == '/') return Status::Ok();
   return InvalidArgument("must be an absolute path inside the box, got '" + path + "'");
+}
+
+// Empty: in this process; else an address http::ParseAddress takes.
+Status CheckServerAddress(const std::string& server) {
+  if (server.empty()) return Status::Ok();
+  auto address = http::ParseAddress(server);
+  return address.ok() ? Status::Ok() : address.status();
 }
 
 constexpr double kMaxMebibytes = 1 << 20;  // 1 TiB
@@ -150,7 +158,8 @@ const std::vector<Entry<BoxOptions>>& BoxEntries() {
                 "this process",
         .value_name = "URL",
         .shapes_box = false},
-       &BoxOptions::server},
+       &BoxOptions::server,
+       CheckServerAddress},
       {{.name = "server_token",
         .type = OptionType::kString,
         .help = "bearer token for --server (prefer $CODEBOX_TOKEN: a flag shows in ps)",

@@ -8,6 +8,7 @@
 #include "base/text.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
+#include "remote/server_choice.h"
 #include "llm/interpreter.h"
 #include "llm/tools.h"
 
@@ -41,6 +42,8 @@ input and output:
                          the box workdir to DIR afterwards
   --show-code            print each program before it runs (to stderr)
   --json                 print the whole transcript as JSON instead of the answer
+  --local                run the box in this process even when a codebox server is set
+                         or answers
 
 exit status: 0 answered; 1 no answer (step limit, or the program still failed);
 2 usage; 125 the model server or the box failed (the message says which and why).
@@ -52,6 +55,7 @@ struct AskFlags {
   std::string task;
   bool show_code = false;
   bool json = false;
+  bool local = false;  // --local: never through a codebox server
 };
 
 StatusOr<int> ParseInt(const std::string& flag, const std::string& value) {
@@ -78,6 +82,8 @@ StatusOr<std::optional<AskFlags>> ParseFlags(const std::vector<std::string>& arg
     if (box_flag) continue;
     if (a == "--show-code") {
       f.show_code = true;
+    } else if (a == "--local") {
+      f.local = true;
     } else if (a == "--json") {
       f.json = true;
     } else if (a == "--no-stream") {
@@ -210,6 +216,10 @@ int AskCommand(const std::vector<std::string>& args) {
   }
   if (!parsed->has_value()) return 0;
   AskFlags& f = **parsed;
+  if (Status st = remote::ChooseServer(&f.options.box, f.local); !st.ok()) {
+    PrintError("ask", st);
+    return kExitCodeboxError;
+  }
   Progress progress(f.show_code);
   if (!f.json) {
     f.options.on_text = [&](std::string_view t) { progress.Text(t); };

@@ -13,6 +13,7 @@
 #include "cli/cell_input.h"
 #include "cli/cell_output.h"
 #include "cli/commands.h"
+#include "remote/server_choice.h"
 #include "cli/line_reader.h"
 #include "codebox/box.h"
 
@@ -40,11 +41,13 @@ $XDG_STATE_HOME/codebox/repl_history, else ~/.local/state/codebox/repl_history.
 options:
   --out DIR        where images are saved (made if missing). Default: a new temporary
                    directory, named at start and removed at the end when nothing was saved
+  --local          run the box in this process even when a codebox server is set or answers
 )";
 
 struct ReplFlags {
   BoxOptions box;
   std::string out_dir;  // "" = a temporary one
+  bool local = false;   // --local: never through a codebox server
 };
 
 // nullopt after printing the help.
@@ -59,7 +62,9 @@ StatusOr<std::optional<ReplFlags>> ParseFlags(const std::vector<std::string>& ar
     }
     ASSIGN_OR_RETURN(bool was_box_flag, ParseBoxFlag(args, &i, &f.box));
     if (was_box_flag) continue;
-    if (a == "--out") {
+    if (a == "--local") {
+      f.local = true;
+    } else if (a == "--out") {
       if (i + 1 >= args.size() || args[i + 1].empty()) return InvalidArgument("--out needs a DIR");
       f.out_dir = args[++i];
     } else if (a.starts_with("--out=")) {
@@ -186,7 +191,11 @@ int ReplCommand(const std::vector<std::string>& args) {
     return 2;
   }
   if (!parsed->has_value()) return 0;
-  const ReplFlags& flags = **parsed;
+  ReplFlags& flags = **parsed;
+  if (Status st = remote::ChooseServer(&flags.box, flags.local); !st.ok()) {
+    PrintError("repl", st);
+    return kExitCodeboxError;
+  }
   std::setlocale(LC_CTYPE, "");  // libedit decodes typed characters in the terminal's encoding
 
   std::string out_dir = flags.out_dir;

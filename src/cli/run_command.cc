@@ -14,6 +14,8 @@
 #include "cli/cell_output.h"
 #include "cli/commands.h"
 #include "codebox/box.h"
+#include "remote/remote_box.h"
+#include "remote/server_choice.h"
 
 namespace codebox::cli {
 namespace {
@@ -38,6 +40,7 @@ struct Invocation {
   std::vector<Copy> copy_out;         // box -> host
   CopyOutOptions copy_out_options;    // max_bytes 0: the box's disk size
   bool json = false;
+  bool local = false;                 // --local: never through a server
 };
 
 constexpr const char kRunHelp[] = R"(usage: codebox run [options] CODE | - | --file F
@@ -62,6 +65,7 @@ options:
   --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
                        suffix (default: the box's --disk size)
   --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...
+  --local              run in this process even when a codebox server is set or answers
 )";
 
 constexpr const char kExecHelp[] = R"(usage: codebox exec [options] -- CMD [ARGS...]
@@ -76,6 +80,7 @@ options:
   --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
                        suffix (default: the box's --disk size)
   --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...
+  --local              run in this process even when a codebox server is set or answers
 )";
 
 StatusOr<Copy> ParseCopy(const std::string& flag, const std::string& value) {
@@ -134,6 +139,8 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
     };
     if (a == "--json") {
       inv->json = true;
+    } else if (a == "--local") {
+      inv->local = true;
     } else if (a == "--copy-in" || a == "--copy-out") {
       ASSIGN_OR_RETURN(std::string v, value());
       ASSIGN_OR_RETURN(Copy c, ParseCopy(a, v));
@@ -276,47 +283,62 @@ int RunCells(const std::string& command, const Invocation& inv) {
   return FinishBox(command, inv, box.get(), status);
 }
 
+// Prints what --json or the limits call for (the output itself was streamed); the exit status.
+int Report(const Invocation& inv, ExecResult& result) {
+  if (inv.json) {
+    nlohmann::json j = {{"stdout", std::move(result.stdout_data)},
+                        {"stderr", std::move(result.stderr_data)},
+                        {"exit_code", result.exit_code},
+                        {"signal", result.signal},
+                        {"timed_out", result.timed_out},
+                        {"out_of_memory", result.out_of_memory},
+                        {"output_truncated", result.output_truncated},
+                        {"duration_ms", result.duration.count()},
+                        {"driver", result.driver}};
+    PrintJson(j);
+  } else {
+    // Say plainly when a limit ended it, so empty output is never a mystery.
+    if (result.timed_out) {
+      std::fprintf(stderr, "codebox: timed out after %.1f s (--timeout to change)\n",
+                   result.duration.count() / 1000.0);
+    } else if (result.out_of_memory) {
+      std::fprintf(stderr, "codebox: killed: out of memory (limit %llu MiB, --memory to change)\n",
+                   static_cast<unsigned long long>(inv.box.memory_mib));
+    }
+    if (result.output_truncated) {
+      std::fprintf(stderr, "codebox: output truncated at %llu bytes per stream\n",
+                   static_cast<unsigned long long>(inv.box.output_limit_bytes));
+    }
+  }
+  return ExitStatusOf(result);
+}
+
 int Execute(const std::string& command, const Invocation& inv) {
   if (!inv.cells.empty()) return RunCells(command, inv);
-  std::unique_ptr<Box> box = StartBox(command, inv);
-  if (box == nullptr) return kExitCodeboxError;
   ExecOptions exec;
   exec.stdin_data = inv.stdin_data;
   if (!inv.json) {  // stream as it comes; the result is not printed again
     exec.on_stdout = [](std::string_view d) { WriteOut(stdout, d); };
     exec.on_stderr = [](std::string_view d) { WriteOut(stderr, d); };
   }
+  // `run CODE` on a server with nothing to copy: one request, a warm pool box.
+  if (command == "run" && !inv.box.server.empty() && inv.copy_in.empty() &&
+      inv.copy_out.empty()) {
+    auto result = remote::RunOnServer(inv.box, inv.argv[2], exec);
+    if (!result.ok()) {
+      PrintError(command, result.status());
+      return kExitCodeboxError;
+    }
+    return Report(inv, *result);
+  }
+  std::unique_ptr<Box> box = StartBox(command, inv);
+  if (box == nullptr) return kExitCodeboxError;
   auto result = box->Exec(inv.argv, exec);
   if (!result.ok()) {
     PrintError(command, result.status());
     return kExitCodeboxError;
   }
-  if (inv.json) {
-    nlohmann::json j = {{"stdout", std::move(result->stdout_data)},
-                        {"stderr", std::move(result->stderr_data)},
-                        {"exit_code", result->exit_code},
-                        {"signal", result->signal},
-                        {"timed_out", result->timed_out},
-                        {"out_of_memory", result->out_of_memory},
-                        {"output_truncated", result->output_truncated},
-                        {"duration_ms", result->duration.count()},
-                        {"driver", result->driver}};
-    PrintJson(j);
-  } else {
-    // Say plainly when a limit ended it, so empty output is never a mystery.
-    if (result->timed_out) {
-      std::fprintf(stderr, "codebox: timed out after %.1f s (--timeout to change)\n",
-                   result->duration.count() / 1000.0);
-    } else if (result->out_of_memory) {
-      std::fprintf(stderr, "codebox: killed: out of memory (limit %llu MiB, --memory to change)\n",
-                   static_cast<unsigned long long>(inv.box.memory_mib));
-    }
-    if (result->output_truncated) {
-      std::fprintf(stderr, "codebox: output truncated at %llu bytes per stream\n",
-                   static_cast<unsigned long long>(inv.box.output_limit_bytes));
-    }
-  }
-  return FinishBox(command, inv, box.get(), ExitStatusOf(*result));
+  return FinishBox(command, inv, box.get(), Report(inv, *result));
 }
 
 int Main(const std::string& command, const std::vector<std::string>& args, bool is_exec) {
@@ -328,6 +350,10 @@ int Main(const std::string& command, const std::vector<std::string>& args, bool 
     return kExitCodeboxError;
   }
   if (!*parsed) return 0;  // --help
+  if (Status st = remote::ChooseServer(&inv.box, inv.local); !st.ok()) {
+    PrintError(command, st);
+    return kExitCodeboxError;
+  }
   return Execute(command, inv);
 }
 

@@ -1,0 +1,351 @@
+#include "remote/remote_box.h"
+
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "box/host_files.h"
+#include "box/options_json.h"
+#include "remote/answers.h"
+#include "remote/remote_copy.h"
+#include "remote/server_api.h"
+
+namespace codebox::remote {
+namespace {
+
+using nlohmann::json;
+
+// The box options as the server takes them: what only this process needs stays here.
+json BoxOptionsBody(const BoxOptions& options) {
+  json body = box::BoxOptionsToJson(options);
+  for (const char* local : {"server", "server_token", "home", "prestart"}) body.erase(local);
+  return body;
+}
+
+// A streaming callback's exception ends the call (closing the stream makes the server stop the
+// exec or interrupt the cell), as it does for a local box; it must not unwind through the
+// HTTP client.
+template <class Fn, class Arg>
+Status Deliver(const Fn& fn, const Arg& arg) {
+  if (!fn) return Status::Ok();
+  try {
+    fn(arg);
+  } catch (const std::exception& e) {
+    return Internal(std::string("a callback threw: ") + e.what());
+  } catch (...) {
+    return Internal("a callback threw an exception");
+  }
+  return Status::Ok();
+}
+
+std::chrono::milliseconds RequestTimeout(std::chrono::milliseconds timeout,
+                                         std::chrono::milliseconds margin) {
+  if (timeout == kNoTimeout) return kStreamIdleTimeout;
+  return timeout + margin;
+}
+
+// An exec-like request (exec, python, run): streamed when a callback wants the output as it
+// comes or when there is no timeout (the stream's keep-alives then show the server is alive);
+// else one JSON answer.
+StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const json& body,
+                              const ExecOptions& options, std::chrono::milliseconds timeout,
+                              std::string_view what) {
+  http::ClientRequest request;
+  request.method = "POST";
+  request.target = std::move(target);
+  ASSIGN_OR_RETURN(request.body, DumpJson(body, what));
+  request.timeout = RequestTimeout(timeout, kExecMargin);
+  if (!options.on_stdout && !options.on_stderr && timeout != kNoTimeout) {
+    ASSIGN_OR_RETURN(http::ClientResponse response,
+                     api.Call(request, http::ClientOptions{}.max_response_bytes, what));
+    ASSIGN_OR_RETURN(json j, ParseObject(response.body, "the server's answer to " + std::string(what)));
+    return ExecResultFromJson(j);
+  }
+  std::optional<ExecResult> result;
+  Status failed;
+  auto on_event = [&](std::string_view event, std::string_view data) -> Status {
+    if (event == "stdout" || event == "stderr") {
+      ASSIGN_OR_RETURN(std::string text, TextEventFromJson(data, event));
+      return Deliver(event == "stdout" ? options.on_stdout : options.on_stderr,
+                     std::string_view(text));
+    }
+    if (event == "done") {
+      ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's done event"));
+      ASSIGN_OR_RETURN(result, ExecResultFromJson(j));
+    } else if (event == "error") {
+      failed = ErrorEventFromJson(data);
+    }
+    return Status::Ok();  // other events carry nothing for an exec
+  };
+  ASSIGN_OR_RETURN(http::ClientResponse response, api.CallEvents(request, on_event, what));
+  if (!failed.ok()) return failed.WithContext(what);
+  if (result) return std::move(*result);
+  if (!response.body.empty()) {  // the server answered without a stream
+    ASSIGN_OR_RETURN(json j, ParseObject(response.body, "the server's answer to " + std::string(what)));
+    return ExecResultFromJson(j);
+  }
+  return ProtocolError(std::string(what) + ": the server's event stream ended without a result");
+}
+
+class RemoteBox final : public Box::Impl {
+ public:
+  RemoteBox(ServerApi api, BoxOptions options, CreatedBox created)
+      : api_(std::move(api)),
+        options_(std::move(options)),
+        id_(std::move(created.id)),
+        base_("/v1/boxes/" + id_),
+        info_(std::move(created.info)) {}
+
+  ~RemoteBox() override { (void)Destroy(); }
+
+  StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) override {
+    if (argv.empty()) return InvalidArgument("exec: argv is empty; name the program to run");
+    RETURN_IF_ERROR(CheckExec(options));
+    json body = box::ExecOptionsToJson(options);
+    body["argv"] = std::move(argv);
+    return SendExec(api_, base_ + "/exec", body, options, ExecTimeout(options),
+                    "exec " + body["argv"][0].get<std::string>());
+  }
+
+  StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) override {
+    RETURN_IF_ERROR(CheckExec(options));
+    json body = box::ExecOptionsToJson(options);
+    body["code"] = code;
+    return SendExec(api_, base_ + "/python", body, options, ExecTimeout(options), "exec python3");
+  }
+
+  StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options) override {
+    if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "run code timeout"));
+    RETURN_IF_ERROR(CheckUsable());
+    std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
+    json body = {{"code", code}};
+    if (options.timeout) body["timeout"] = TimeoutJson(*options.timeout);
+    http::ClientRequest request;
+    request.method = "POST";
+    request.target = base_ + "/run_code";
+    ASSIGN_OR_RETURN(request.body, DumpJson(body, "run code"));
+    // The first cell also starts the kernel; a cell past its timeout gets a grace to stop.
+    request.timeout = RequestTimeout(timeout, 4 * kExecMargin);
+    if (!options.on_stdout && !options.on_stderr && !options.on_result &&
+        timeout != kNoTimeout) {
+      ASSIGN_OR_RETURN(json j, api_.CallJson("POST", request.target, request.body,
+                                             request.timeout, "run code"));
+      return ExecutionFromJson(j);
+    }
+    std::optional<Execution> result;
+    Status failed;
+    auto on_event = [&](std::string_view event, std::string_view data) -> Status {
+      if (event == "stdout" || event == "stderr") {
+        ASSIGN_OR_RETURN(std::string text, TextEventFromJson(data, event));
+        return Deliver(event == "stdout" ? options.on_stdout : options.on_stderr,
+                       std::string_view(text));
+      }
+      if (event == "result") {
+        ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's result event"));
+        ASSIGN_OR_RETURN(CellResult r, CellResultFromJson(j, "the server's result event"));
+        return Deliver(options.on_result, r);
+      }
+      if (event == "done") {
+        ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's done event"));
+        ASSIGN_OR_RETURN(result, ExecutionFromJson(j));
+      } else if (event == "error") {
+        failed = ErrorEventFromJson(data);
+      }
+      return Status::Ok();
+    };
+    ASSIGN_OR_RETURN(http::ClientResponse response,
+                     api_.CallEvents(std::move(request), on_event, "run code"));
+    if (!failed.ok()) return failed.WithContext("run code");
+    if (result) return std::move(*result);
+    if (!response.body.empty()) {
+      ASSIGN_OR_RETURN(json j, ParseObject(response.body, "the server's answer to run code"));
+      return ExecutionFromJson(j);
+    }
+    return ProtocolError("run code: the server's event stream ended without a result");
+  }
+
+  Status RestartKernel() override {
+    RETURN_IF_ERROR(CheckUsable());
+    return api_.CallNoContent("POST", base_ + "/restart", "", kControlTimeout, "restart kernel");
+  }
+
+  // Its own connection: it runs while another thread's RunCode streams.
+  Status InterruptCode() override {
+    if (IsDestroyed()) return Status::Ok();  // no cell runs in a destroyed box
+    return api_.CallNoContent("POST", base_ + "/interrupt", "", kControlTimeout, "interrupt");
+  }
+
+  // The server prewarms its pool boxes itself.
+  Status Prewarm(const PrewarmOptions&) override { return CheckUsable(); }
+
+  Status CopyIn(const std::string& host_path, const std::string& box_path) override {
+    RETURN_IF_ERROR(CheckUsable());
+    ASSIGN_OR_RETURN(Upload upload, ReadForUpload(host_path));
+    http::ClientRequest request;
+    request.method = "PUT";
+    request.target = FilesTarget(box_path, {{"mode", ModeText(upload.mode)}});
+    request.body = std::move(upload.body);
+    request.content_type = upload.content_type;
+    request.timeout = kFilesTimeout;
+    auto response = api_.Call(request, 1 << 20, "copy in " + host_path);
+    return response.ok() ? Status::Ok() : response.status();
+  }
+
+  Status CopyOut(const std::string& box_path, const std::string& host_path,
+                 const CopyOutOptions& options) override {
+    RETURN_IF_ERROR(CheckUsable());
+    CopyOutOptions resolved = options;
+    if (resolved.max_bytes == 0) resolved.max_bytes = DiskBytes();
+    http::ClientRequest request;
+    request.target = FilesTarget(box_path, {});
+    request.timeout = kFilesTimeout;
+    std::string what = "copy out " + box::ShowName(box_path);
+    auto response = api_.Call(request, DownloadCap(resolved), what);
+    if (!response.ok()) {
+      if (response.status().code() != StatusCode::kLimitExceeded) return response.status();
+      return LimitExceeded(what + ": more than the copy-out limit of " +
+                           box::HumanBytes(resolved.max_bytes) +
+                           "; pass a larger limit (CopyOutOptions::max_bytes, --copy-out-limit, "
+                           "copy_out(..., max_bytes=...))");
+    }
+    return WriteDownload(*response, box_path, host_path, resolved);
+  }
+
+  Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) override {
+    RETURN_IF_ERROR(CheckUsable());
+    http::ClientRequest request;
+    request.method = "PUT";
+    request.target = FilesTarget(box_path, {{"mode", ModeText(mode)}});
+    request.body = std::string(data);
+    request.content_type = "application/octet-stream";
+    request.timeout = kFilesTimeout;
+    auto response = api_.Call(request, 1 << 20, "write file " + box::ShowName(box_path));
+    return response.ok() ? Status::Ok() : response.status();
+  }
+
+  StatusOr<std::string> ReadFile(const std::string& box_path, uint64_t max_bytes) override {
+    RETURN_IF_ERROR(CheckUsable());
+    if (max_bytes == 0) max_bytes = DiskBytes();
+    http::ClientRequest request;
+    request.target = FilesTarget(box_path, {});
+    request.timeout = kFilesTimeout;
+    std::string what = "read file " + box::ShowName(box_path);
+    auto response = api_.Call(request, max_bytes, what);
+    if (!response.ok() && response.status().code() == StatusCode::kLimitExceeded) {
+      return LimitExceeded(what + ": larger than the limit of " + box::HumanBytes(max_bytes) +
+                           "; pass a larger max_bytes");
+    }
+    if (!response.ok()) return response.status();
+    if (response->body.size() > max_bytes) {  // whatever the client let through
+      return LimitExceeded(what + ": larger than the limit of " + box::HumanBytes(max_bytes));
+    }
+    auto type = response->headers.find("content-type");
+    if (type != response->headers.end() && type->second.starts_with("application/x-tar")) {
+      return InvalidArgument(what + ": it is a directory (ListDir lists it, CopyOut copies it)");
+    }
+    return std::move(response->body);
+  }
+
+  StatusOr<std::vector<FileEntry>> ListDir(const std::string& box_path) override {
+    RETURN_IF_ERROR(CheckUsable());
+    ASSIGN_OR_RETURN(json j, api_.CallJson("GET", FilesTarget(box_path, {{"list", "1"}}), "",
+                                           kFilesTimeout, "list dir " + box::ShowName(box_path)));
+    return EntriesFromJson(j, box_path);
+  }
+
+  Status Remove(const std::string& box_path) override {
+    RETURN_IF_ERROR(CheckUsable());
+    return api_.CallNoContent("DELETE", FilesTarget(box_path, {}), "", kFilesTimeout,
+                              "remove " + box::ShowName(box_path));
+  }
+
+  Status Destroy() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (destroyed_) return Status::Ok();
+      destroyed_ = true;
+    }
+    Status st = api_.CallNoContent("DELETE", base_, "", kControlTimeout, "destroy box " + id_);
+    // Gone already (its lifetime ended, or the server restarted): destroyed all the same.
+    if (st.code() == StatusCode::kNotFound) return Status::Ok();
+    return st;
+  }
+
+  const BoxInfo& info() const override { return info_; }
+
+ private:
+  bool IsDestroyed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return destroyed_;
+  }
+
+  Status CheckUsable() {
+    if (IsDestroyed()) return InvalidArgument("the box has been destroyed; create a new box");
+    return Status::Ok();
+  }
+
+  Status CheckExec(const ExecOptions& options) {
+    if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "exec timeout"));
+    return CheckUsable();
+  }
+
+  std::chrono::milliseconds ExecTimeout(const ExecOptions& options) const {
+    return options.timeout.value_or(options_.exec_timeout);
+  }
+
+  // The box cannot hold more than its scratch disk.
+  uint64_t DiskBytes() const { return std::max<uint64_t>(options_.disk_mib, 1) << 20; }
+
+  std::string FilesTarget(const std::string& box_path,
+                          std::vector<std::pair<std::string, std::string>> extra) const {
+    extra.insert(extra.begin(), {"path", box_path});
+    return base_ + "/files?" + http::EncodeQuery(extra);
+  }
+
+  static std::string ModeText(uint32_t mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", mode & 07777);
+    return text;
+  }
+
+  const ServerApi api_;
+  const BoxOptions options_;
+  const std::string id_;
+  const std::string base_;  // "/v1/boxes/<id>"
+  const BoxInfo info_;
+  std::mutex mu_;
+  bool destroyed_ = false;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Box::Impl>> CreateRemoteBox(const BoxOptions& options) {
+  ASSIGN_OR_RETURN(ServerApi api, ServerApi::Open(options.server, options.server_token));
+  ASSIGN_OR_RETURN(std::string body, DumpJson(BoxOptionsBody(options), "create box"));
+  ASSIGN_OR_RETURN(json answer,
+                   api.CallJson("POST", "/v1/boxes", std::move(body), kCreateTimeout, "create box"));
+  ASSIGN_OR_RETURN(CreatedBox created, CreatedBoxFromJson(answer));
+  return std::unique_ptr<Box::Impl>(
+      std::make_unique<RemoteBox>(std::move(api), options, std::move(created)));
+}
+
+StatusOr<ExecResult> RunOnServer(const BoxOptions& options, std::string_view code,
+                                 const ExecOptions& exec) {
+  if (exec.timeout) RETURN_IF_ERROR(ValidateTimeout(*exec.timeout, "exec timeout"));
+  ASSIGN_OR_RETURN(ServerApi api, ServerApi::Open(options.server, options.server_token));
+  json body = BoxOptionsBody(options);
+  // The box lives for this one exec: its environment and the exec's are one.
+  for (const auto& [k, v] : exec.env) body["env"][k] = v;
+  body["code"] = code;
+  if (exec.stdin_data) body["stdin"] = *exec.stdin_data;
+  if (!exec.cwd.empty()) {
+    return InvalidArgument("run on a server: a one-shot run takes no cwd (create a box for that)");
+  }
+  std::chrono::milliseconds timeout = exec.timeout.value_or(options.exec_timeout);
+  if (exec.timeout) body["timeout"] = TimeoutJson(*exec.timeout);
+  // Taking a pool box is instant; starting one on demand is not.
+  return SendExec(api, "/v1/run", body, exec,
+                  timeout == kNoTimeout ? timeout : timeout + kCreateTimeout, "run");
+}
+
+}  // namespace codebox::remote
