@@ -36,7 +36,7 @@ FakeServer::FakeServer() {
           {"limits_not_enforced", json::array()},
           {"state", "idle"}});
   On("DELETE", kBoxPath,
-     [](const http::Request&, http::Exchange& e) { (void)e.Respond({.status = 204, .body = ""}); });
+     [](const http::Request&, http::Exchange& e) { Respond(e, 204, ""); });
 }
 
 FakeServer::~FakeServer() {
@@ -95,8 +95,16 @@ void FakeServer::Handle(const http::Request& request, http::Exchange& exchange) 
   route(request, exchange);
 }
 
+void Respond(http::Exchange& exchange, int status, std::string body, std::string content_type) {
+  http::Response response;
+  response.status = status;
+  response.content_type = std::move(content_type);
+  response.body = std::move(body);
+  (void)exchange.Respond(std::move(response));
+}
+
 void RespondJson(http::Exchange& exchange, int status, const json& j) {
-  (void)exchange.Respond({.status = status, .content_type = "application/json", .body = j.dump()});
+  Respond(exchange, status, j.dump());
 }
 
 std::string TarEntry(const std::string& name, const std::string& data, char type) {

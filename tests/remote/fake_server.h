@@ -58,6 +58,9 @@ class FakeServer : public http::Handler {
   std::vector<http::Request> requests_;
 };
 
+// Responds `status` with `body` of `content_type`.
+void Respond(http::Exchange& exchange, int status, std::string body,
+             std::string content_type = "application/json");
 // Responds `status` with `j` as JSON.
 void RespondJson(http::Exchange& exchange, int status, const nlohmann::json& j);
 

@@ -28,6 +28,13 @@ json ExecAnswer(const std::string& out, int exit_code = 0) {
           {"output_truncated", false}, {"duration_ms", 12}, {"driver", "jail"}};
 }
 
+CopyOutOptions Limits(uint64_t max_bytes, uint64_t max_entries = 100'000) {
+  CopyOutOptions options;
+  options.max_bytes = max_bytes;
+  options.max_entries = max_entries;
+  return options;
+}
+
 class RemoteBoxTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(server_.ok()); }
@@ -166,7 +173,7 @@ TEST_F(RemoteBoxTest, MalformedExecAnswersAreProtocolErrorsNamingTheField) {
     EXPECT_NE(r.status().message().find(c.field), std::string::npos) << r.status().ToString();
   }
   server_.On("POST", std::string(kBoxPath) + "/exec", [](const http::Request&, http::Exchange& e) {
-    (void)e.Respond({.status = 200, .body = "{\"exit_code\": 0, \"stdout\": \"unterminated"});
+    testing::Respond(e, 200, "{\"exit_code\": 0, \"stdout\": \"unterminated");
   });
   auto r = box->Exec({"true"});
   ASSERT_FALSE(r.ok());
@@ -241,7 +248,7 @@ TEST_F(RemoteBoxTest, RunCodeStreamsResultsAndInterruptWorksConcurrently) {
   server_.On("POST", std::string(kBoxPath) + "/interrupt",
              [&](const http::Request&, http::Exchange& e) {
                interrupted = true;
-               (void)e.Respond({.status = 204, .body = ""});
+               testing::Respond(e, 204, "");
              });
   server_.On("POST", std::string(kBoxPath) + "/run_code",
              [&](const http::Request&, http::Exchange& e) {
@@ -332,10 +339,10 @@ TEST_F(RemoteBoxTest, FilesGoAsRawBytes) {
   std::string stored;
   server_.On("PUT", std::string(kBoxPath) + "/files", [&](const http::Request& r, http::Exchange& e) {
     stored = r.body;
-    (void)e.Respond({.status = 204, .body = ""});
+    testing::Respond(e, 204, "");
   });
   server_.On("GET", std::string(kBoxPath) + "/files", [&](const http::Request&, http::Exchange& e) {
-    (void)e.Respond({.status = 200, .content_type = "application/octet-stream", .body = stored});
+    testing::Respond(e, 200, stored, "application/octet-stream");
   });
   auto box = Create();
   ASSERT_NE(box, nullptr);
@@ -351,9 +358,7 @@ TEST_F(RemoteBoxTest, FilesGoAsRawBytes) {
 
 TEST_F(RemoteBoxTest, ReadFileEnforcesMaxBytesItself) {
   server_.On("GET", std::string(kBoxPath) + "/files", [](const http::Request&, http::Exchange& e) {
-    (void)e.Respond({.status = 200,
-                     .content_type = "application/octet-stream",
-                     .body = std::string(2 << 20, 'x')});
+    testing::Respond(e, 200, std::string(2 << 20, 'x'), "application/octet-stream");
   });
   auto box = Create();
   ASSERT_NE(box, nullptr);
@@ -376,8 +381,7 @@ class RemoteCopyTest : public RemoteBoxTest {
   void ServeTar(std::string archive) {
     server_.On("GET", std::string(kBoxPath) + "/files",
                [archive](const http::Request&, http::Exchange& e) {
-                 (void)e.Respond(
-                     {.status = 200, .content_type = "application/x-tar", .body = archive});
+                 testing::Respond(e, 200, archive, "application/x-tar");
                });
   }
 
@@ -388,7 +392,7 @@ TEST_F(RemoteCopyTest, CopyInSendsAFileOrADirectoryAsTar) {
   std::vector<http::Request> puts;
   server_.On("PUT", std::string(kBoxPath) + "/files", [&](const http::Request& r, http::Exchange& e) {
     puts.push_back(r);
-    (void)e.Respond({.status = 204, .body = ""});
+    testing::Respond(e, 204, "");
   });
   auto box = Create();
   ASSERT_NE(box, nullptr);
@@ -411,7 +415,7 @@ TEST_F(RemoteCopyTest, CopyInSendsAFileOrADirectoryAsTar) {
 
 TEST_F(RemoteCopyTest, CopyOutWritesAFileNeverThroughASymlink) {
   server_.On("GET", std::string(kBoxPath) + "/files", [](const http::Request&, http::Exchange& e) {
-    (void)e.Respond({.status = 200, .content_type = "application/octet-stream", .body = "new"});
+    testing::Respond(e, 200, "new", "application/octet-stream");
   });
   auto box = Create();
   ASSERT_NE(box, nullptr);
@@ -425,7 +429,7 @@ TEST_F(RemoteCopyTest, CopyOutWritesAFileNeverThroughASymlink) {
   EXPECT_EQ(st.st_mode & 07000, 0u);
   ASSERT_TRUE(box->CopyOut("f", host_ + "/made/parents/f").ok());
   EXPECT_EQ(*base::ReadFile(host_ + "/made/parents/f"), "new");
-  auto over = box->CopyOut("f", host_ + "/small", {.max_bytes = 2});
+  auto over = box->CopyOut("f", host_ + "/small", Limits(2));
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.code(), StatusCode::kLimitExceeded);
   EXPECT_FALSE(base::PathExists(host_ + "/small"));
@@ -480,9 +484,9 @@ TEST_F(RemoteCopyTest, CopyOutHonoursEntryAndByteLimits) {
   ServeTar(testing::TarEntry("a", "aaaa") + testing::TarEntry("b", "bbbb") + testing::TarEnd());
   auto box = Create();
   ASSERT_NE(box, nullptr);
-  Status entries = box->CopyOut("dir", host_ + "/e", {.max_entries = 1});
+  Status entries = box->CopyOut("dir", host_ + "/e", Limits(0, 1));
   EXPECT_EQ(entries.code(), StatusCode::kLimitExceeded) << entries.ToString();
-  Status bytes = box->CopyOut("dir", host_ + "/b", {.max_bytes = 5});
+  Status bytes = box->CopyOut("dir", host_ + "/b", Limits(5));
   EXPECT_EQ(bytes.code(), StatusCode::kLimitExceeded) << bytes.ToString();
   EXPECT_FALSE(base::PathExists(host_ + "/e/a"));
   EXPECT_FALSE(base::PathExists(host_ + "/b/a"));
