@@ -30,10 +30,10 @@ struct Request {
   std::string method;  // "GET", "POST", ...
   std::string target;  // as sent: "/v1/boxes/b-1/files?path=a%20b"
   std::string path;    // percent-decoded path without the query: "/v1/boxes/b-1/files"
-  std::map<std::string, std::string> query;    // percent-decoded; a repeated key keeps the last
-  std::map<std::string, std::string> headers;  // names lower-cased
-  std::string body;                            // at most ServerOptions::max_body_bytes
-  std::string peer;                            // "unix" or "127.0.0.1:53211", for logs
+  std::map<std::string, std::string> query;      // percent-decoded; a repeated key keeps the last
+  std::map<std::string, std::string> headers;    // names lower-cased
+  std::string body;    // at most ServerOptions::max_body_bytes
+  std::string peer;    // "unix" or "127.0.0.1:53211", for logs
   std::string request_id;  // made by the server ("r-<n>"), also sent as X-Request-Id
 
   // The header's value, or "" when absent (name lower-case).
@@ -84,14 +84,14 @@ struct ServerOptions {
   // constant time. Paths in `public_paths` need none (/healthz).
   std::vector<std::string> tokens;
   std::vector<std::string> public_paths = {"/healthz"};
-  uint64_t max_header_bytes = 16 << 10;   // 431 past it
-  uint64_t max_body_bytes = 64ull << 20;  // 413 past it (Content-Length checked first)
+  uint64_t max_header_bytes = 16 << 10;    // 431 past it
+  uint64_t max_body_bytes = 64ull << 20;   // 413 past it (Content-Length checked first)
   // A client must send a whole request (headers and body) within this, and an idle keep-alive
   // connection is closed after it.
   std::chrono::milliseconds read_timeout{30'000};
   std::chrono::milliseconds write_timeout{60'000};  // one response write / one event
-  uint32_t max_connections = 1024;                  // past it new connections are closed at once
-  uint32_t max_in_flight = 512;  // requests being handled at once; past it 503 + Retry-After
+  uint32_t max_connections = 1024;  // past it new connections are closed at once
+  uint32_t max_in_flight = 512;     // requests being handled at once; past it 503 + Retry-After
   int io_threads = 1;
 };
 

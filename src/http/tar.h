@@ -19,7 +19,7 @@ namespace codebox::http {
 StatusOr<std::string> TarDirectory(const std::string& host_dir, uint64_t max_bytes);
 
 struct UntarLimits {
-  uint64_t max_bytes = 256ull << 20;  // file data in all
+  uint64_t max_bytes = 256ull << 20;   // file data in all
   uint64_t max_entries = 100'000;
 };
 
