@@ -20,6 +20,8 @@ PACKAGES=(
   tmux                                  # tests/cli: codebox repl driven in a real terminal
   zlib1g-dev                            # box_kernel_data_test decodes the PNGs charts give
   python3-ipython                       # bench_kernel: the host baselines (import IPython, run_cell)
+  libboost-dev                          # codebox serve: Boost.Beast/Asio HTTP (header-only)
+  libarchive-dev                        # codebox serve: directories as tar (files API)
 )
 
 # The same sources are compiled for several builds (release, package, the add_subdirectory

@@ -1,0 +1,183 @@
+// Server and Client together over a unix socket and loopback TCP: round trips, target
+// decoding, keep-alive, tokens, and what the server answers by itself.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include "http/test_handler.h"
+
+namespace codebox::http {
+namespace {
+
+using testing::Get;
+using testing::Post;
+using testing::StartTestServer;
+using testing::TestHandler;
+
+TEST(ServerTest, RoundTripOnBothTransports) {
+  TestHandler handler;
+  auto t = StartTestServer(&handler);
+  ASSERT_TRUE(t);
+  EXPECT_NE(t->tcp_address.port, 0);
+  for (const Client& client : {t->UnixClient(), t->TcpClient()}) {
+    ClientRequest r = Post("/echo?x=1", "hello");
+    r.headers.push_back({"X-Test", "yes"});
+    auto resp = client.Send(r);
+    ASSERT_TRUE(resp.ok()) << client.address().ToString() << ": " << resp.status().ToString();
+    EXPECT_EQ(resp->status, 200);
+    EXPECT_EQ(resp->body, "POST /echo\nquery x=1;\nx-test: yes\nbody: hello");
+    EXPECT_EQ(resp->headers["content-type"], "text/plain");
+    EXPECT_EQ(resp->headers["x-echo"], "1");
+    EXPECT_EQ(resp->headers["x-request-id"].substr(0, 2), "r-");
+  }
+  EXPECT_EQ(handler.handled, 2);
+}
+
+TEST(ServerTest, UnixSocketModeAndRemovalOnStop) {
+  TestHandler handler;
+  ServerOptions o;
+  o.unix_socket_mode = 0600;
+  auto t = StartTestServer(&handler, o);
+  ASSERT_TRUE(t);
+  struct stat st {};
+  ASSERT_EQ(lstat(t->unix_address.path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  t->server->Stop(std::chrono::seconds(1));
+  EXPECT_NE(lstat(t->unix_address.path.c_str(), &st), 0) << "socket file left after Stop";
+}
+
+TEST(ServerTest, DecodesPathAndQuery) {
+  TestHandler handler;
+  auto t = StartTestServer(&handler);
+  ASSERT_TRUE(t);
+  std::string target =
+      "/ec%68o?" + EncodeQuery({{"path", "/work/a b&c=d"}, {"e", "ü+%"}}) + "&flag&plus=a+b";
+  auto resp = t->UnixClient().Send(Get(target));
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  EXPECT_EQ(resp->body,
+            "GET /echo\nquery e=ü+%; flag=; path=/work/a b&c=d; plus=a b;\nx-test: \nbody: ");
+
+  for (const char* bad : {"/echo%zz", "/echo%00", "/echo?x=%4", "/echo%"}) {
+    auto r = t->UnixClient().Send(Get(bad));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 400) << bad;
+    EXPECT_NE(r->body.find("\"invalid_argument\""), std::string::npos) << r->body;
+  }
+}
+
+TEST(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  namespace net = boost::asio;
+  namespace bhttp = boost::beast::http;
+  TestHandler handler;
+  auto t = StartTestServer(&handler);
+  ASSERT_TRUE(t);
+  net::io_context ioc;
+  net::ip::tcp::socket socket(ioc);
+  socket.connect({net::ip::make_address("127.0.0.1"), t->tcp_address.port});
+  boost::beast::flat_buffer buffer;
+  for (int i = 0; i < 3; ++i) {
+    bhttp::request<bhttp::string_body> req(bhttp::verb::get, "/echo?i=" + std::to_string(i), 11);
+    req.set(bhttp::field::host, "x");
+    bhttp::write(socket, req);
+    bhttp::response<bhttp::string_body> resp;
+    bhttp::read(socket, buffer, resp);
+    EXPECT_EQ(resp.result_int(), 200);
+    EXPECT_NE(resp.body().find("i=" + std::to_string(i)), std::string::npos);
+    EXPECT_TRUE(resp.keep_alive());
+  }
+  EXPECT_EQ(t->server->stats().connections_open, 1u);
+}
+
+TEST(ServerTest, TokensAreRequiredExceptOnPublicPaths) {
+  TestHandler handler;
+  ServerOptions o;
+  o.tokens = {"first-token", "second"};
+  auto t = StartTestServer(&handler, o);
+  ASSERT_TRUE(t);
+  for (const std::string& token : {std::string(), std::string("wrong"),
+                                   std::string("first-token-x"), std::string("first-toke")}) {
+    ClientOptions co;
+    co.token = token;
+    auto resp = t->TcpClient(co).Send(Get("/echo"));
+    ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+    EXPECT_EQ(resp->status, 401) << "token '" << token << "'";
+    EXPECT_EQ(resp->headers["www-authenticate"], "Bearer");
+    EXPECT_NE(resp->body.find("\"unauthenticated\""), std::string::npos);
+    EXPECT_FALSE(resp->headers["x-request-id"].empty());
+    Status st = StatusFromErrorResponse(*resp);
+    EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  }
+  EXPECT_EQ(handler.handled, 0);
+  for (const char* token : {"first-token", "second"}) {
+    ClientOptions co;
+    co.token = token;
+    auto resp = t->UnixClient(co).Send(Get("/echo"));
+    ASSERT_TRUE(resp.ok());
+    EXPECT_EQ(resp->status, 200) << token;
+  }
+  auto health = t->UnixClient().Send(Get("/healthz"));
+  ASSERT_TRUE(health.ok());
+  EXPECT_EQ(health->status, 200);
+  EXPECT_GE(t->server->stats().rejected_requests, 4u);
+}
+
+TEST(ServerTest, NonLoopbackTcpWithoutTokenIsRefusedAtStart) {
+  TestHandler handler;
+  ServerOptions o;
+  o.listen = {*ParseAddress("0.0.0.0:0")};
+  Server server(o, &handler);
+  Status st = server.Start();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("--token-file"), std::string::npos) << st.message();
+
+  o.tokens = {"t"};
+  Server with_token(o, &handler);
+  EXPECT_TRUE(with_token.Start().ok());
+  with_token.Stop(std::chrono::milliseconds(0));
+}
+
+TEST(ServerTest, HandlerThatDoesNotAnswerOrThrowsGets500) {
+  TestHandler handler;
+  auto t = StartTestServer(&handler);
+  ASSERT_TRUE(t);
+  for (const char* path : {"/noanswer", "/throw"}) {
+    auto resp = t->UnixClient().Send(Get(path));
+    ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+    EXPECT_EQ(resp->status, 500) << path;
+    EXPECT_EQ(StatusFromErrorResponse(*resp).code(), StatusCode::kInternal);
+  }
+  auto after = t->UnixClient().Send(Get("/echo"));
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->status, 200);
+}
+
+TEST(ServerTest, ErrorResponseMapsStatusCodes) {
+  EXPECT_EQ(ErrorResponse(NotFound("x")).status, 404);
+  EXPECT_EQ(ErrorResponse(InvalidArgument("x")).status, 400);
+  EXPECT_EQ(ErrorResponse(DeadlineExceeded("x")).status, 504);
+  EXPECT_EQ(ErrorResponse(FailedPrecondition("x")).status, 409);
+  EXPECT_EQ(ErrorResponse(LimitExceeded("x")).status, 413);
+  EXPECT_EQ(ErrorResponse(BoxCrashed("x")).status, 502);
+  EXPECT_EQ(ErrorResponse(IoError("x")).status, 500);
+  Response r = ErrorResponse(ResourceExhausted("full \"quoted\"\n"));
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(
+      r.body,
+      "{\"error\": {\"code\": \"resource_exhausted\", \"message\": \"full \\\"quoted\\\"\\n\"}}");
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers[0].first, "Retry-After");
+  ClientResponse back{429, {}, r.body};
+  Status st = StatusFromErrorResponse(back);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(st.message(), "full \"quoted\"\n");
+  EXPECT_EQ(StatusFromErrorResponse({502, {}, "<html>bad gateway"}).message(),
+            "502: <html>bad gateway");
+}
+
+}  // namespace
+}  // namespace codebox::http
