@@ -15,7 +15,7 @@ using nlohmann::json;
 class ApiTest : public ServerFixture {};
 
 TEST_F(ApiTest, BoxLifecycleExecPythonCells) {
-  std::string id = CreateBox(R"({"memory": 256, "env": {"GREETING": "hi"}})");
+  std::string id = CreateBox(R"j({"memory": 256, "env": {"GREETING": "hi"}})j");
   ASSERT_FALSE(id.empty());
   json box = Json(Call("GET", "/v1/boxes/" + id, "/v1/boxes/{id}"));
   EXPECT_EQ(box["id"], id);
@@ -28,44 +28,44 @@ TEST_F(ApiTest, BoxLifecycleExecPythonCells) {
   EXPECT_TRUE(listed) << list.dump();
 
   auto exec = Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec",
-                   R"({"argv": ["sh", "-c", "echo $GREETING $X; cat"], "env": {"X": "there"},
-                       "stdin": "in"})");
+                   R"j({"argv": ["sh", "-c", "echo $GREETING $X; cat"], "env": {"X": "there"},
+                       "stdin": "in"})j");
   ASSERT_EQ(exec.status, 200) << exec.body;
   EXPECT_EQ(Json(exec)["stdout"], "hi there\nin");
   EXPECT_EQ(Json(exec)["exit_code"], 0);
 
   auto failing = Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec",
-                      R"({"argv": ["sh", "-c", "exit 3"]})");
+                      R"j({"argv": ["sh", "-c", "exit 3"]})j");
   EXPECT_EQ(Json(failing)["exit_code"], 3) << "a non-zero exit is a result, not an error";
 
   auto python = Call("POST", "/v1/boxes/" + id + "/python", "/v1/boxes/{id}/python",
-                     R"({"code": "print(6 * 7)", "timeout": 10})");
+                     R"j({"code": "print(6 * 7)", "timeout": 10})j");
   ASSERT_EQ(python.status, 200) << python.body;
   EXPECT_EQ(Json(python)["stdout"], "42\n");
 
   auto cell1 = Call("POST", "/v1/boxes/" + id + "/run_code", "/v1/boxes/{id}/run_code",
-                    R"({"code": "x = 20\nx + 1"})");
+                    R"j({"code": "x = 20\nx + 1"})j");
   if (cell1.status == 409) GTEST_SKIP() << "no IPython in the image: " << cell1.body;
   ASSERT_EQ(cell1.status, 200) << cell1.body;
   EXPECT_EQ(Json(cell1)["results"][0]["data"]["text/plain"], "21");
   auto cell2 = Call("POST", "/v1/boxes/" + id + "/run_code", "/v1/boxes/{id}/run_code",
-                    R"({"code": "x * 2"})");
+                    R"j({"code": "x * 2"})j");
   EXPECT_EQ(Json(cell2)["results"][0]["data"]["text/plain"], "40") << "state kept across cells";
   auto cell3 = Call("POST", "/v1/boxes/" + id + "/run_code", "/v1/boxes/{id}/run_code",
-                    R"({"code": "1/0"})");
+                    R"j({"code": "1/0"})j");
   EXPECT_EQ(Json(cell3)["error"]["name"], "ZeroDivisionError");
 
   EXPECT_EQ(Call("POST", "/v1/boxes/" + id + "/interrupt", "/v1/boxes/{id}/interrupt").status, 204);
   EXPECT_EQ(Call("POST", "/v1/boxes/" + id + "/restart", "/v1/boxes/{id}/restart").status, 204);
   auto after = Call("POST", "/v1/boxes/" + id + "/run_code", "/v1/boxes/{id}/run_code",
-                    R"({"code": "'x' in dir()"})");
+                    R"j({"code": "'x' in dir()"})j");
   EXPECT_EQ(Json(after)["results"][0]["data"]["text/plain"], "False") << "restart drops state";
 
   EXPECT_EQ(Call("DELETE", "/v1/boxes/" + id, "/v1/boxes/{id}").status, 204);
   EXPECT_EQ(Call("GET", "/v1/boxes/" + id, "/v1/boxes/{id}").status, 404);
   EXPECT_EQ(Call("DELETE", "/v1/boxes/" + id, "/v1/boxes/{id}").status, 404);
   EXPECT_EQ(Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec",
-                 R"({"argv": ["true"]})").status, 404);
+                 R"j({"argv": ["true"]})j").status, 404);
 }
 
 TEST_F(ApiTest, Files) {
@@ -123,45 +123,45 @@ TEST_F(ApiTest, RoutesAndMethods) {
 }
 
 TEST_F(ApiTest, RefusesMalformedBodies) {
-  auto bad_json = Call("POST", "/v1/boxes", "/v1/boxes", R"({"memory": })");
+  auto bad_json = Call("POST", "/v1/boxes", "/v1/boxes", R"j({"memory": })j");
   EXPECT_EQ(bad_json.status, 400);
   EXPECT_NE(Json(bad_json)["error"]["message"].get<std::string>().find("column 12"),
             std::string::npos) << bad_json.body;
   auto not_object = Call("POST", "/v1/boxes", "/v1/boxes", "[1]");
   EXPECT_EQ(not_object.status, 400);
 
-  auto unknown = Call("POST", "/v1/boxes", "/v1/boxes", R"({"memroy": 256})");
+  auto unknown = Call("POST", "/v1/boxes", "/v1/boxes", R"j({"memroy": 256})j");
   EXPECT_EQ(unknown.status, 400);
   EXPECT_NE(unknown.body.find("memory"), std::string::npos) << "suggests the closest name";
-  auto wrong_type = Call("POST", "/v1/boxes", "/v1/boxes", R"({"memory": "lots"})");
+  auto wrong_type = Call("POST", "/v1/boxes", "/v1/boxes", R"j({"memory": "lots"})j");
   EXPECT_EQ(wrong_type.status, 400);
   EXPECT_NE(wrong_type.body.find("memory"), std::string::npos) << wrong_type.body;
-  for (const char* owned : {R"({"home": "/"})", R"({"server": "unix:/x"})", R"({"token": "t"})"}) {
+  for (const char* owned : {R"j({"home": "/"})j", R"j({"server": "unix:/x"})j", R"j({"token": "t"})j"}) {
     EXPECT_EQ(Call("POST", "/v1/boxes", "/v1/boxes", owned).status, 400) << owned;
   }
-  EXPECT_EQ(Call("POST", "/v1/run", "/v1/run", R"({"code": 1})").status, 400);
-  EXPECT_EQ(Call("POST", "/v1/run", "/v1/run", R"({"timeout": 1})").status, 400) << "no code";
-  auto run_unknown = Call("POST", "/v1/run", "/v1/run", R"({"cod": "print(1)"})");
+  EXPECT_EQ(Call("POST", "/v1/run", "/v1/run", R"j({"code": 1})j").status, 400);
+  EXPECT_EQ(Call("POST", "/v1/run", "/v1/run", R"j({"timeout": 1})j").status, 400) << "no code";
+  auto run_unknown = Call("POST", "/v1/run", "/v1/run", R"j({"cod": "print(1)"})j");
   EXPECT_EQ(run_unknown.status, 400);
   EXPECT_NE(run_unknown.body.find("'code'"), std::string::npos) << run_unknown.body;
 
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
   const std::string exec = "/v1/boxes/" + id + "/exec";
-  EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"({"argv": []})").status, 400);
-  EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"({"argv": "ls"})").status, 400);
-  EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"({"argv": ["ls", 1]})").status, 400);
-  EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"({"argv": ["ls"], "timeout": -1})").status,
+  EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argv": []})j").status, 400);
+  EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argv": "ls"})j").status, 400);
+  EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argv": ["ls", 1]})j").status, 400);
+  EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argv": ["ls"], "timeout": -1})j").status,
             400);
-  auto argvv = Call("POST", exec, "/v1/boxes/{id}/exec", R"({"argvv": ["ls"]})");
+  auto argvv = Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argvv": ["ls"]})j");
   EXPECT_EQ(argvv.status, 400);
   EXPECT_NE(argvv.body.find("'argv'"), std::string::npos) << argvv.body;
   EXPECT_EQ(Call("POST", "/v1/boxes/" + id + "/run_code", "/v1/boxes/{id}/run_code",
-                 R"({"code": "1", "cwd": "/"})").status, 400);
+                 R"j({"code": "1", "cwd": "/"})j").status, 400);
 
   // Past max_body_bytes (1 MiB here): 413 from the HTTP layer, before any handler.
   auto huge = Call("POST", exec, "/v1/boxes/{id}/exec",
-                   R"({"argv": ["true"], "stdin": ")" + std::string(2 << 20, 'x') + "\"}");
+                   R"j({"argv": ["true"], "stdin": ")j" + std::string(2 << 20, 'x') + "\"}");
   EXPECT_EQ(huge.status, 413);
 }
 
@@ -185,13 +185,13 @@ TEST_F(ApiTest, ServerRoutes) {
 
 TEST_F(ApiTest, OneShotRun) {
   auto run = Call("POST", "/v1/run", "/v1/run",
-                  R"({"code": "import os; print(os.environ['A'], input())", "stdin": "x\n",
-                      "env": {"A": "a"}, "memory": 128, "timeout": 10})");
+                  R"j({"code": "import os; print(os.environ['A'], input())", "stdin": "x\n",
+                      "env": {"A": "a"}, "memory": 128, "timeout": 10})j");
   ASSERT_EQ(run.status, 200) << run.body;
   EXPECT_EQ(Json(run)["stdout"], "a x\n");
   EXPECT_EQ(Json(run)["box"]["driver"], "jail");
   auto timed_out = Call("POST", "/v1/run", "/v1/run",
-                        R"({"code": "import time; time.sleep(30)", "timeout": 0.5})");
+                        R"j({"code": "import time; time.sleep(30)", "timeout": 0.5})j");
   ASSERT_EQ(timed_out.status, 200) << timed_out.body;
   EXPECT_EQ(Json(timed_out)["timed_out"], true);
   EXPECT_TRUE(registry_->List().empty()) << "one-shot boxes are never registered";

@@ -96,7 +96,12 @@ std::string OpenApiChecker::Check(std::string_view method, std::string_view rout
   const json& paths = doc_["paths"];
   std::string r(route);
   if (!paths.contains(r)) return "route " + r + " is not documented";
-  if (!paths[r].contains(m)) return std::string(method) + " " + r + " is not documented";
+  if (!paths[r].contains(m)) {
+    // A method the route does not take: 405 with the API's error body.
+    if (status != 405) return std::string(method) + " " + r + " is not documented";
+    json value = json::parse(body, nullptr, false);
+    return CheckValue(Schema("Error"), value, std::string(method) + " " + r + " 405");
+  }
   const json& responses = paths[r][m]["responses"];
   std::string code = std::to_string(status);
   std::string where = std::string(method) + " " + r + " " + code;
