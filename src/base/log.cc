@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -23,9 +24,14 @@ bool LogEnabled(LogLevel level) {
   return level >= threshold;
 }
 
+static std::atomic<LogSink> g_sink{nullptr};
+
+void SetLogSink(LogSink sink) { g_sink.store(sink); }
+
 // Log lines often carry text from a box (agent errors, paths): escaped so they cannot drive
 // the terminal they land on.
 void LogLine(LogLevel level, const std::string& line) {
+  if (LogSink sink = g_sink.load()) return sink(level, line);
   static const char* const kNames[] = {"debug", "info", "warn", "error"};
   std::string out = "codebox[" + std::to_string(::getpid()) + "] " +
                     kNames[static_cast<int>(level)] + ": " + TerminalSafe(line) + "\n";

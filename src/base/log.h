@@ -11,6 +11,11 @@ enum class LogLevel { kDebug = 0, kInfo, kWarn, kError };
 bool LogEnabled(LogLevel level);
 void LogLine(LogLevel level, const std::string& line);
 
+// Where LogLine sends lines instead of stderr (a server's JSON log); null: stderr again.
+// Called from any thread, possibly many at once; set it before other threads log.
+using LogSink = void (*)(LogLevel level, const std::string& line);
+void SetLogSink(LogSink sink);
+
 }  // namespace codebox::base
 
 #define CODEBOX_LOG(level, expr)                                                   \

@@ -17,6 +17,8 @@ int AskCommand(const std::vector<std::string>& args);     // codebox ask
 int ReplCommand(const std::vector<std::string>& args);    // codebox repl
 int GcCommand(const std::vector<std::string>& args);      // codebox gc
 int OptionsCommand(const std::vector<std::string>& args); // codebox options [--markdown]
+int ServeCommand(const std::vector<std::string>& args);   // codebox serve (serve_command.cc)
+int StatusCommand(const std::vector<std::string>& args);  // codebox status (status_command.cc)
 
 }  // namespace codebox::cli
 

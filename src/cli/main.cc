@@ -22,6 +22,8 @@ commands:
   image build|ls|rm [NAME]            build, list or remove images (default image: python)
   gc [--dry-run]                      remove leftovers of codebox processes that were killed
   options [--markdown]                every box and exec option (docs/options.md)
+  serve [options]                     serve the HTTP API with warm pools (docs/server.md)
+  status [--server ADDR] [--json]     a server's boxes and pools
 
 run `codebox COMMAND --help` for a command's options.
 )";
@@ -45,6 +47,8 @@ int main(int argc, char** argv) {
   if (command == "image") return ImageCommand(args);
   if (command == "gc") return GcCommand(args);
   if (command == "options") return OptionsCommand(args);
+  if (command == "serve") return ServeCommand(args);
+  if (command == "status") return StatusCommand(args);
   if (command == "--version" || command == "version") {
     std::puts("codebox 0.1.0");
     return 0;

@@ -1,5 +1,12 @@
 # cmake -DINPUT=kernel.py -DOUTPUT=kernel_source.cc -P embed_source.cmake: the source as a C++
 # string (raw literal pieces: one literal may hold at most 64 KiB on some compilers).
+# Other files (src/server/openapi.json) pass -DSYMBOL=, -DNAMESPACE= and -DHEADER= too.
+if(NOT DEFINED SYMBOL)
+  set(SYMBOL kKernelSource)
+  set(NAMESPACE codebox::kernel)
+  set(HEADER kernel/session.h)
+endif()
+get_filename_component(input_name ${INPUT} NAME)
 file(READ ${INPUT} source)
 string(FIND "${source}" ")codebox\"" clash)
 if(NOT clash EQUAL -1)
@@ -13,8 +20,8 @@ while(offset LESS length)
   string(APPEND pieces "R\"codebox(${piece})codebox\"\n")
   math(EXPR offset "${offset} + 8000")
 endwhile()
-file(WRITE ${OUTPUT}.tmp "// Generated from src/kernel/kernel.py by embed_source.cmake; do not edit.\n"
-     "#include \"kernel/session.h\"\n\nnamespace codebox::kernel {\n\nconst char kKernelSource[] =\n"
-     "${pieces};\n\n}  // namespace codebox::kernel\n")
+file(WRITE ${OUTPUT}.tmp "// Generated from ${input_name} by embed_source.cmake; do not edit.\n"
+     "#include \"${HEADER}\"\n\nnamespace ${NAMESPACE} {\n\nextern const char ${SYMBOL}[];\n"
+     "const char ${SYMBOL}[] =\n${pieces};\n\n}  // namespace ${NAMESPACE}\n")
 file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)
 file(REMOVE ${OUTPUT}.tmp)

@@ -39,6 +39,23 @@ struct RegistryOptions {
   // Options the server sets for every box (home: where images live); a client's options
   // start from these.
   BoxOptions defaults;
+  // Pool boxes started at once (refills). On 2 cores a few starts at a time finish sooner
+  // than many at once, and leave CPU to requests.
+  uint32_t pool_start_concurrency = 2;
+};
+
+// Boxes by driver ("jail", "vm/kvm", ...) and state ("idle", "busy" for registered boxes,
+// "pool" ready in a pool, "starting", "oneshot"), for codebox_boxes{driver,state}.
+struct BoxCount {
+  std::string driver;
+  std::string state;
+  uint32_t count = 0;
+};
+
+// Box starts since the registry began (GET /metrics: codebox_box_starts_total{result}).
+struct BoxStartCounts {
+  uint64_t ok = 0;
+  uint64_t failed = 0;
 };
 
 // What `GET /v1/boxes/{id}` shows.
@@ -103,9 +120,18 @@ class BoxRegistry {
 
   std::vector<PoolStatus> Pools() const;
   uint32_t box_count() const;  // registered + pool + one-shot
+  uint32_t max_boxes() const;
+  BoxStartCounts start_counts() const;
+  std::vector<BoxCount> CountBoxes() const;
 
-  // Stops refilling and destroys every box (pool, registered, one-shot boxes once dropped).
+  // Stops refilling and destroys every box (pool, registered, one-shot boxes once dropped),
+  // and every box a caller still holds (its calls fail cleanly). Idempotent.
   void Shutdown();
+
+  struct State;  // box_registry_state.h
+
+ private:
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace codebox::server

@@ -120,8 +120,25 @@ int CountOpenFds() { return CountDirEntries("/proc/self/fd"); }
 
 std::string OurJailIdPrefix() { return std::to_string(::getpid()) + "-"; }
 
-int CountOurCgroups() {
-  const std::string ours = "codebox-" + OurJailIdPrefix();
+int CountOurCgroups() { return CountCgroupsOf(::getpid()); }
+
+int CountSupervisorsOf(int owner_pid) {
+  const std::string needle = "--parent " + std::to_string(owner_pid) + " ";
+  int count = 0;
+  ForEachEntry("/proc", [&](const std::string& name) {
+    if (name.find_first_not_of("0123456789") != std::string::npos) return;
+    std::ifstream in("/proc/" + name + "/cmdline");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string cmd = ss.str();
+    for (char& c : cmd) if (c == '\0') c = ' ';
+    if (cmd.find(needle) != std::string::npos) ++count;
+  });
+  return count;
+}
+
+int CountCgroupsOf(int owner_pid) {
+  const std::string ours = "codebox-" + std::to_string(owner_pid) + "-";
   int count = 0;
   std::function<void(const std::string&, int)> walk = [&](const std::string& dir, int depth) {
     if (depth > 3) return;

@@ -33,6 +33,10 @@ int CountOpenFds();
 std::string OurJailIdPrefix();
 // Cgroup directories of this process's jails ("codebox-<pid>-...") in every hierarchy.
 int CountOurCgroups();
+// Cgroup directories of the jails of process `owner_pid` (which may be dead), and its jail
+// supervisors still running ("--parent <pid>" on their command line): for a killed server.
+int CountCgroupsOf(int owner_pid);
+int CountSupervisorsOf(int owner_pid);
 
 }  // namespace codebox::testing
 

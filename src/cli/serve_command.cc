@@ -1,0 +1,279 @@
+// `codebox serve`: the HTTP API (src/server/api.h) on http::Server, with the box registry and
+// its warm pools, until SIGTERM or SIGINT; then it stops accepting, lets requests in flight
+// finish (--drain), destroys every box and exits 0. docs/server.md describes it.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/box_flags.h"
+#include "cli/commands.h"
+#include "http/address.h"
+#include "http/server.h"
+#include "server/api.h"
+#include "server/box_registry.h"
+#include "server/json_log.h"
+#include "server/metrics.h"
+
+namespace codebox::cli {
+namespace {
+
+constexpr const char kServeHelp[] = R"(usage: codebox serve [options] [box options]
+
+Serves the codebox HTTP API (docs/server.md) until SIGTERM or SIGINT, then drains requests in
+flight, destroys every box and exits 0. Logs are JSON lines on stderr.
+
+options:
+  --listen ADDR        where to listen (repeatable): unix:PATH, HOST:PORT, [::1]:PORT
+                       (default unix:/run/codebox/codebox.sock for root, else the user's
+                       runtime dir); TCP other than loopback needs --token-file
+  --token-file F       bearer tokens, one a line (blank and # lines ignored); F must not be
+                       readable by group or others (chmod 600)
+  --pool SPEC          a warm pool, IMAGE=N[,KEY=VALUE...] (repeatable), KEY a box option
+                       (driver, memory, cpus, ...) or kernel=1 to start the kernel too
+  --max-boxes N        boxes held at once, pool boxes included (default 256); past it 429
+  --idle-timeout S     destroy a box no request used for S seconds (default 600; none)
+  --max-lifetime S     the longest a box lives (default 3600; none)
+  --max-body MiB       the largest request body (default 64)
+  --drain S            on SIGTERM, how long requests in flight may take (default 30)
+  --log-format FMT     json (default) or text (the request lines as plain text)
+box options (the defaults of every box; a request's options start from them):
+)";
+
+struct ServeFlags {
+  std::vector<std::string> listen;
+  std::string token_file;
+  std::vector<std::string> pools;
+  uint32_t max_boxes = 256;
+  std::chrono::milliseconds idle_timeout = std::chrono::seconds(600);
+  std::chrono::milliseconds max_lifetime = std::chrono::seconds(3600);
+  uint64_t max_body_mib = 64;
+  std::chrono::milliseconds drain = std::chrono::seconds(30);
+  bool text_log = false;
+  BoxOptions defaults;
+};
+
+// "--flag VALUE" or "--flag=VALUE" for `name`: true and *value set when args[*i] is it.
+StatusOr<bool> TakeValue(const std::vector<std::string>& args, size_t* i, std::string_view name,
+                         std::string* value) {
+  const std::string& arg = args[*i];
+  if (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 &&
+      arg[name.size()] == '=') {
+    *value = arg.substr(name.size() + 1);
+    return true;
+  }
+  if (arg != name) return false;
+  if (*i + 1 >= args.size()) return InvalidArgument(std::string(name) + " needs a value");
+  *value = args[++*i];
+  return true;
+}
+
+StatusOr<uint64_t> ParseCount(const std::string& flag, const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+      text.size() > 9) {
+    return InvalidArgument(flag + ": '" + text + "' is not a whole number");
+  }
+  return std::stoull(text);
+}
+
+StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
+  ServeFlags flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    ASSIGN_OR_RETURN(bool box_flag, ParseBoxFlag(args, &i, &flags.defaults));
+    if (box_flag) continue;
+    // is("--x") consumes --x and its value into v; a missing value is kept in `missing`.
+    std::string v;
+    Status missing;
+    auto is = [&](std::string_view name) {
+      StatusOr<bool> hit = TakeValue(args, &i, name, &v);
+      if (!hit.ok()) missing = hit.status();
+      return hit.ok() && *hit;
+    };
+    if (is("--listen")) {
+      flags.listen.push_back(v);
+    } else if (is("--token-file")) {
+      flags.token_file = v;
+    } else if (is("--pool")) {
+      flags.pools.push_back(v);
+    } else if (is("--max-boxes")) {
+      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-boxes", v));
+      if (n == 0) return InvalidArgument("--max-boxes must be at least 1");
+      flags.max_boxes = static_cast<uint32_t>(n);
+    } else if (is("--idle-timeout")) {
+      ASSIGN_OR_RETURN(flags.idle_timeout, ParseTimeout(v));
+    } else if (is("--max-lifetime")) {
+      ASSIGN_OR_RETURN(flags.max_lifetime, ParseTimeout(v));
+    } else if (is("--max-body")) {
+      ASSIGN_OR_RETURN(flags.max_body_mib, ParseMebibytes(v));
+      if (flags.max_body_mib == 0) return InvalidArgument("--max-body must be at least 1 MiB");
+    } else if (is("--drain")) {
+      ASSIGN_OR_RETURN(flags.drain, ParseDuration(v));
+    } else if (is("--log-format")) {
+      if (v != "json" && v != "text") {
+        return InvalidArgument("--log-format: '" + v + "' is neither json nor text");
+      }
+      flags.text_log = v == "text";
+    } else if (!missing.ok()) {
+      return missing;
+    } else {
+      return InvalidArgument("unknown option '" + args[i] + "'" + BoxFlagHint(args[i]) +
+                             " (see codebox serve --help)");
+    }
+  }
+  if (!flags.defaults.server.empty() || !flags.defaults.server_token.empty()) {
+    return InvalidArgument("--server and --server-token name a server to use, not one to be; "
+                           "use --listen and --token-file");
+  }
+  if (flags.listen.empty()) flags.listen.push_back("unix:" + http::DefaultSocketPath());
+  return flags;
+}
+
+// Tokens, one a line; blank lines and # comments skipped. A file that holds tokens must not be
+// readable by group or others: a token anyone on the host can read guards nothing, so the
+// server refuses to start rather than warn.
+StatusOr<std::vector<std::string>> ReadTokens(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("--token-file " + path + ": cannot be read");
+  std::vector<std::string> tokens;
+  for (std::string line; std::getline(in, line);) {
+    size_t b = line.find_first_not_of(" \t\r");
+    size_t e = line.find_last_not_of(" \t\r");
+    if (b == std::string::npos || line[b] == '#') continue;
+    tokens.push_back(line.substr(b, e - b + 1));
+  }
+  struct stat st {};
+  if (!tokens.empty() && stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    return PermissionDenied("--token-file " + path +
+                            " is readable by group or others; run chmod 600 " + path);
+  }
+  if (tokens.empty()) return InvalidArgument("--token-file " + path + " holds no token");
+  return tokens;
+}
+
+std::string Join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+void LogRequest(const server::RequestReport& r, bool text) {
+  int64_t ms = static_cast<int64_t>(r.seconds * 1000);
+  if (text) {
+    std::string line = r.request.request_id + " " + r.request.method + " " +
+                       std::string(r.route) + " " + std::to_string(r.status) + " " +
+                       std::to_string(ms) + "ms";
+    if (!r.box_id.empty()) line += " box=" + std::string(r.box_id);
+    if (!r.error.ok()) line += " error=" + r.error.ToString();
+    std::fprintf(stderr, "%s\n", line.c_str());
+    return;
+  }
+  base::LogLevel level = r.status >= 500 ? base::LogLevel::kWarn : base::LogLevel::kInfo;
+  server::JsonLog::Write(level, "request",
+                         {{"request_id", r.request.request_id},
+                          {"method", r.request.method},
+                          {"route", r.route},
+                          {"status", r.status},
+                          {"ms", ms},
+                          {"box", r.box_id},
+                          {"peer", r.request.peer},
+                          {"error", r.error.ok() ? std::string() : r.error.ToString()}});
+}
+
+int Serve(const ServeFlags& flags) {
+  // SIGTERM and SIGINT are taken by sigwait below, so every thread started from here on must
+  // have them blocked; a peer that closes early must not kill the server with SIGPIPE.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  if (!flags.text_log) server::JsonLog::RouteLibraryLog();
+
+  http::ServerOptions http_options;
+  for (const std::string& text : flags.listen) {
+    auto address = http::ParseAddress(text);
+    if (!address.ok()) return PrintError("serve", address.status()), 2;
+    http_options.listen.push_back(*address);
+  }
+  if (!flags.token_file.empty()) {
+    auto tokens = ReadTokens(flags.token_file);
+    if (!tokens.ok()) return PrintError("serve", tokens.status()), 2;
+    http_options.tokens = *tokens;
+  }
+  http_options.max_body_bytes = flags.max_body_mib << 20;
+
+  server::RegistryOptions registry_options;
+  registry_options.max_boxes = flags.max_boxes;
+  registry_options.idle_timeout = flags.idle_timeout;
+  registry_options.max_lifetime = flags.max_lifetime;
+  registry_options.defaults = flags.defaults;
+  std::vector<std::string> pool_texts;
+  for (const std::string& text : flags.pools) {
+    auto spec = server::ParsePoolSpec(text, flags.defaults);
+    if (!spec.ok()) return PrintError("serve", spec.status().WithContext("--pool " + text)), 2;
+    registry_options.pools.push_back(*spec);
+    pool_texts.push_back(text);
+  }
+  server::BoxRegistry registry(registry_options);
+  server::Metrics metrics;
+
+  server::ApiOptions api_options;
+  api_options.defaults = flags.defaults;
+  api_options.max_lifetime = flags.max_lifetime;
+  api_options.max_boxes = flags.max_boxes;
+  const bool text_log = flags.text_log;
+  api_options.hooks.on_request = [&metrics, text_log](const server::RequestReport& r) {
+    metrics.ObserveRequest(r.request.method, r.route, r.status, r.seconds);
+    LogRequest(r, text_log);
+  };
+  api_options.hooks.on_exec = [&metrics](std::string_view kind, double s) {
+    metrics.ObserveExec(kind, s);
+  };
+  api_options.hooks.on_error = [&metrics](std::string_view code) { metrics.CountError(code); };
+  api_options.hooks.metrics_text = [&metrics, &registry] { return metrics.Render(registry); };
+
+  for (const http::Address& a : http_options.listen) api_options.listen.push_back(a.ToString());
+  server::Api api(api_options, &registry);
+  http::Server http_server(http_options, &api);
+  Status started = http_server.Start();
+  if (!started.ok()) return PrintError("serve", started), 1;
+  registry.Start();
+  std::vector<std::string> bound_texts;  // a TCP port 0 resolved
+  for (const http::Address& a : http_server.bound()) bound_texts.push_back(a.ToString());
+  std::printf("codebox serve: listening on %s; pools: %s\n", Join(bound_texts, ", ").c_str(),
+              pool_texts.empty() ? "none" : Join(pool_texts, ", ").c_str());
+  std::fflush(stdout);
+  server::JsonLog::Write(base::LogLevel::kInfo, "listening",
+                         {{"listen", bound_texts}, {"pools", pool_texts}});
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  server::JsonLog::Write(base::LogLevel::kInfo, "stopping",
+                         {{"signal", signal_number == SIGTERM ? "SIGTERM" : "SIGINT"},
+                          {"drain_s", flags.drain.count() / 1000.0}});
+  http_server.Stop(flags.drain);
+  registry.Shutdown();
+  server::JsonLog::Write(base::LogLevel::kInfo, "stopped", {});
+  return 0;
+}
+
+}  // namespace
+
+int ServeCommand(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s%s", kServeHelp, BoxFlagsHelp().c_str());
+      return 0;
+    }
+  }
+  auto flags = ParseServeFlags(args);
+  if (!flags.ok()) return PrintError("serve", flags.status()), 2;
+  return Serve(*flags);
+}
+
+}  // namespace codebox::cli

@@ -1,0 +1,146 @@
+// `codebox status`: a codebox server's boxes and pools (GET /v1/status), as a table or JSON.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/text.h"
+#include "cli/box_flags.h"
+#include "cli/commands.h"
+#include "http/address.h"
+#include "http/client.h"
+
+namespace codebox::cli {
+namespace {
+
+constexpr const char kStatusHelp[] = R"(usage: codebox status [--server ADDR] [--token-file F] [--json]
+
+Lists a codebox server's boxes and pools (`codebox serve`).
+
+options:
+  --server ADDR    the server: unix:PATH or http://HOST:PORT (default $CODEBOX_SERVER, else
+                   the default socket)
+  --token-file F   the bearer token: the first token line of F (default $CODEBOX_TOKEN)
+  --json           print the server's answer (GET /v1/status) as JSON
+)";
+
+using nlohmann::json;
+
+StatusOr<std::string> FirstToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("--token-file " + path + ": cannot be read");
+  for (std::string line; std::getline(in, line);) {
+    size_t b = line.find_first_not_of(" \t\r");
+    size_t e = line.find_last_not_of(" \t\r");
+    if (b != std::string::npos && line[b] != '#') return line.substr(b, e - b + 1);
+  }
+  return InvalidArgument("--token-file " + path + " holds no token");
+}
+
+// Box-derived text (images, errors) is made terminal-safe before it is printed.
+std::string Text(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return "-";
+  std::string s = it->is_string() ? it->get<std::string>() : it->dump();
+  return base::TerminalSafe(s, 200);
+}
+
+// The array at `key`, or an empty one (a malformed answer prints as nothing, never throws).
+json Array(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_array() ? *it : json::array();
+}
+
+void PrintTable(const json& status) {
+  std::printf("codebox server %s, up %s s, %zu of %s boxes\n", Text(status, "version").c_str(),
+              Text(status, "uptime_s").c_str(), Array(status, "boxes").size(),
+              Text(status, "max_boxes").c_str());
+  const json pools = Array(status, "pools");
+  if (!pools.empty()) {
+    std::printf("\n%-32s %7s %7s %9s %7s  %s\n", "POOL", "TARGET", "READY", "STARTING", "TAKEN",
+                "LAST ERROR");
+    for (const json& p : pools) {
+      std::printf("%-32s %7s %7s %9s %7s  %s\n", Text(p, "spec").c_str(),
+                  Text(p, "target").c_str(), Text(p, "ready").c_str(),
+                  Text(p, "starting").c_str(), Text(p, "taken").c_str(),
+                  Text(p, "last_error").c_str());
+    }
+  }
+  const json boxes = Array(status, "boxes");
+  if (!boxes.empty()) {
+    std::printf("\n%-20s %-12s %-8s %-5s %-5s %8s  %s\n", "BOX", "IMAGE", "DRIVER", "STATE",
+                "POOL", "REQUESTS", "CREATED");
+    for (const json& b : boxes) {
+      std::printf("%-20s %-12s %-8s %-5s %-5s %8s  %s\n", Text(b, "id").c_str(),
+                  Text(b, "image").c_str(), Text(b, "driver").c_str(), Text(b, "state").c_str(),
+                  Text(b, "from_pool") == "true" ? "yes" : "no", Text(b, "requests").c_str(),
+                  Text(b, "created_at").c_str());
+    }
+  }
+}
+
+}  // namespace
+
+int StatusCommand(const std::vector<std::string>& args) {
+  std::string server;
+  std::string token_file;
+  bool as_json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kStatusHelp, stdout);
+      return 0;
+    } else if (a == "--json") {
+      as_json = true;
+    } else if ((a == "--server" || a == "--token-file") && i + 1 < args.size()) {
+      (a == "--server" ? server : token_file) = args[++i];
+    } else if (a.rfind("--server=", 0) == 0) {
+      server = a.substr(9);
+    } else if (a.rfind("--token-file=", 0) == 0) {
+      token_file = a.substr(13);
+    } else {
+      PrintError("status", InvalidArgument("unknown or incomplete option '" + a +
+                                           "' (see codebox status --help)"));
+      return 2;
+    }
+  }
+  if (server.empty()) {
+    const char* env = std::getenv("CODEBOX_SERVER");
+    server = env != nullptr && *env != '\0' ? env : "unix:" + http::DefaultSocketPath();
+  }
+  auto address = http::ParseAddress(server);
+  if (!address.ok()) return PrintError("status", address.status()), 2;
+  http::ClientOptions options;
+  if (!token_file.empty()) {
+    auto token = FirstToken(token_file);
+    if (!token.ok()) return PrintError("status", token.status()), 2;
+    options.token = *token;
+  } else if (const char* env = std::getenv("CODEBOX_TOKEN"); env != nullptr) {
+    options.token = env;
+  }
+  http::Client client(*address, options);
+  http::ClientRequest request;
+  request.target = "/v1/status";
+  request.timeout = std::chrono::seconds(10);
+  auto response = client.Send(request);
+  if (!response.ok()) return PrintError("status", response.status()), 1;
+  if (response->status != 200) {
+    return PrintError("status", http::StatusFromErrorResponse(*response)), 1;
+  }
+  json status = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  if (!status.is_object()) {
+    PrintError("status", ProtocolError("the server's /v1/status answer is not a JSON object"));
+    return 1;
+  }
+  if (as_json) {
+    std::printf("%s\n", status.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+  } else {
+    PrintTable(status);
+  }
+  return 0;
+}
+
+}  // namespace codebox::cli

@@ -1,0 +1,201 @@
+#include "server/api.h"
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "server/api_internal.h"
+#include "server/api_json.h"
+
+namespace codebox::server {
+namespace {
+
+using nlohmann::json;
+
+struct Route {
+  std::string_view method;
+  std::string_view pattern;  // segments; "{id}" is a box id
+  void (*handle)(Call&);
+};
+
+constexpr Route kRoutes[] = {
+    {"GET", "/healthz", Healthz},
+    {"GET", "/metrics", MetricsText},
+    {"GET", "/v1/status", ServerStatus},
+    {"GET", "/v1/openapi.json", OpenApi},
+    {"POST", "/v1/run", RunOneShot},
+    {"POST", "/v1/boxes", CreateBox},
+    {"GET", "/v1/boxes", ListBoxes},
+    {"GET", "/v1/boxes/{id}", GetBox},
+    {"DELETE", "/v1/boxes/{id}", DeleteBox},
+    {"POST", "/v1/boxes/{id}/exec", ExecInBox},
+    {"POST", "/v1/boxes/{id}/python", PythonInBox},
+    {"POST", "/v1/boxes/{id}/run_code", RunCodeInBox},
+    {"POST", "/v1/boxes/{id}/restart", RestartKernel},
+    {"POST", "/v1/boxes/{id}/interrupt", InterruptCode},
+    {"PUT", "/v1/boxes/{id}/files", PutFile},
+    {"GET", "/v1/boxes/{id}/files", GetFile},
+    {"DELETE", "/v1/boxes/{id}/files", DeleteFile},
+};
+
+std::vector<std::string_view> Segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos < path.size()) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string_view::npos) slash = path.size();
+    if (slash > pos) out.push_back(path.substr(pos, slash - pos));
+    pos = slash + 1;
+  }
+  return out;
+}
+
+// "b-" and 16 lower-case hex digits: the only ids the registry makes.
+bool IsBoxId(std::string_view s) {
+  if (s.size() != 18 || s.substr(0, 2) != "b-") return false;
+  return std::all_of(s.begin() + 2, s.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+enum class Match { kNo, kBadId, kYes };
+
+// Whether `path` has the shape of `pattern`; *id gets the {id} segment.
+Match MatchPattern(std::string_view pattern, const std::vector<std::string_view>& path,
+                   std::string* id) {
+  std::vector<std::string_view> want = Segments(pattern);
+  if (want.size() != path.size()) return Match::kNo;
+  Match result = Match::kYes;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == "{id}") {
+      if (!IsBoxId(path[i])) result = Match::kBadId;
+      *id = std::string(path[i]);
+    } else if (want[i] != path[i]) {
+      return Match::kNo;
+    }
+  }
+  return result;
+}
+
+// Remembers the status a route answered with, for metrics and the log.
+class RecordingExchange : public http::Exchange {
+ public:
+  explicit RecordingExchange(http::Exchange& inner) : inner_(inner) {}
+  Status Respond(http::Response response) override {
+    status_ = response.status;
+    return inner_.Respond(std::move(response));
+  }
+  Status BeginEvents(int status) override {
+    status_ = status;
+    return inner_.BeginEvents(status);
+  }
+  Status SendEvent(std::string_view event, std::string_view data) override {
+    return inner_.SendEvent(event, data);
+  }
+  bool ClientGone() const override { return inner_.ClientGone(); }
+  int status() const { return status_; }
+
+ private:
+  http::Exchange& inner_;
+  int status_ = 0;
+};
+
+}  // namespace
+
+void Call::RespondJson(int status, const json& body) {
+  http::Response response;
+  response.status = status;
+  response.body = Dump(body);
+  (void)exchange.Respond(std::move(response));
+}
+
+void Call::RespondNoContent() {
+  http::Response response;
+  response.status = 204;
+  response.content_type.clear();
+  (void)exchange.Respond(std::move(response));
+}
+
+void Call::RespondError(const Status& status) {
+  http::Response response = http::ErrorResponse(status);
+  if (response.status == 429) {
+    bool has_retry = std::any_of(response.headers.begin(), response.headers.end(),
+                                 [](const auto& h) { return h.first == "Retry-After"; });
+    if (!has_retry) response.headers.emplace_back("Retry-After", "1");
+  }
+  NoteError(status);
+  (void)exchange.Respond(std::move(response));
+}
+
+void Call::NoteError(const Status& status) {
+  error = status;
+  const ApiHooks& hooks = context.options.hooks;
+  if (hooks.on_error) hooks.on_error(StatusCodeName(status.code()));
+}
+
+void Call::ObserveExec(std::string_view kind, std::chrono::steady_clock::time_point since) {
+  const ApiHooks& hooks = context.options.hooks;
+  if (!hooks.on_exec) return;
+  hooks.on_exec(kind, std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count());
+}
+
+Api::Api(ApiOptions options, BoxRegistry* registry) : context_(std::make_unique<Context>()) {
+  context_->options = std::move(options);
+  context_->registry = registry;
+}
+
+Api::~Api() = default;
+
+void Api::Handle(const http::Request& request, http::Exchange& exchange) {
+  auto start = std::chrono::steady_clock::now();
+  RecordingExchange recording(exchange);
+  std::vector<std::string_view> path = Segments(request.path);
+  const Route* found = nullptr;
+  bool path_known = false;
+  bool bad_id = false;
+  std::string id;
+  std::string allowed;
+  for (const Route& route : kRoutes) {
+    Match m = MatchPattern(route.pattern, path, &id);
+    if (m == Match::kNo) continue;
+    if (m == Match::kBadId) {
+      bad_id = true;
+      continue;
+    }
+    path_known = true;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(route.method);
+    if (route.method == request.method) {
+      found = &route;
+      break;
+    }
+  }
+  std::string_view route_name = found ? found->pattern : "unmatched";
+  Call call{*context_, request, recording, found ? id : std::string(), Status::Ok()};
+  if (found) {
+    found->handle(call);
+  } else if (path_known) {
+    // 405 names the methods the path takes (Allow, RFC 9110).
+    http::Response response = http::ErrorResponse(
+        405, "method_not_allowed",
+        request.method + " is not allowed on " + request.path + "; allowed: " + allowed);
+    response.headers.emplace_back("Allow", allowed);
+    call.error = Status(StatusCode::kInvalidArgument, "method not allowed");
+    if (context_->options.hooks.on_error) context_->options.hooks.on_error("method_not_allowed");
+    (void)recording.Respond(std::move(response));
+  } else {
+    std::string why = bad_id ? "no box '" + id + "': box ids look like b-<16 hex digits>"
+                             : "no route " + request.path + " (see GET /v1/openapi.json)";
+    call.RespondError(NotFound(why));
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const ApiHooks& hooks = context_->options.hooks;
+  if (hooks.on_request) {
+    hooks.on_request(RequestReport{.request = request,
+                                   .route = route_name,
+                                   .status = recording.status(),
+                                   .seconds = seconds,
+                                   .box_id = call.box_id,
+                                   .error = call.error});
+  }
+}
+
+}  // namespace codebox::server

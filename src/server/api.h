@@ -1,0 +1,77 @@
+// The HTTP API v1 of `codebox serve` (docs/server.md; the contract is src/server/openapi.json):
+// an http::Handler that routes each request by method and path to the box registry, decodes
+// and checks its body, runs the box call (streaming it as server-sent events when asked) and
+// answers in the API's JSON. One Api serves every connection; it is thread-safe.
+//
+//   server::BoxRegistry registry(registry_options);
+//   server::Api api(api_options, &registry);
+//   http::Server http_server(server_options, &api);
+#ifndef CODEBOX_SERVER_API_H_
+#define CODEBOX_SERVER_API_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codebox/options.h"
+#include "codebox/status.h"
+#include "http/server.h"
+#include "server/box_registry.h"
+
+namespace codebox::server {
+
+// One answered request, for the metrics and the log.
+struct RequestReport {
+  const http::Request& request;
+  std::string_view route;  // the route's pattern ("/v1/boxes/{id}/exec"), or "unmatched"
+  int status = 0;          // as sent (200 for an event stream, whatever it ended with)
+  double seconds = 0;
+  std::string_view box_id;  // "" when the request named or made no box
+  const Status& error;      // the error answered (also as an `error` event), or OK
+};
+
+// Where the API reports what happened; each hook is optional. `serve` connects them to the
+// metrics and the JSON log.
+struct ApiHooks {
+  // After each request is answered.
+  std::function<void(const RequestReport&)> on_request;
+  // After each box call that ran code: kind "exec", "python", "run_code" or "run".
+  std::function<void(std::string_view kind, double seconds)> on_exec;
+  // For each error answered (also an `error` event): its code ("not_found", ...).
+  std::function<void(std::string_view code)> on_error;
+  // GET /metrics: the Prometheus text; unset: /metrics answers 404.
+  std::function<std::string()> metrics_text;
+};
+
+struct ApiOptions {
+  // What a client's box options start from (home); the registry's defaults.
+  BoxOptions defaults;
+  // A box_timeout a client asks for is capped to it.
+  std::chrono::milliseconds max_lifetime{std::chrono::hours(1)};
+  uint32_t max_boxes = 256;
+  std::vector<std::string> listen;  // for GET /v1/status
+  std::string version = "0.1.0";
+  ApiHooks hooks;
+};
+
+class Api : public http::Handler {
+ public:
+  Api(ApiOptions options, BoxRegistry* registry);
+  ~Api() override;
+  void Handle(const http::Request& request, http::Exchange& exchange) override;
+
+  struct Context;
+
+ private:
+  std::unique_ptr<Context> context_;
+};
+
+// The OpenAPI 3.1 document (src/server/openapi.json, embedded at build time).
+std::string_view OpenApiDocument();
+
+}  // namespace codebox::server
+
+#endif  // CODEBOX_SERVER_API_H_

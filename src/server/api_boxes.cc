@@ -1,0 +1,91 @@
+// Boxes (create, list, get, delete) and the server's own routes (health, status, metrics,
+// the OpenAPI document).
+#include <chrono>
+
+#include "server/api_internal.h"
+#include "server/api_json.h"
+#include "server/api_request.h"
+
+namespace codebox::server {
+
+using nlohmann::json;
+
+// src/server/openapi.json, embedded by CMakeLists.txt (openapi_source.cc).
+extern const char kOpenApiJson[];
+std::string_view OpenApiDocument() { return kOpenApiJson; }
+
+void CreateBox(Call& call) {
+  auto body = ParseObject(call.request.body);
+  if (!body.ok()) return call.RespondError(body.status());
+  const ApiOptions& options = call.context.options;
+  auto box_options = DecodeBoxOptions(*body, options.defaults, options.max_lifetime);
+  if (!box_options.ok()) return call.RespondError(box_options.status());
+  auto record = call.context.registry->Create(*box_options);
+  if (!record.ok()) return call.RespondError(record.status());
+  call.box_id = record->id;
+  call.RespondJson(201, BoxJson(*record));
+}
+
+void ListBoxes(Call& call) {
+  json boxes = json::array();
+  for (const BoxRecord& record : call.context.registry->List()) boxes.push_back(BoxJson(record));
+  call.RespondJson(200, {{"boxes", std::move(boxes)}});
+}
+
+void GetBox(Call& call) {
+  auto record = call.context.registry->Get(call.box_id);
+  if (!record.ok()) return call.RespondError(record.status());
+  call.RespondJson(200, BoxJson(*record));
+}
+
+void DeleteBox(Call& call) {
+  Status st = call.context.registry->Destroy(call.box_id);
+  if (!st.ok()) return call.RespondError(st);
+  call.RespondNoContent();
+}
+
+namespace {
+json PoolsJson(const BoxRegistry& registry) {
+  json pools = json::array();
+  for (const PoolStatus& pool : registry.Pools()) pools.push_back(PoolJson(pool));
+  return pools;
+}
+}  // namespace
+
+void Healthz(Call& call) {
+  const BoxRegistry& registry = *call.context.registry;
+  call.RespondJson(200, {{"status", "ok"},
+                         {"boxes", registry.box_count()},
+                         {"pools", PoolsJson(registry)}});
+}
+
+void ServerStatus(Call& call) {
+  const Api::Context& context = call.context;
+  json boxes = json::array();
+  for (const BoxRecord& record : context.registry->List()) boxes.push_back(BoxJson(record));
+  double uptime =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - context.started).count();
+  call.RespondJson(200, {{"version", context.options.version},
+                         {"boxes", std::move(boxes)},
+                         {"pools", PoolsJson(*context.registry)},
+                         {"max_boxes", context.options.max_boxes},
+                         {"listen", context.options.listen},
+                         {"uptime_s", uptime}});
+}
+
+void MetricsText(Call& call) {
+  const auto& render = call.context.options.hooks.metrics_text;
+  if (!render) return call.RespondError(NotFound("this server keeps no metrics"));
+  http::Response response;
+  response.content_type = "text/plain; version=0.0.4";
+  response.body = render();
+  (void)call.exchange.Respond(std::move(response));
+}
+
+void OpenApi(Call& call) {
+  http::Response response;
+  response.body = std::string(OpenApiDocument());
+  (void)call.exchange.Respond(std::move(response));
+}
+
+}  // namespace codebox::server

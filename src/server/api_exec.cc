@@ -1,0 +1,173 @@
+// Running code: exec, python and run_code in a registered box, restart/interrupt of its
+// kernel, and the one-shot POST /v1/run. Each answers once with JSON, or, when the client
+// asks for text/event-stream, streams stdout/stderr (and cell results) as they come and ends
+// with `done` (or `error`). A client that goes away mid-call stops the call's box work.
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "server/api_internal.h"
+#include "server/api_json.h"
+#include "server/api_request.h"
+#include "server/api_stream.h"
+
+namespace codebox::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Each exec started for a request carries this variable (inherited by its children) so that
+// the request's processes can be found and killed in the box when its client goes away: Box
+// has no handle on one running exec. A process that clears its environment escapes the sweep
+// and runs on to its timeout.
+constexpr char kRequestMarker[] = "CODEBOX_REQUEST";
+
+void KillMarkedProcesses(Box& box, const std::string& marker) {
+  ExecOptions options;
+  options.timeout = std::chrono::seconds(5);
+  // /proc/PID/environ is NUL-separated: grep -z matches the whole "NAME=value" entry.
+  static constexpr char kSweep[] =
+      "for d in /proc/[0-9]*; do grep -qzxF \"$1\" \"$d/environ\" 2>/dev/null && "
+      "kill -9 \"${d#/proc/}\" 2>/dev/null; done; exit 0";
+  (void)box.Exec({"sh", "-c", kSweep, "sh", marker}, options);
+}
+
+void ReportStreamError(Call& call, EventSink& sink, const Status& status) {
+  call.NoteError(status);
+  sink.Send("error", ErrorJson(status));
+}
+
+using ExecCall = std::function<StatusOr<ExecResult>(const ExecOptions&)>;
+
+// Runs `run` and answers with its ExecResultJson (plus `extra`), streaming when asked.
+// `on_gone` stops the work when the client goes away.
+void AnswerExec(Call& call, std::string_view kind, ExecOptions options, const ExecCall& run,
+                const std::function<void()>& on_gone, const json& extra = json::object()) {
+  const bool streaming = call.request.WantsEventStream();
+  EventSink sink(call.exchange);
+  if (streaming) {
+    if (!sink.Begin().ok()) return;  // the client is gone before anything ran
+    options.on_stdout = [&sink](std::string_view c) { sink.Send("stdout", {{"text", c}}); };
+    options.on_stderr = [&sink](std::string_view c) { sink.Send("stderr", {{"text", c}}); };
+  }
+  auto start = Clock::now();
+  StatusOr<ExecResult> result = [&] {
+    DisconnectWatch watch(call.exchange, streaming ? &sink : nullptr, on_gone);
+    return run(options);
+  }();
+  call.ObserveExec(kind, start);
+  if (!result.ok()) {
+    if (streaming) return ReportStreamError(call, sink, result.status());
+    return call.RespondError(result.status());
+  }
+  json body = ExecResultJson(*result);
+  body.update(extra);
+  if (streaming) return sink.Send("done", body);
+  call.RespondJson(200, body);
+}
+
+// Exec or RunPython in the call's box, with the request marker set.
+void AnswerBoxExec(Call& call, std::string_view kind, ExecOptions options,
+                   const std::function<StatusOr<ExecResult>(Box&, const ExecOptions&)>& run) {
+  auto lease = call.context.registry->Acquire(call.box_id);
+  if (!lease.ok()) return call.RespondError(lease.status());
+  Box& box = lease->box();
+  std::string marker = std::string(kRequestMarker) + "=" + call.box_id + "/" +
+                       call.request.request_id;
+  options.env[kRequestMarker] = marker.substr(sizeof kRequestMarker);
+  AnswerExec(
+      call, kind, std::move(options), [&](const ExecOptions& o) { return run(box, o); },
+      [&] { KillMarkedProcesses(box, marker); });
+}
+
+}  // namespace
+
+void ExecInBox(Call& call) {
+  auto body = ParseObject(call.request.body);
+  if (!body.ok()) return call.RespondError(body.status());
+  auto request = DecodeExecRequest(*body);
+  if (!request.ok()) return call.RespondError(request.status());
+  AnswerBoxExec(call, "exec", request->options,
+                [&](Box& box, const ExecOptions& o) { return box.Exec(request->argv, o); });
+}
+
+void PythonInBox(Call& call) {
+  auto body = ParseObject(call.request.body);
+  if (!body.ok()) return call.RespondError(body.status());
+  auto request = DecodePythonRequest(*body);
+  if (!request.ok()) return call.RespondError(request.status());
+  AnswerBoxExec(call, "python", request->options,
+                [&](Box& box, const ExecOptions& o) { return box.RunPython(request->code, o); });
+}
+
+void RunCodeInBox(Call& call) {
+  auto body = ParseObject(call.request.body);
+  if (!body.ok()) return call.RespondError(body.status());
+  auto request = DecodeCellRequest(*body);
+  if (!request.ok()) return call.RespondError(request.status());
+  auto lease = call.context.registry->Acquire(call.box_id);
+  if (!lease.ok()) return call.RespondError(lease.status());
+  Box& box = lease->box();
+
+  const bool streaming = call.request.WantsEventStream();
+  EventSink sink(call.exchange);
+  RunCodeOptions options = request->options;
+  if (streaming) {
+    if (!sink.Begin().ok()) return;
+    options.on_stdout = [&sink](std::string_view c) { sink.Send("stdout", {{"text", c}}); };
+    options.on_stderr = [&sink](std::string_view c) { sink.Send("stderr", {{"text", c}}); };
+    options.on_result = [&sink](const CellResult& r) { sink.Send("result", CellResultJson(r)); };
+  }
+  auto start = Clock::now();
+  StatusOr<Execution> execution = [&] {
+    // A client gone mid-cell: the cell is interrupted (KeyboardInterrupt; state kept).
+    DisconnectWatch watch(call.exchange, streaming ? &sink : nullptr,
+                          [&box] { (void)box.InterruptCode(); });
+    return box.RunCode(request->code, options);
+  }();
+  call.ObserveExec("run_code", start);
+  if (!execution.ok()) {
+    if (streaming) return ReportStreamError(call, sink, execution.status());
+    return call.RespondError(execution.status());
+  }
+  if (streaming) return sink.Send("done", ExecutionJson(*execution));
+  call.RespondJson(200, ExecutionJson(*execution));
+}
+
+void RestartKernel(Call& call) {
+  auto lease = call.context.registry->Acquire(call.box_id);
+  if (!lease.ok()) return call.RespondError(lease.status());
+  Status st = lease->box().RestartKernel();
+  if (!st.ok()) return call.RespondError(st);
+  call.RespondNoContent();
+}
+
+void InterruptCode(Call& call) {
+  auto lease = call.context.registry->Acquire(call.box_id);
+  if (!lease.ok()) return call.RespondError(lease.status());
+  Status st = lease->box().InterruptCode();
+  if (!st.ok()) return call.RespondError(st);
+  call.RespondNoContent();
+}
+
+void RunOneShot(Call& call) {
+  auto body = ParseObject(call.request.body);
+  if (!body.ok()) return call.RespondError(body.status());
+  const ApiOptions& api = call.context.options;
+  auto request = DecodeRunRequest(*body, api.defaults, api.max_lifetime);
+  if (!request.ok()) return call.RespondError(request.status());
+  bool from_pool = false;
+  auto taken = call.context.registry->TakeOneShot(request->box, &from_pool);
+  if (!taken.ok()) return call.RespondError(taken.status());
+  std::shared_ptr<Box> box = *taken;
+  json extra = {{"box", {{"driver", box->info().driver}, {"from_pool", from_pool}}}};
+  AnswerExec(
+      call, "run", request->exec,
+      [&](const ExecOptions& o) { return box->RunPython(request->code, o); },
+      // The box is this request's alone: a client gone mid-run ends it at once.
+      [&] { (void)box->Destroy(); }, extra);
+  (void)box->Destroy();
+}
+
+}  // namespace codebox::server

@@ -1,0 +1,131 @@
+// Files in a box: raw bytes in and out, a directory as a tar archive (unpacked and packed on
+// the host in a temporary directory that is always removed), listings, removal.
+#include <cstdint>
+#include <string>
+
+#include "base/fs.h"
+#include "http/tar.h"
+#include "server/api_internal.h"
+#include "server/api_json.h"
+
+namespace codebox::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kTarType[] = "application/x-tar";
+
+StatusOr<std::string> PathParam(const Call& call) {
+  auto it = call.request.query.find("path");
+  if (it == call.request.query.end() || it->second.empty()) {
+    return InvalidArgument("the query parameter 'path' is required: ?path=/work/file");
+  }
+  return it->second;
+}
+
+StatusOr<uint32_t> ModeParam(const Call& call) {
+  auto it = call.request.query.find("mode");
+  if (it == call.request.query.end()) return 0644u;
+  const std::string& text = it->second;
+  bool octal = !text.empty() && text.size() <= 4 &&
+               text.find_first_not_of("01234567") == std::string::npos;
+  if (!octal) return InvalidArgument("mode '" + text + "' is not octal permission bits like 0644");
+  return static_cast<uint32_t>(std::stoul(text, nullptr, 8));
+}
+
+bool IsTar(const Call& call) {
+  const std::string& type = call.request.Header("content-type");
+  return type.compare(0, sizeof kTarType - 1, kTarType) == 0;
+}
+
+// A host directory that lives as long as this object.
+class TempDir {
+ public:
+  Status Make() {
+    ASSIGN_OR_RETURN(path_, base::MakeTempDir(base::TempRoot(), "codebox-serve-files-"));
+    return Status::Ok();
+  }
+  ~TempDir() {
+    if (!path_.empty()) (void)base::RemoveTree(path_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+Status PutTar(Box& box, const std::string& box_path, const std::string& archive) {
+  TempDir dir;
+  RETURN_IF_ERROR(dir.Make());
+  std::string tree = dir.path() + "/tree";
+  RETURN_IF_ERROR(base::MakeDirs(tree, 0700));
+  RETURN_IF_ERROR(http::UntarInto(archive, tree, http::UntarLimits{}));
+  return box.CopyIn(tree, box_path);
+}
+
+StatusOr<std::string> GetTar(Box& box, const std::string& box_path) {
+  TempDir dir;
+  RETURN_IF_ERROR(dir.Make());
+  std::string tree = dir.path() + "/tree";
+  RETURN_IF_ERROR(box.CopyOut(box_path, tree));  // capped at the box's disk size
+  return http::TarDirectory(tree, UINT64_MAX);
+}
+
+}  // namespace
+
+void PutFile(Call& call) {
+  auto path = PathParam(call);
+  if (!path.ok()) return call.RespondError(path.status());
+  auto mode = ModeParam(call);
+  if (!mode.ok()) return call.RespondError(mode.status());
+  auto lease = call.context.registry->Acquire(call.box_id);
+  if (!lease.ok()) return call.RespondError(lease.status());
+  Status st = IsTar(call) ? PutTar(lease->box(), *path, call.request.body)
+                          : lease->box().WriteFile(*path, call.request.body, *mode);
+  if (!st.ok()) return call.RespondError(st);
+  call.RespondNoContent();
+}
+
+void GetFile(Call& call) {
+  auto path = PathParam(call);
+  if (!path.ok()) return call.RespondError(path.status());
+  auto lease = call.context.registry->Acquire(call.box_id);
+  if (!lease.ok()) return call.RespondError(lease.status());
+  Box& box = lease->box();
+  auto list = call.request.query.find("list");
+  if (list != call.request.query.end() && list->second != "0" && list->second != "false") {
+    auto entries = box.ListDir(*path);
+    if (!entries.ok()) return call.RespondError(entries.status());
+    json out = json::array();
+    for (const FileEntry& entry : *entries) out.push_back(FileEntryJson(entry));
+    return call.RespondJson(200, {{"entries", std::move(out)}});
+  }
+  // A file is read whole (capped at the box's disk size); a directory (the agent refuses to
+  // read it as a file: kInvalidArgument) comes out as a tar archive.
+  http::Response response;
+  auto data = box.ReadFile(*path);
+  if (data.ok()) {
+    response.content_type = "application/octet-stream";
+    response.body = std::move(*data);
+  } else if (data.status().code() == StatusCode::kInvalidArgument && box.ListDir(*path).ok()) {
+    auto tar = GetTar(box, *path);
+    if (!tar.ok()) return call.RespondError(tar.status());
+    response.content_type = kTarType;
+    response.body = std::move(*tar);
+  } else {
+    return call.RespondError(data.status());
+  }
+  (void)call.exchange.Respond(std::move(response));
+}
+
+void DeleteFile(Call& call) {
+  auto path = PathParam(call);
+  if (!path.ok()) return call.RespondError(path.status());
+  auto lease = call.context.registry->Acquire(call.box_id);
+  if (!lease.ok()) return call.RespondError(lease.status());
+  Status st = lease->box().Remove(*path);
+  if (!st.ok()) return call.RespondError(st);
+  call.RespondNoContent();
+}
+
+}  // namespace codebox::server

@@ -1,0 +1,64 @@
+// What the API's route handlers share (api.cc routes to them; one file per concern:
+// api_boxes.cc, api_exec.cc, api_files.cc). Not part of any public interface.
+#ifndef CODEBOX_SERVER_API_INTERNAL_H_
+#define CODEBOX_SERVER_API_INTERNAL_H_
+
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "codebox/status.h"
+#include "http/server.h"
+#include "server/api.h"
+#include "server/box_registry.h"
+
+namespace codebox::server {
+
+struct Api::Context {
+  ApiOptions options;
+  BoxRegistry* registry = nullptr;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+};
+
+// One request on its way through a route.
+struct Call {
+  Api::Context& context;
+  const http::Request& request;
+  http::Exchange& exchange;
+  std::string box_id;  // the route's {id}, already checked; "" when the route has none
+  Status error;        // the error answered, for the report
+
+  void RespondJson(int status, const nlohmann::json& body);
+  void RespondNoContent();
+  void RespondError(const Status& status);
+  // Counts an error answered in another form (an `error` event) and keeps it for the report.
+  void NoteError(const Status& status);
+  // Reports a box call's duration (from `since` to now) to the on_exec hook.
+  void ObserveExec(std::string_view kind, std::chrono::steady_clock::time_point since);
+};
+
+// Route handlers (api_boxes.cc).
+void CreateBox(Call& call);
+void ListBoxes(Call& call);
+void GetBox(Call& call);
+void DeleteBox(Call& call);
+void Healthz(Call& call);
+void ServerStatus(Call& call);
+void MetricsText(Call& call);
+void OpenApi(Call& call);
+// api_exec.cc
+void ExecInBox(Call& call);
+void PythonInBox(Call& call);
+void RunCodeInBox(Call& call);
+void RestartKernel(Call& call);
+void InterruptCode(Call& call);
+void RunOneShot(Call& call);
+// api_files.cc
+void PutFile(Call& call);
+void GetFile(Call& call);
+void DeleteFile(Call& call);
+
+}  // namespace codebox::server
+
+#endif  // CODEBOX_SERVER_API_INTERNAL_H_
