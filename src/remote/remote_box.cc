@@ -25,6 +25,10 @@ json BoxOptionsBody(const BoxOptions& options) {
 // A streaming callback's exception ends the call (closing the stream makes the server stop the
 // exec or interrupt the cell), as it does for a local box; it must not unwind through the
 // HTTP client.
+// Returned from an event callback once `done` has come: the answer is complete, and the server
+// may still be tidying up (a one-shot run destroys its box) before it ends the stream.
+Status StopAfterDone() { return Status(StatusCode::kInternal, "the stream's result is in"); }
+
 template <class Fn, class Arg>
 Status Deliver(const Fn& fn, const Arg& arg) {
   if (!fn) return Status::Ok();
@@ -72,16 +76,17 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
     if (event == "done") {
       ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's done event"));
       ASSIGN_OR_RETURN(result, ExecResultFromJson(j));
-    } else if (event == "error") {
-      failed = ErrorEventFromJson(data);
+      return StopAfterDone();
     }
+    if (event == "error") failed = ErrorEventFromJson(data);
     return Status::Ok();  // other events carry nothing for an exec
   };
-  ASSIGN_OR_RETURN(http::ClientResponse response, api.CallEvents(request, on_event, what));
+  auto response = api.CallEvents(request, on_event, what);
   if (!failed.ok()) return failed.WithContext(what);
   if (result) return std::move(*result);
-  if (!response.body.empty()) {  // the server answered without a stream
-    ASSIGN_OR_RETURN(json j, ParseObject(response.body, "the server's answer to " + std::string(what)));
+  if (!response.ok()) return response.status();
+  if (!response->body.empty()) {  // the server answered without a stream
+    ASSIGN_OR_RETURN(json j, ParseObject(response->body, "the server's answer to " + std::string(what)));
     return ExecResultFromJson(j);
   }
   return ProtocolError(std::string(what) + ": the server's event stream ended without a result");
@@ -148,17 +153,17 @@ class RemoteBox final : public Box::Impl {
       if (event == "done") {
         ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's done event"));
         ASSIGN_OR_RETURN(result, ExecutionFromJson(j));
-      } else if (event == "error") {
-        failed = ErrorEventFromJson(data);
+        return StopAfterDone();
       }
+      if (event == "error") failed = ErrorEventFromJson(data);
       return Status::Ok();
     };
-    ASSIGN_OR_RETURN(http::ClientResponse response,
-                     api_.CallEvents(std::move(request), on_event, "run code"));
+    auto response = api_.CallEvents(std::move(request), on_event, "run code");
     if (!failed.ok()) return failed.WithContext("run code");
     if (result) return std::move(*result);
-    if (!response.body.empty()) {
-      ASSIGN_OR_RETURN(json j, ParseObject(response.body, "the server's answer to run code"));
+    if (!response.ok()) return response.status();
+    if (!response->body.empty()) {
+      ASSIGN_OR_RETURN(json j, ParseObject(response->body, "the server's answer to run code"));
       return ExecutionFromJson(j);
     }
     return ProtocolError("run code: the server's event stream ended without a result");
