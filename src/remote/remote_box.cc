@@ -94,12 +94,17 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
 
 class RemoteBox final : public Box::Impl {
  public:
-  RemoteBox(ServerApi api, BoxOptions options, CreatedBox created)
+  // `asked`: when the create request was sent, so that this box's end comes no later than the
+  // server's (which reaps it then).
+  RemoteBox(ServerApi api, BoxOptions options, CreatedBox created,
+            std::chrono::steady_clock::time_point asked)
       : api_(std::move(api)),
         options_(std::move(options)),
         id_(std::move(created.id)),
         base_("/v1/boxes/" + id_),
-        info_(std::move(created.info)) {}
+        info_(std::move(created.info)) {
+    if (options_.box_timeout != kNoTimeout) deadline_ = asked + options_.box_timeout;
+  }
 
   ~RemoteBox() override { (void)Destroy(); }
 
@@ -286,6 +291,12 @@ class RemoteBox final : public Box::Impl {
 
   Status CheckUsable() {
     if (IsDestroyed()) return InvalidArgument("the box has been destroyed; create a new box");
+    // The server ends the box then; say so as a local box does, not "no such box".
+    if (deadline_ && std::chrono::steady_clock::now() >= *deadline_) {
+      return DeadlineExceeded("the box's lifetime of " +
+                              std::to_string(options_.box_timeout.count() / 1000.0) +
+                              " s is over; create a new box");
+    }
     return Status::Ok();
   }
 
@@ -318,6 +329,7 @@ class RemoteBox final : public Box::Impl {
   const std::string id_;
   const std::string base_;  // "/v1/boxes/<id>"
   const BoxInfo info_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::mutex mu_;
   bool destroyed_ = false;
 };
@@ -327,11 +339,12 @@ class RemoteBox final : public Box::Impl {
 StatusOr<std::unique_ptr<Box::Impl>> CreateRemoteBox(const BoxOptions& options) {
   ASSIGN_OR_RETURN(ServerApi api, ServerApi::Open(options.server, options.server_token));
   ASSIGN_OR_RETURN(std::string body, DumpJson(BoxOptionsBody(options), "create box"));
+  auto asked = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(json answer,
                    api.CallJson("POST", "/v1/boxes", std::move(body), kCreateTimeout, "create box"));
   ASSIGN_OR_RETURN(CreatedBox created, CreatedBoxFromJson(answer));
   return std::unique_ptr<Box::Impl>(
-      std::make_unique<RemoteBox>(std::move(api), options, std::move(created)));
+      std::make_unique<RemoteBox>(std::move(api), options, std::move(created), asked));
 }
 
 StatusOr<ExecResult> RunOnServer(const BoxOptions& options, std::string_view code,

@@ -243,6 +243,20 @@ TEST_F(RemoteBoxTest, DestroyIsIdempotentAndEndsTheBox) {
   EXPECT_TRUE(again->Destroy().ok());
 }
 
+TEST_F(RemoteBoxTest, PastItsLifetimeTheBoxSaysSoNotNoSuchBox) {
+  server_.OnJson("POST", std::string(kBoxPath) + "/exec", 404,
+                 {{"error", {{"code", "not_found"}, {"message", "no box; it may have been reaped"}}}});
+  BoxOptions options;
+  options.box_timeout = std::chrono::milliseconds(200);
+  auto box = Create(options);
+  ASSERT_NE(box, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto r = box->Exec({"true"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("lifetime"), std::string::npos);
+}
+
 TEST_F(RemoteBoxTest, RunCodeStreamsResultsAndInterruptWorksConcurrently) {
   std::atomic<bool> interrupted = false;
   server_.On("POST", std::string(kBoxPath) + "/interrupt",
