@@ -165,10 +165,10 @@ TEST_F(ApiStreamTest, ClientGoneMidOneShotRunFreesItsBox) {
   EXPECT_TRUE(freed) << "the one-shot box outlived its client";
 }
 
-// Jail supervisors (codebox-jail) that are children of this process.
-std::set<int> OurSupervisors() {
+// Processes named `comm` whose parent is `parent`.
+std::set<int> ChildrenNamed(int parent, const std::string& comm) {
   std::set<int> pids;
-  const std::string self = std::to_string(getpid());
+  const std::string self = std::to_string(parent);
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     std::string name = entry.path().filename();
@@ -182,7 +182,7 @@ std::set<int> OurSupervisors() {
     char state;
     std::string ppid;
     rest >> state >> ppid;
-    if (ppid == self && line.substr(open + 1, close - open - 1) == "codebox-jail") {
+    if (ppid == self && line.substr(open + 1, close - open - 1) == comm) {
       pids.insert(std::stoi(name));
     }
   }
@@ -192,17 +192,26 @@ std::set<int> OurSupervisors() {
 TEST_F(ApiStreamTest, ACrashedBoxFailsAloneOthersGoOn) {
   std::string healthy = CreateBox();
   ASSERT_FALSE(healthy.empty());
-  std::set<int> before = OurSupervisors();
+  std::set<int> before = ChildrenNamed(getpid(), "codebox-jail");
   std::string doomed = CreateBox();
   ASSERT_FALSE(doomed.empty());
-  std::set<int> after = OurSupervisors();
+  std::set<int> after = ChildrenNamed(getpid(), "codebox-jail");
   std::vector<int> fresh;
   for (int pid : after) if (!before.count(pid)) fresh.push_back(pid);
   ASSERT_EQ(fresh.size(), 1u) << "could not tell the new box's supervisor";
-  ASSERT_EQ(kill(fresh[0], SIGKILL), 0);
+  // The box's agent (its PID 1) dies as a crash would end it.
+  std::set<int> agent = ChildrenNamed(fresh[0], "codebox-agent");
+  ASSERT_EQ(agent.size(), 1u) << "could not find the box's agent";
+  ASSERT_EQ(kill(*agent.begin(), SIGKILL), 0);
 
-  auto crashed = Call("POST", "/v1/boxes/" + doomed + "/exec", "/v1/boxes/{id}/exec",
-                      R"j({"argv": ["true"]})j");
+  // The box goes down as its supervisor dies (asynchronously): within 5 s its calls fail.
+  http::ClientResponse crashed;
+  for (auto end = Clock::now() + std::chrono::seconds(5); Clock::now() < end;) {
+    crashed = Call("POST", "/v1/boxes/" + doomed + "/exec", "/v1/boxes/{id}/exec",
+                   R"j({"argv": ["true"]})j");
+    if (crashed.status != 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_GE(crashed.status, 500) << crashed.body;
   EXPECT_TRUE(Json(crashed).contains("error"));
 
