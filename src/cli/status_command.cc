@@ -55,8 +55,10 @@ json Array(const json& j, const char* key) {
 }
 
 void PrintTable(const json& status) {
-  std::printf("codebox server %s, up %s s, %zu of %s boxes\n", Text(status, "version").c_str(),
-              Text(status, "uptime_s").c_str(), Array(status, "boxes").size(),
+  auto uptime = status.find("uptime_s");
+  double up = uptime != status.end() && uptime->is_number() ? uptime->get<double>() : 0;
+  std::printf("codebox server %s, up %.0f s, %zu of %s boxes\n", Text(status, "version").c_str(),
+              up, Array(status, "boxes").size(),
               Text(status, "max_boxes").c_str());
   const json pools = Array(status, "pools");
   if (!pools.empty()) {
