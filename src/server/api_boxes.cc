@@ -54,9 +54,8 @@ json PoolsJson(const BoxRegistry& registry) {
 
 void Healthz(Call& call) {
   const BoxRegistry& registry = *call.context.registry;
-  call.RespondJson(200, {{"status", "ok"},
-                         {"boxes", registry.box_count()},
-                         {"pools", PoolsJson(registry)}});
+  call.RespondJson(
+      200, {{"status", "ok"}, {"boxes", registry.box_count()}, {"pools", PoolsJson(registry)}});
 }
 
 void ServerStatus(Call& call) {

@@ -28,7 +28,9 @@ class ApiAuthTest : public ServerFixture {
 TEST_F(ApiAuthTest, TokensOnUnixAndTcp) {
   for (bool tcp : {false, true}) {
     SCOPED_TRACE(tcp ? "tcp" : "unix");
-    auto client = [&](const std::string& token) { return tcp ? TcpClient(token) : UnixClient(token); };
+    auto client = [&](const std::string& token) {
+      return tcp ? TcpClient(token) : UnixClient(token);
+    };
     http::ClientRequest status;
     status.target = "/v1/status";
     for (const std::string& wrong : {std::string(), std::string("first-token-012345678"),

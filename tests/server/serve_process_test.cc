@@ -9,11 +9,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/fs.h"
 #include "base/owner.h"
@@ -57,8 +56,9 @@ class ServeProcessTest : public ::testing::Test {
   pid_t StartServe() {
     int out[2];
     if (pipe2(out, O_CLOEXEC) != 0) return -1;
-    std::vector<std::string> args = {CodeboxBinary(), "serve", "--listen", "unix:" + socket_,
-                                     "--pool", "python=2", "--driver", "jail", "--drain", "5"};
+    std::vector<std::string> args = {CodeboxBinary(), "serve",    "--listen", "unix:" + socket_,
+                                     "--pool",        "python=2", "--driver", "jail",
+                                     "--drain",       "5"};
     pid_t pid = fork();
     if (pid == 0) {
       dup2(out[1], 1);
@@ -126,8 +126,8 @@ class ServeProcessTest : public ::testing::Test {
   };
   Leftovers LeftoversOf(pid_t pid, const std::string& tag) {
     return {CountSupervisorsOf(pid),
-            CountDirEntries("/run/codebox-jail", std::to_string(pid) + "-"),
-            CountCgroupsOf(pid), CountDirEntriesContaining("/tmp", tag)};
+            CountDirEntries("/run/codebox-jail", std::to_string(pid) + "-"), CountCgroupsOf(pid),
+            CountDirEntriesContaining("/tmp", tag)};
   }
 
   std::string dir_, socket_;
@@ -137,7 +137,8 @@ class ServeProcessTest : public ::testing::Test {
 TEST_F(ServeProcessTest, KillNineThenRestartReapsEverythingAndRefills) {
   pid_t first = StartServe();
   ASSERT_GT(first, 0);
-  const std::string tag = std::to_string(first) + "-" + std::to_string(base::ProcessStartTime(first));
+  const std::string tag =
+      std::to_string(first) + "-" + std::to_string(base::ProcessStartTime(first));
   ASSERT_TRUE(PoolFills(2)) << "the pool did not fill; see " << dir_ << "/serve.log";
   http::ClientRequest create;
   create.method = "POST";
