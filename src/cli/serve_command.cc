@@ -41,7 +41,9 @@ options:
   --max-body MiB       the largest request body (default 64)
   --drain S            on SIGTERM, how long requests in flight may take (default 30)
   --log-format FMT     json (default) or text (the request lines as plain text)
-box options (the defaults of every box; a request's options start from them):
+
+The box options below are the defaults of every box; a request's options start from them.
+
 )";
 
 struct ServeFlags {

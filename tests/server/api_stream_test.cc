@@ -143,6 +143,19 @@ TEST_P(ApiStreamTest, ClientGoneMidExecLeavesTheBoxIdle) {
   EXPECT_EQ(Json(ps)["stdout"], "0\n") << "the exec's processes were killed";
 }
 
+TEST_P(ApiStreamTest, ClientGoneMidPlainExecKillsIt) {
+  std::string id = CreateBox();
+  ASSERT_FALSE(id.empty());
+  http::ClientRequest request;
+  request.method = "POST";
+  request.target = "/v1/boxes/" + id + "/exec";
+  request.body = json({{"argv", {"sleep", "60"}}, {"timeout", 120}}).dump();
+  request.timeout = std::chrono::milliseconds(500);  // the client gives up and hangs up
+  auto r = (tcp_ ? TcpClient() : UnixClient()).Send(request);
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(BecomesIdle(id)) << "a plain exec was left running after its client went away";
+}
+
 TEST_P(ApiStreamTest, ClientGoneMidCellInterruptsIt) {
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
