@@ -97,10 +97,19 @@ TEST(BoxRegistryPoolTest, APoolThatCannotStartBacksOffAndSaysWhy) {
 
 // Pool refill rate with 1, 2 and 4 concurrent starts: boxes/s from empty to full. A
 // measurement, run by hand: --gtest_also_run_disabled_tests --gtest_filter=*Refill*
+// (POOL_SIZE=N, POOL_CONCURRENCY=1,2,4 choose the runs).
 TEST(BoxRegistryPoolTest, DISABLED_MeasureRefillRate) {
   CODEBOX_SKIP_WITHOUT_BOXES();
   const int size = std::getenv("POOL_SIZE") ? std::atoi(std::getenv("POOL_SIZE")) : 16;
-  for (uint32_t concurrency : {1u, 2u, 4u}) {
+  std::vector<uint32_t> concurrencies = {1, 2, 4};
+  if (const char* list = std::getenv("POOL_CONCURRENCY")) {  // e.g. "8,4,2,1"
+    concurrencies.clear();
+    for (char* p = const_cast<char*>(list); *p != '\0';) {
+      concurrencies.push_back(static_cast<uint32_t>(std::strtoul(p, &p, 10)));
+      if (*p == ',') ++p;
+    }
+  }
+  for (uint32_t concurrency : concurrencies) {
     RegistryOptions options = WithPool("python=" + std::to_string(size));
     options.pool_start_concurrency = concurrency;
     BoxRegistry registry(options);
