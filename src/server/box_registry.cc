@@ -413,6 +413,9 @@ BoxStartCounts BoxRegistry::start_counts() const {
 
 std::vector<BoxCount> BoxRegistry::CountBoxes() const {
   std::map<std::pair<std::string, std::string>, uint32_t> counts;
+  // A one-shot's caller may drop it while we look: this may then hold its last reference,
+  // which must go after the lock (its deleter takes the lock).
+  std::vector<std::shared_ptr<Box>> held;
   std::lock_guard<std::mutex> lock(state_->mu);
   uint32_t counted = 0;
   for (const auto& [id, b] : state_->boxes) {
@@ -431,6 +434,7 @@ std::vector<BoxCount> BoxRegistry::CountBoxes() const {
     if (auto box = weak.lock()) {
       ++counts[{box->info().driver, "oneshot"}];
       ++counted;
+      held.push_back(std::move(box));
     }
   }
   // What is left of the slots: request starts under way, or destroyed boxes a lease holds.

@@ -20,6 +20,14 @@ RegistryOptions WithPool(const std::string& spec_text) {
   return options;
 }
 
+uint32_t CountOf(const BoxRegistry& registry, const std::string& state) {
+  uint32_t n = 0;
+  for (const BoxCount& c : registry.CountBoxes()) {
+    if (c.state == state && c.driver == "jail") n += c.count;
+  }
+  return n;
+}
+
 TEST(BoxRegistryPoolTest, FillsToSizeAndRefillsAfterATake) {
   CODEBOX_SKIP_WITHOUT_BOXES();
   BoxRegistry registry(WithPool("python=2"));
@@ -28,6 +36,7 @@ TEST(BoxRegistryPoolTest, FillsToSizeAndRefillsAfterATake) {
   ASSERT_TRUE(WaitFor([&] { return ReadyIn(registry) == 2; })) << registry.Pools()[0].last_error;
   std::this_thread::sleep_for(milliseconds(200));
   EXPECT_EQ(registry.box_count(), 2u) << "a full pool starts no more";
+  EXPECT_EQ(CountOf(registry, "pool"), 2u);
 
   auto record = registry.Create(testing::TestBoxOptions());
   ASSERT_TRUE(record.ok()) << record.status().ToString();
@@ -38,6 +47,7 @@ TEST(BoxRegistryPoolTest, FillsToSizeAndRefillsAfterATake) {
   auto out = lease->box().Run("print('warm')");
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(*out, "warm\n");
+  EXPECT_EQ(CountOf(registry, "busy"), 1u);
   ASSERT_TRUE(WaitFor([&] { return ReadyIn(registry) == 2; })) << "the pool refills";
   EXPECT_EQ(registry.box_count(), 3u);
 
@@ -47,6 +57,23 @@ TEST(BoxRegistryPoolTest, FillsToSizeAndRefillsAfterATake) {
   EXPECT_TRUE(from_pool);
   EXPECT_EQ(registry.Pools()[0].taken, 2u);
   EXPECT_TRUE(registry.List().size() == 1u);
+  EXPECT_EQ(CountOf(registry, "oneshot"), 1u);
+}
+
+TEST(BoxRegistryPoolTest, AKernelPoolBoxRunsCells) {
+  CODEBOX_SKIP_WITHOUT_BOXES();
+  BoxRegistry registry(WithPool("python=1,kernel=1"));
+  registry.Start();
+  ASSERT_TRUE(WaitFor([&] { return ReadyIn(registry) == 1; })) << registry.Pools()[0].last_error;
+  EXPECT_EQ(registry.Pools()[0].last_error, "");
+  bool from_pool = false;
+  auto box = registry.TakeOneShot(testing::TestBoxOptions(), &from_pool);
+  ASSERT_TRUE(box.ok());
+  EXPECT_TRUE(from_pool);
+  auto cell = (*box)->RunCode("x = 20\nx + 22");
+  ASSERT_TRUE(cell.ok()) << cell.status().ToString();
+  ASSERT_FALSE(cell->results.empty());
+  EXPECT_EQ(cell->results[0].data.at("text/plain"), "42");
 }
 
 TEST(BoxRegistryPoolTest, ARequestTakesAMatchingPoolBoxElseStartsOne) {
