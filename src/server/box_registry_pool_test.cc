@@ -2,7 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "server/box_registry.h"
 #include "server/registry_test_util.h"
@@ -148,6 +152,56 @@ TEST(BoxRegistryPoolTest, DISABLED_MeasureRefillRate) {
     std::printf("pool refill: %u concurrent starts: %d boxes in %.2f s = %.1f boxes/s\n",
                 concurrency, size, s, size / s);
     EXPECT_GT(size / s, 0.0);
+  }
+}
+
+// Fresh boxes per second through TakeOneShot + RunPython("print(1)") from 2 client threads
+// for 3 s, by pool size and refill concurrency, with the latency of each take-and-run. A
+// measurement, run by hand like the one above.
+TEST(BoxRegistryPoolTest, DISABLED_MeasureOneShotThroughput) {
+  CODEBOX_SKIP_WITHOUT_BOXES();
+  for (int size : {0, 2, 8}) {
+    for (uint32_t concurrency : {2u, 4u}) {
+      if (size == 0 && concurrency != 2) continue;
+      RegistryOptions options =
+          size > 0 ? WithPool("python=" + std::to_string(size)) : TestRegistryOptions();
+      options.pool_start_concurrency = concurrency;
+      BoxRegistry registry(options);
+      registry.Start();
+      if (size > 0) {
+        ASSERT_TRUE(WaitFor([&] { return ReadyIn(registry) == uint32_t(size); }));
+      }
+      std::mutex mu;
+      std::vector<double> ms;
+      int from_pool_count = 0;
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+      std::vector<std::thread> clients;
+      for (int c = 0; c < 2; ++c) {
+        clients.emplace_back([&] {
+          while (std::chrono::steady_clock::now() < end) {
+            const auto t0 = std::chrono::steady_clock::now();
+            bool from_pool = false;
+            auto box = registry.TakeOneShot(testing::TestBoxOptions(), &from_pool);
+            ASSERT_TRUE(box.ok()) << box.status().ToString();
+            auto r = (*box)->RunPython("print(1)");
+            ASSERT_TRUE(r.ok() && r->stdout_data == "1\n");
+            box->reset();
+            std::lock_guard<std::mutex> lock(mu);
+            ms.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count());
+            from_pool_count += from_pool ? 1 : 0;
+          }
+        });
+      }
+      for (auto& t : clients) t.join();
+      std::sort(ms.begin(), ms.end());
+      std::printf("one-shot: pool %d, %u refill starts: %.1f boxes/s, %d%% from pool, "
+                  "p50 %.1f ms, p99 %.1f ms\n",
+                  size, concurrency, ms.size() / 3.0, int(100 * from_pool_count / ms.size()),
+                  ms[ms.size() / 2], ms[ms.size() * 99 / 100]);
+      EXPECT_GT(ms.size(), 0u);
+    }
   }
 }
 

@@ -153,7 +153,7 @@ std::string PoolMatchKey(const BoxOptions& options) {
 
 // One fill thread: picks the pool furthest below its size, starts one box for it outside the
 // lock, and repeats. Waits while the server is full (pool boxes count in max_boxes), while a
-// request is starting a box (requests come first), and while a failing pool backs off.
+// failing pool backs off, and (all but one thread) while a request is starting a box.
 void BoxRegistry::State::FillLoop() {
   std::unique_lock<std::mutex> lock(mu);
   while (!stopping) {
@@ -161,7 +161,11 @@ void BoxRegistry::State::FillLoop() {
     Pool* pick = nullptr;
     int64_t pick_deficit = 0;
     std::optional<Clock::time_point> wake;
-    if (slots < options.max_boxes && demand_starting == 0) {
+    uint32_t pool_starting = 0;
+    for (const Pool& pool : pools) pool_starting += pool.starting;
+    // Requests come first: while one starts a box, only one refill runs (not none, so a pool
+    // under steady load still recovers).
+    if (slots < options.max_boxes && (demand_starting == 0 || pool_starting == 0)) {
       for (Pool& pool : pools) {
         const int64_t deficit =
             int64_t{pool.spec.size} - int64_t(pool.ready.size()) - int64_t{pool.starting};
