@@ -1,8 +1,8 @@
 // Warm pools with real jail boxes: fill, take, refill, matching, and a pool that cannot start.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -196,10 +196,11 @@ TEST(BoxRegistryPoolTest, DISABLED_MeasureOneShotThroughput) {
       }
       for (auto& t : clients) t.join();
       std::sort(ms.begin(), ms.end());
-      std::printf("one-shot: pool %d, %u refill starts: %.1f boxes/s, %d%% from pool, "
-                  "p50 %.1f ms, p99 %.1f ms\n",
-                  size, concurrency, ms.size() / 3.0, int(100 * from_pool_count / ms.size()),
-                  ms[ms.size() / 2], ms[ms.size() * 99 / 100]);
+      std::printf(
+          "one-shot: pool %d, %u refill starts: %.1f boxes/s, %d%% from pool, "
+          "p50 %.1f ms, p99 %.1f ms\n",
+          size, concurrency, ms.size() / 3.0, int(100 * from_pool_count / ms.size()),
+          ms[ms.size() / 2], ms[ms.size() * 99 / 100]);
       EXPECT_GT(ms.size(), 0u);
     }
   }

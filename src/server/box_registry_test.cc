@@ -2,7 +2,6 @@
 #include "server/box_registry.h"
 
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -268,8 +267,7 @@ TEST(BoxRegistryTest, StartRemovesLeftoversOfDeadOwners) {
     ::pause();
     ::_exit(0);
   }
-  const std::string dead =
-      std::to_string(pid) + "-" + std::to_string(base::ProcessStartTime(pid));
+  const std::string dead = std::to_string(pid) + "-" + std::to_string(base::ProcessStartTime(pid));
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   auto home = base::MakeTempDir(base::TempRoot(), "codebox-registry-home-");

@@ -37,15 +37,14 @@ std::map<std::string, double> ParseExposition(const std::string& text) {
   return samples;
 }
 
-
 TEST(MetricsTest, EscapesLabelValues) {
   EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
   EXPECT_EQ(EscapeLabelValue("plain"), "plain");
 }
 
 TEST(MetricsTest, RendersValidTextAndCountsUp) {
-  BoxRegistry registry(RegistryOptions{.max_boxes = 7,
-                                       .pools = {*ParsePoolSpec("python=2,memory=256", {})}});
+  BoxRegistry registry(
+      RegistryOptions{.max_boxes = 7, .pools = {*ParsePoolSpec("python=2,memory=256", {})}});
   Metrics metrics;
   metrics.ObserveRequest("POST", "/v1/run", 200, 0.004);
   metrics.ObserveRequest("GET", "/v1/boxes/{id}", 404, 0.0005);

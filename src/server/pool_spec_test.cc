@@ -77,7 +77,9 @@ TEST(PoolSpecTest, MatchKeyComparesWhatABoxDoes) {
       [](BoxOptions* o) { o->image = "python-data"; },
       [](BoxOptions* o) { o->exec_timeout = std::chrono::seconds(5); },
       [](BoxOptions* o) { o->box_timeout = std::chrono::seconds(5); },
-      [](BoxOptions* o) { o->env = {{"A", "1"}}; },
+      [](BoxOptions* o) {
+        o->env = {{"A", "1"}};
+      },
       [](BoxOptions* o) { o->output_limit_bytes = 1000; },
       [](BoxOptions* o) { o->driver = DriverKind::kVm; },
   };
