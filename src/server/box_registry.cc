@@ -237,11 +237,12 @@ StatusOr<BoxRecord> BoxRegistry::Create(const BoxOptions& options) {
   const BoxOptions o = s.Normalize(options);
   const std::string key = PoolMatchKey(o);
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::unique_lock<std::mutex> lock(s.mu);
     if (s.stopping) return Unavailable("the server is shutting down; retry on another");
     if (auto ready = s.TakeFromPoolLocked(key)) {
       BoxRecord record =
           s.RegisterLocked(std::move(ready->id), std::move(ready->box), o, true, ready->started);
+      lock.unlock();
       JsonLog::Write(LogLevel::kInfo, "box created",
                      {{"box", record.id}, {"image", o.image}, {"from_pool", true}});
       return record;

@@ -2,6 +2,7 @@
 // that keep each pool filled with started, prewarmed boxes.
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 
 #include "box/options_json.h"
 #include "codebox/option_schema.h"
@@ -207,27 +208,33 @@ void BoxRegistry::State::FillLoop() {
 
     lock.lock();
     --pool.starting;
+    std::vector<std::function<void()>> logs;  // written after the lock is released
+    const std::string pool_text = pool.spec.text;
     if (box.ok()) {
       if (pool.failures > 0) {
-        JsonLog::Write(LogLevel::kInfo, "pool starts boxes again",
-                       {{"pool", pool.spec.text}, {"failures", pool.failures}});
+        logs.push_back([pool_text, failures = pool.failures] {
+          JsonLog::Write(LogLevel::kInfo, "pool starts boxes again",
+                         {{"pool", pool_text}, {"failures", failures}});
+        });
       }
       pool.failures = 0;
       pool.last_error.clear();
       if (!prewarmed.ok() && !pool.prewarm_unavailable_logged) {
         pool.prewarm_unavailable_logged = true;  // FailedPrecondition: usable, only not warm
-        JsonLog::Write(LogLevel::kWarn, "pool boxes are not prewarmed",
-                       {{"pool", pool.spec.text}, {"box", id}, {"error", prewarmed.ToString()}});
+        logs.push_back([pool_text, id, error = prewarmed.ToString()] {
+          JsonLog::Write(LogLevel::kWarn, "pool boxes are not prewarmed",
+                         {{"pool", pool_text}, {"box", id}, {"error", error}});
+        });
       }
       if (stopping) {
         discard = std::move(*box);
       } else {
         pool.ready.push_back({.id = id, .box = std::move(*box), .started = t0});
-        JsonLog::Write(
-            LogLevel::kDebug, "pool box ready",
-            {{"pool", pool.spec.text},
-             {"box", id},
-             {"ms", std::chrono::duration<double, std::milli>(Clock::now() - t0).count()}});
+        logs.push_back([pool_text, id,
+                        ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count()] {
+          JsonLog::Write(LogLevel::kDebug, "pool box ready",
+                         {{"pool", pool_text}, {"box", id}, {"ms", ms}});
+        });
       }
     } else {
       ++pool.failures;
@@ -236,16 +243,17 @@ void BoxRegistry::State::FillLoop() {
           kBackoffBase * (1 << std::min<uint32_t>(pool.failures - 1, 10)), kBackoffMax);
       pool.retry_at = Clock::now() + backoff;
       if (pool.failures == 1) {  // once per failure streak: a missing image must not flood
-        JsonLog::Write(LogLevel::kError, "pool box start failed; retrying with backoff",
-                       {{"pool", pool.spec.text}, {"box", id}, {"error", pool.last_error}});
+        logs.push_back([pool_text, id, error = pool.last_error] {
+          JsonLog::Write(LogLevel::kError, "pool box start failed; retrying with backoff",
+                         {{"pool", pool_text}, {"box", id}, {"error", error}});
+        });
       }
     }
     cv.notify_all();
-    if (discard) {
-      lock.unlock();
-      discard.reset();
-      lock.lock();
-    }
+    lock.unlock();
+    for (const auto& log : logs) log();
+    discard.reset();
+    lock.lock();
   }
 }
 
