@@ -64,6 +64,25 @@ TEST(BoxRegistryPoolTest, FillsToSizeAndRefillsAfterATake) {
   EXPECT_EQ(CountOf(registry, "oneshot"), 1u);
 }
 
+TEST(BoxRegistryPoolTest, RefillWaitsWhileTheServerIsFull) {
+  CODEBOX_SKIP_WITHOUT_BOXES();
+  RegistryOptions options = WithPool("python=2");
+  options.max_boxes = 2;
+  BoxRegistry registry(options);
+  registry.Start();
+  ASSERT_TRUE(WaitFor([&] { return ReadyIn(registry) == 2; })) << registry.Pools()[0].last_error;
+  auto taken = registry.Create(testing::TestBoxOptions());
+  ASSERT_TRUE(taken.ok());
+  EXPECT_TRUE(taken->from_pool);
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(registry.box_count(), 2u);
+  EXPECT_EQ(registry.Pools()[0].ready, 1u);
+  EXPECT_EQ(registry.Pools()[0].starting, 0u);
+  EXPECT_EQ(registry.start_counts().ok, 2u) << "no start past max_boxes";
+  ASSERT_TRUE(registry.Destroy(taken->id).ok());
+  EXPECT_TRUE(WaitFor([&] { return ReadyIn(registry) == 2; })) << "a freed slot is refilled";
+}
+
 TEST(BoxRegistryPoolTest, AKernelPoolBoxRunsCells) {
   CODEBOX_SKIP_WITHOUT_BOXES();
   BoxRegistry registry(WithPool("python=1,kernel=1"));
