@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "box/option_text.h"
 #include "box/options_json.h"
 #include "codebox/option_schema.h"
 #include "server/box_registry.h"
@@ -27,45 +28,6 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
     parts.push_back(text.substr(start, end - start));
     if (end == std::string_view::npos) return parts;
     start = end + 1;
-  }
-}
-
-StatusOr<bool> ParseBool(std::string_view text) {
-  if (text == "1" || text == "true" || text == "yes") return true;
-  if (text == "0" || text == "false" || text == "no") return false;
-  return InvalidArgument("wants true or false (1/0, yes/no), got '" + std::string(text) + "'");
-}
-
-// The text after "KEY=" as a value of `spec`; the schema checks it when it is set.
-StatusOr<OptionValue> ValueOf(const OptionSpec& spec, std::string_view text) {
-  const std::string s(text);
-  switch (spec.type) {
-    case OptionType::kBool: {
-      ASSIGN_OR_RETURN(bool b, ParseBool(text));
-      return OptionValue(b);
-    }
-    case OptionType::kDuration:
-      if (spec.allows_none && text == "none") return OptionValue("none");
-      [[fallthrough]];
-    case OptionType::kInteger:
-    case OptionType::kSize:
-    case OptionType::kNumber: {
-      char* end = nullptr;
-      double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || end != s.c_str() + s.size()) {
-        return InvalidArgument("wants a number" +
-                               (spec.unit.empty() ? "" : " of " + std::string(spec.unit)) +
-                               ", got '" + s + "'");
-      }
-      return OptionValue(v);
-    }
-    case OptionType::kEnvironment: {
-      size_t eq = s.find('=');
-      if (eq == std::string::npos || eq == 0) return InvalidArgument("wants K=V, got '" + s + "'");
-      return OptionValue(OptionValue::Environment{{s.substr(0, eq), s.substr(eq + 1)}});
-    }
-    default:
-      return OptionValue(s);
   }
 }
 
@@ -106,10 +68,11 @@ StatusOr<PoolSpec> ParsePoolSpec(std::string_view text, const BoxOptions& defaul
     }
     const std::string key = part.substr(0, peq);
     const std::string_view value = std::string_view(part).substr(peq + 1);
-    if (key == "kernel") {
-      auto b = ParseBool(value);
+    if (key == "kernel") {  // not a box option: whether pool boxes start the kernel too
+      static const OptionSpec kKernel{.name = "kernel", .type = OptionType::kBool};
+      auto b = box::ParseOptionText(kKernel, nullptr, std::string(value));
       if (!b.ok()) return b.status().WithContext(where + ": kernel");
-      spec.kernel = *b;
+      spec.kernel = b->as_bool();
       continue;
     }
     OptionMatch match = FindOption(BoxOptionSchema(), key);
@@ -117,7 +80,7 @@ StatusOr<PoolSpec> ParsePoolSpec(std::string_view text, const BoxOptions& defaul
     if (match.spec->name == "server" || match.spec->name == "server_token") {
       return InvalidArgument(where + ": " + key + " cannot be set for a pool: its boxes run here");
     }
-    auto v = ValueOf(*match.spec, value);
+    auto v = box::ParseOptionText(*match.spec, match.alias, std::string(value));
     if (!v.ok()) return v.status().WithContext(where + ": " + key);
     if (match.spec->type == OptionType::kEnvironment) {  // env=A=1,env=B=2 add up
       env.push_back(v->as_environment().at(0));

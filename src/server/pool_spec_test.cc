@@ -31,6 +31,12 @@ TEST(PoolSpecTest, ParsesOtherOptionKinds) {
   EXPECT_EQ(spec->options.box_timeout, std::chrono::seconds(60));
   EXPECT_EQ(spec->options.env, (std::map<std::string, std::string>{{"A", "1"}, {"B", "x=y"}}));
   EXPECT_FALSE(spec->kernel);
+  // Sizes and durations as the CLI flags take them.
+  auto units = ParsePoolSpec("python=1,memory=1G,exec_timeout=500ms,--disk-mib=64M", {});
+  ASSERT_TRUE(units.ok()) << units.status().ToString();
+  EXPECT_EQ(units->options.memory_mib, 1024u);
+  EXPECT_EQ(units->options.exec_timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(units->options.disk_mib, 64u);
 }
 
 // Each bad spec fails with kInvalidArgument and names the part that is wrong.
