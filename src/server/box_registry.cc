@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/paths.h"
 #include "box/backend.h"
 #include "box/leftovers.h"
 #include "server/box_registry_state.h"
@@ -163,8 +164,8 @@ void BoxRegistry::Start() {
   }
   // What a server killed with -9 left behind (the same walk as `codebox gc`); its owner is
   // gone, so nothing of a live process is touched.
-  box::LeftoverReport report =
-      box::CollectLeftovers({.home = state_->options.defaults.home, .walk_all_cgroups = true});
+  box::LeftoverReport report = box::CollectLeftovers(
+      {.home = base::CodeboxHome(state_->options.defaults.home), .walk_all_cgroups = true});
   for (const std::string& what : report.removed) {
     JsonLog::Write(LogLevel::kInfo, "removed leftover of a dead codebox process",
                    {{"leftover", what}});
