@@ -90,8 +90,10 @@ class BoxRegistry {
   void Start();
 
   // A registered box for `options` (already merged with the defaults and validated): a pool
-  // box when one with equal options (box::BoxShapeKey) is ready, else started now.
-  // kResourceExhausted at max_boxes.
+  // box when one with equal options (box::BoxShapeKey, and the options Box applies per exec:
+  // timeouts, env, output limit, the driver "auto" resolves to) is ready, else started now.
+  // box_timeout is capped at max_lifetime; prestart is ignored (a spare jail would be a box
+  // outside max_boxes). kResourceExhausted at max_boxes.
   StatusOr<BoxRecord> Create(const BoxOptions& options);
 
   // A box held for one request; the box is "busy" and not idle-reaped while any lease on it
