@@ -5,13 +5,12 @@
 #include "server/api_internal.h"
 #include "server/api_json.h"
 #include "server/api_request.h"
+#include "server/openapi.h"
 
 namespace codebox::server {
 
 using nlohmann::json;
 
-// src/server/openapi.json, embedded by CMakeLists.txt (openapi_source.cc).
-extern const char kOpenApiJson[];
 std::string_view OpenApiDocument() { return kOpenApiJson; }
 
 void CreateBox(Call& call) {
