@@ -14,6 +14,7 @@
 #include "box/box_internal.h"
 #include "box/copy.h"
 #include "box/host_files.h"
+#include "box/warm_python.h"
 #include "image/store.h"
 #include "agent_client/agent_client.h"
 #include "kernel/session.h"
@@ -129,6 +130,29 @@ class LocalBox final : public Box::Impl {
     return result;
   }
 
+  // Hands the program to the waiting python3 (Prewarm) when one waits and can run it as
+  // `python3 -c` would; else, or when it is gone, runs python3 as Exec does. What Exec would
+  // refuse goes to Exec, to be refused in its words.
+  StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) override {
+    box::WarmExec warm;
+    warm.env = BaseEnvironment();
+    for (const auto& [k, v] : options.env) warm.env[k] = v;
+    if (code.find('\0') == std::string_view::npos && options.cwd.find('\0') == std::string::npos &&
+        (!options.timeout || ValidateTimeout(*options.timeout, "").ok()) &&
+        ValidateEnvironment(warm.env).ok() && CheckUsable().ok()) {
+      warm.cwd = options.cwd.empty() ? options_.workdir : ResolveBoxPath(options_.workdir, options.cwd);
+      std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
+      if (auto left = TimeLeft()) timeout = std::min(timeout, *left);
+      if (timeout != kNoTimeout) warm.timeout = timeout;
+      if (auto result = warm_python_->Run(code, options, warm)) {
+        if (!result->ok()) return Explain(result->status(), "exec python3");
+        (*result)->driver = info_.driver;
+        return std::move(**result);
+      }
+    }
+    return Exec({"python3", "-c", std::string(code)}, options);
+  }
+
   StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options) override {
     if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "run code timeout"));
     RETURN_IF_ERROR(CheckUsable());
@@ -211,6 +235,7 @@ class LocalBox final : public Box::Impl {
     }
     cv_.notify_all();
     session_->Close();  // a cell waiting now returns "destroyed"; the kernel dies with the box
+    warm_python_->Close();
     if (watchdog_.joinable() && watchdog_.get_id() != std::this_thread::get_id()) watchdog_.join();
     (void)agent_->Shutdown(std::chrono::milliseconds(500));
     // The connection (agent_) lives until ~Impl: execs still running on other threads see it
@@ -220,10 +245,13 @@ class LocalBox final : public Box::Impl {
 
   const BoxInfo& info() const override { return info_; }
 
+  // python3 starts while the kernel does; then both are awaited.
   Status Prewarm(const PrewarmOptions& options) override {
-    RETURN_IF_ERROR(CheckUsable());
-    (void)options;
-    return FailedPrecondition("prewarm: not built yet");
+    RETURN_IF_ERROR(CheckUsable().WithContext("prewarm"));
+    if (options.python) RETURN_IF_ERROR(warm_python_->Start());
+    if (options.kernel) RETURN_IF_ERROR(session_->Start().WithContext("prewarm"));
+    if (options.python) RETURN_IF_ERROR(Explain(warm_python_->AwaitReady(), ""));
+    return Status::Ok();
   }
 
   // The workdir lives on the writable layer; it must exist before the first exec.
@@ -264,6 +292,18 @@ class LocalBox final : public Box::Impl {
     host.time_left = [this] { return TimeLeft(); };
     host.explain = [this](Status st, const std::string& what) { return Explain(st, what); };
     return std::make_unique<kernel::KernelSession>(std::move(host));
+  }
+
+  std::unique_ptr<box::WarmPython> MakeWarmPython() {
+    box::WarmHost host;
+    host.agent = agent_.get();
+    host.env = BaseEnvironment();
+    host.workdir = options_.workdir;
+    host.image = options_.image;
+    host.output_limit = options_.output_limit_bytes;
+    host.oom_kill_count = [this] { return backend_->OomKillCount(); };
+    host.time_left = [this] { return TimeLeft(); };
+    return std::make_unique<box::WarmPython>(std::move(host));
   }
 
   Status CheckUsable() {
@@ -319,6 +359,8 @@ class LocalBox final : public Box::Impl {
   bool expired_ = false;
   std::thread watchdog_;
   std::atomic<uint64_t> next_program_{0};
+  // Destroyed before the agent connection its execs use.
+  std::unique_ptr<box::WarmPython> warm_python_ = MakeWarmPython();
   // Last: destroyed first, while the agent connection it uses still exists.
   std::unique_ptr<kernel::KernelSession> session_ = MakeSession();
 };

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "box/option_text.h"
 #include "codebox/option_schema.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
@@ -31,18 +32,12 @@ StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, Box
 // "; did you mean --memory?" when `flag` is a few slips from a box flag, else "".
 std::string BoxFlagHint(const std::string& flag);
 
-// Text as a value of `spec` (given through `alias`, or its name when null): sizes as 512,
-// 512M, 2G in the unit of the name used; durations as seconds, 500ms, 2m or none; bools as
-// true/false/yes/no/1/0; the environment as K=V.
-StatusOr<OptionValue> ParseOptionText(const OptionSpec& spec, const OptionAlias* alias,
-                                      const std::string& text);
-
-// "512", "512M", "2G", "1.5G" -> MiB.
-StatusOr<uint64_t> ParseMebibytes(const std::string& text);
-// "30", "1.5", "500ms", "2m" -> milliseconds; at least 1 ms.
-StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text);
-// A duration, or "none" -> kNoTimeout.
-StatusOr<std::chrono::milliseconds> ParseTimeout(const std::string& text);
+// Option values as text (ParseOptionText, ParseMebibytes, ParseDuration, ParseTimeout): in
+// src/box/option_text.h, shared with the server's --pool specs.
+using box::ParseDuration;
+using box::ParseMebibytes;
+using box::ParseOptionText;
+using box::ParseTimeout;
 
 // Prints "codebox: <message>" to stderr (and a hint on a second line when given).
 void PrintError(const std::string& command, const Status& status);

@@ -41,7 +41,9 @@ options:
   --max-body MiB       the largest request body (default 64)
   --drain S            on SIGTERM, how long requests in flight may take (default 30)
   --log-format FMT     json (default) or text (the request lines as plain text)
-box options (the defaults of every box; a request's options start from them):
+
+The box options below are the defaults of every box; a request's options start from them.
+
 )";
 
 struct ServeFlags {
@@ -125,8 +127,9 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
     }
   }
   if (!flags.defaults.server.empty() || !flags.defaults.server_token.empty()) {
-    return InvalidArgument("--server and --server-token name a server to use, not one to be; "
-                           "use --listen and --token-file");
+    return InvalidArgument(
+        "--server and --server-token name a server to use, not one to be; "
+        "use --listen and --token-file");
   }
   if (flags.listen.empty()) flags.listen.push_back("unix:" + http::DefaultSocketPath());
   return flags;
@@ -163,9 +166,8 @@ std::string Join(const std::vector<std::string>& parts, const char* sep) {
 void LogRequest(const server::RequestReport& r, bool text) {
   int64_t ms = static_cast<int64_t>(r.seconds * 1000);
   if (text) {
-    std::string line = r.request.request_id + " " + r.request.method + " " +
-                       std::string(r.route) + " " + std::to_string(r.status) + " " +
-                       std::to_string(ms) + "ms";
+    std::string line = r.request.request_id + " " + r.request.method + " " + std::string(r.route) +
+                       " " + std::to_string(r.status) + " " + std::to_string(ms) + "ms";
     if (!r.box_id.empty()) line += " box=" + std::string(r.box_id);
     if (!r.error.ok()) line += " error=" + r.error.ToString();
     std::fprintf(stderr, "%s\n", line.c_str());

@@ -2,10 +2,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/text.h"
 #include "cli/box_flags.h"
@@ -16,7 +15,8 @@
 namespace codebox::cli {
 namespace {
 
-constexpr const char kStatusHelp[] = R"(usage: codebox status [--server ADDR] [--token-file F] [--json]
+constexpr const char kStatusHelp[] =
+    R"(usage: codebox status [--server ADDR] [--token-file F] [--json]
 
 Lists a codebox server's boxes and pools (`codebox serve`).
 
@@ -55,24 +55,24 @@ json Array(const json& j, const char* key) {
 }
 
 void PrintTable(const json& status) {
-  std::printf("codebox server %s, up %s s, %zu of %s boxes\n", Text(status, "version").c_str(),
-              Text(status, "uptime_s").c_str(), Array(status, "boxes").size(),
-              Text(status, "max_boxes").c_str());
+  auto uptime = status.find("uptime_s");
+  double up = uptime != status.end() && uptime->is_number() ? uptime->get<double>() : 0;
+  std::printf("codebox server %s, up %.0f s, %zu of %s boxes\n", Text(status, "version").c_str(),
+              up, Array(status, "boxes").size(), Text(status, "max_boxes").c_str());
   const json pools = Array(status, "pools");
   if (!pools.empty()) {
     std::printf("\n%-32s %7s %7s %9s %7s  %s\n", "POOL", "TARGET", "READY", "STARTING", "TAKEN",
                 "LAST ERROR");
     for (const json& p : pools) {
-      std::printf("%-32s %7s %7s %9s %7s  %s\n", Text(p, "spec").c_str(),
-                  Text(p, "target").c_str(), Text(p, "ready").c_str(),
-                  Text(p, "starting").c_str(), Text(p, "taken").c_str(),
+      std::printf("%-32s %7s %7s %9s %7s  %s\n", Text(p, "spec").c_str(), Text(p, "target").c_str(),
+                  Text(p, "ready").c_str(), Text(p, "starting").c_str(), Text(p, "taken").c_str(),
                   Text(p, "last_error").c_str());
     }
   }
   const json boxes = Array(status, "boxes");
   if (!boxes.empty()) {
-    std::printf("\n%-20s %-12s %-8s %-5s %-5s %8s  %s\n", "BOX", "IMAGE", "DRIVER", "STATE",
-                "POOL", "REQUESTS", "CREATED");
+    std::printf("\n%-20s %-12s %-8s %-5s %-5s %8s  %s\n", "BOX", "IMAGE", "DRIVER", "STATE", "POOL",
+                "REQUESTS", "CREATED");
     for (const json& b : boxes) {
       std::printf("%-20s %-12s %-8s %-5s %-5s %8s  %s\n", Text(b, "id").c_str(),
                   Text(b, "image").c_str(), Text(b, "driver").c_str(), Text(b, "state").c_str(),

@@ -137,7 +137,9 @@ Status Call::Exchange(Stream& stream, const Client::EventCallback* on_event, Cli
 
   stream.expires_at(deadline_);
   error_code ec = Run(ioc, [&](auto done) { bhttp::async_write(stream, req, done); });
-  if (ec) return Error(ec, "send to");
+  // A server may answer before it read the whole body (413) and close: read that answer.
+  error_code write_error = ec == beast::error::timeout ? error_code() : ec;
+  if (ec && !write_error) return Error(ec, "send to");
 
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::buffer_body> parser;
@@ -145,7 +147,8 @@ Status Call::Exchange(Stream& stream, const Client::EventCallback* on_event, Cli
   parser.body_limit(o_.max_response_bytes);
   if (on_event != nullptr) stream.expires_after(r_.timeout);
   ec = Run(ioc, [&](auto done) { bhttp::async_read_header(stream, buffer, parser, done); });
-  if (ec) return Error(ec, "read the answer from");
+  if (ec)
+    return Error(write_error ? write_error : ec, write_error ? "send to" : "read the answer from");
 
   const auto& head = parser.get();
   out->status = head.result_int();

@@ -103,9 +103,29 @@ class ConnectionImpl : public Connection,
     read_timer_.async_wait([self = this->shared_from_this(), gen](error_code ec) {
       if (!ec && gen == self->read_gen_) self->Close();
     });
-    bhttp::async_read(
+    bhttp::async_read_header(
         socket_, buffer_, *parser_,
-        [self = this->shared_from_this()](error_code ec, size_t) { self->OnRead(ec); });
+        [self = this->shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  // The body is read after the header, so that a client waiting for "100 Continue" (curl
+  // with a large upload) gets it; the size limits were checked on the header already.
+  void OnHeader(error_code ec) {
+    if (ec || closed_ || parser_->is_done()) return OnRead(ec);
+    auto read_body = [self = this->shared_from_this()] {
+      bhttp::async_read(self->socket_, self->buffer_, *self->parser_,
+                        [self](error_code ec, size_t) { self->OnRead(ec); });
+    };
+    if (!beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) return read_body();
+    auto msg = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_, 11);
+    Enqueue(
+        [msg](Socket& socket, WriteDone done) {
+          bhttp::async_write(socket, *msg, [msg, done](error_code ec, size_t) { done(ec); });
+        },
+        [self = this->shared_from_this(), read_body](error_code ec) {
+          if (ec) return self->Close();
+          read_body();
+        });
   }
 
   void OnRead(error_code ec) {

@@ -60,7 +60,8 @@ TEST(ServerLimitsTest, BodyOverTheLimitIs413) {
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->status, 200);
   for (const Client& c : {t->UnixClient(), t->TcpClient()}) {
-    auto resp = c.Send(Post("/echo", std::string(200'000, 'a')));
+    // Larger than the socket buffers: the answer comes before the body is all sent.
+    auto resp = c.Send(Post("/echo", std::string(16 << 20, 'a')));
     ASSERT_TRUE(resp.ok()) << resp.status().ToString();
     EXPECT_EQ(resp->status, 413);
     EXPECT_NE(resp->body.find("\"payload_too_large\""), std::string::npos) << resp->body;

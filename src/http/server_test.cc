@@ -5,6 +5,8 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
@@ -91,6 +93,27 @@ TEST(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
     EXPECT_TRUE(resp.keep_alive());
   }
   EXPECT_EQ(t->server->stats().connections_open, 1u);
+}
+
+TEST(ServerTest, ExpectContinueGetsAnInterimAnswer) {
+  namespace net = boost::asio;
+  TestHandler handler;
+  auto t = StartTestServer(&handler);
+  ASSERT_TRUE(t);
+  net::io_context ioc;
+  net::ip::tcp::socket socket(ioc);
+  socket.connect({net::ip::make_address("127.0.0.1"), t->tcp_address.port});
+  net::write(socket, net::buffer(std::string("POST /echo HTTP/1.1\r\nHost: x\r\n"
+                                             "Content-Length: 4\r\nExpect: 100-continue\r\n\r\n")));
+  std::string got(25, '\0');
+  net::read(socket, net::buffer(got));
+  EXPECT_EQ(got, "HTTP/1.1 100 Continue\r\n\r\n");
+  net::write(socket, net::buffer(std::string("body")));
+  boost::beast::flat_buffer buffer;
+  boost::beast::http::response<boost::beast::http::string_body> resp;
+  boost::beast::http::read(socket, buffer, resp);
+  EXPECT_EQ(resp.result_int(), 200);
+  EXPECT_NE(resp.body().find("body: body"), std::string::npos) << resp.body();
 }
 
 TEST(ServerTest, TokensAreRequiredExceptOnPublicPaths) {

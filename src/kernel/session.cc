@@ -340,6 +340,14 @@ StatusOr<Execution> KernelSession::RunCode(std::string_view code, const RunCodeO
   return AwaitCell(lock, kernel, timeout, options, oom_before);
 }
 
+Status KernelSession::Start() {
+  std::lock_guard<std::mutex> cell(cell_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (closed_) return InvalidArgument("the box has been destroyed; create a new box");
+  if (kernel_) return Status::Ok();
+  return StartKernel(lock).status();
+}
+
 Status KernelSession::Interrupt() {
   std::lock_guard<std::mutex> lock(mu_);
   if (cell_running_) interrupt_requested_ = true;

@@ -60,6 +60,9 @@ class KernelSession {
   KernelSession& operator=(const KernelSession&) = delete;
 
   StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options);
+  // Starts the kernel now unless there is one (Box::Prewarm), so the first cell does not wait
+  // for it. A kernel that died is left for the next RunCode to report.
+  Status Start();
   Status Restart();
   Status Interrupt();
   // Ends the kernel and refuses later cells (the box is going away).

@@ -135,7 +135,8 @@ void Call::NoteError(const Status& status) {
 void Call::ObserveExec(std::string_view kind, std::chrono::steady_clock::time_point since) {
   const ApiHooks& hooks = context.options.hooks;
   if (!hooks.on_exec) return;
-  hooks.on_exec(kind, std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count());
+  hooks.on_exec(kind,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count());
 }
 
 Api::Api(ApiOptions options, BoxRegistry* registry) : context_(std::make_unique<Context>()) {

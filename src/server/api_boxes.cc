@@ -5,13 +5,12 @@
 #include "server/api_internal.h"
 #include "server/api_json.h"
 #include "server/api_request.h"
+#include "server/openapi.h"
 
 namespace codebox::server {
 
 using nlohmann::json;
 
-// src/server/openapi.json, embedded by CMakeLists.txt (openapi_source.cc).
-extern const char kOpenApiJson[];
 std::string_view OpenApiDocument() { return kOpenApiJson; }
 
 void CreateBox(Call& call) {
@@ -54,9 +53,8 @@ json PoolsJson(const BoxRegistry& registry) {
 
 void Healthz(Call& call) {
   const BoxRegistry& registry = *call.context.registry;
-  call.RespondJson(200, {{"status", "ok"},
-                         {"boxes", registry.box_count()},
-                         {"pools", PoolsJson(registry)}});
+  call.RespondJson(
+      200, {{"status", "ok"}, {"boxes", registry.box_count()}, {"pools", PoolsJson(registry)}});
 }
 
 void ServerStatus(Call& call) {

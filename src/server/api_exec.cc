@@ -73,8 +73,8 @@ void AnswerBoxExec(Call& call, std::string_view kind, ExecOptions options,
   auto lease = call.context.registry->Acquire(call.box_id);
   if (!lease.ok()) return call.RespondError(lease.status());
   Box& box = lease->box();
-  std::string marker = std::string(kRequestMarker) + "=" + call.box_id + "/" +
-                       call.request.request_id;
+  std::string marker =
+      std::string(kRequestMarker) + "=" + call.box_id + "/" + call.request.request_id;
   options.env[kRequestMarker] = marker.substr(sizeof kRequestMarker);
   AnswerExec(
       call, kind, std::move(options), [&](const ExecOptions& o) { return run(box, o); },

@@ -27,8 +27,8 @@ StatusOr<uint32_t> ModeParam(const Call& call) {
   auto it = call.request.query.find("mode");
   if (it == call.request.query.end()) return 0644u;
   const std::string& text = it->second;
-  bool octal = !text.empty() && text.size() <= 4 &&
-               text.find_first_not_of("01234567") == std::string::npos;
+  bool octal =
+      !text.empty() && text.size() <= 4 && text.find_first_not_of("01234567") == std::string::npos;
   if (!octal) return InvalidArgument("mode '" + text + "' is not octal permission bits like 0644");
   return static_cast<uint32_t>(std::stoul(text, nullptr, 8));
 }

@@ -4,9 +4,8 @@
 #define CODEBOX_SERVER_API_INTERNAL_H_
 
 #include <chrono>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "codebox/status.h"
 #include "http/server.h"

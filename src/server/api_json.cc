@@ -66,9 +66,9 @@ json BoxJson(const BoxRecord& b) {
 }
 
 json PoolJson(const PoolStatus& p) {
-  return {{"spec", p.spec},         {"image", p.image}, {"target", p.target},
-          {"ready", p.ready},       {"starting", p.starting}, {"taken", p.taken},
-          {"last_error", p.last_error}};
+  return {
+      {"spec", p.spec},         {"image", p.image}, {"target", p.target},        {"ready", p.ready},
+      {"starting", p.starting}, {"taken", p.taken}, {"last_error", p.last_error}};
 }
 
 json FileEntryJson(const FileEntry& f) {

@@ -5,10 +5,9 @@
 #define CODEBOX_SERVER_API_JSON_H_
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "codebox/box.h"
 #include "codebox/execution.h"

@@ -51,8 +51,7 @@ StatusOr<std::string> RequiredString(const json& object, const char* name) {
     return InvalidArgument(std::string("the field '") + name + "' is required");
   }
   if (!it->is_string()) {
-    return InvalidArgument(std::string("'") + name + "' must be a string, got " +
-                           it->type_name());
+    return InvalidArgument(std::string("'") + name + "' must be a string, got " + it->type_name());
   }
   return it->get<std::string>();
 }
@@ -85,7 +84,8 @@ Status FinishBoxOptions(BoxOptions* options, const BoxOptions& defaults,
   options->home = defaults.home;
   options->server.clear();
   options->server_token.clear();
-  if (max_lifetime != kNoTimeout) options->box_timeout = std::min(options->box_timeout, max_lifetime);
+  if (max_lifetime != kNoTimeout)
+    options->box_timeout = std::min(options->box_timeout, max_lifetime);
   return options->Validate();
 }
 

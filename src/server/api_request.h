@@ -6,11 +6,10 @@
 #define CODEBOX_SERVER_API_REQUEST_H_
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "codebox/execution.h"
 #include "codebox/options.h"

@@ -8,10 +8,9 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "codebox/status.h"
 #include "http/server.h"

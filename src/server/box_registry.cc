@@ -1,4 +1,4 @@
-// BoxRegistry's public calls and its reaper. Box::Create and Box::Destroy are slow (a jail
+// BoxRegistry's public calls. Box::Create and Box::Destroy are slow (a jail
 // ~10-40 ms, a vm seconds), so neither ever runs with `mu` held: a slot of max_boxes is
 // reserved under the lock, the box started without it, and registered under it again.
 #include "server/box_registry.h"
@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/paths.h"
 #include "box/backend.h"
 #include "box/leftovers.h"
 #include "server/box_registry_state.h"
@@ -18,22 +19,10 @@ namespace codebox::server {
 namespace {
 
 using base::LogLevel;
-using std::chrono::milliseconds;
 
 double Ms(Clock::duration d) {
   return static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(d).count()) /
          1000.0;
-}
-
-// Ends a box outside the lock, with a log line naming it and why.
-void DestroyBox(const std::string& id, const std::shared_ptr<Box>& box, std::string_view why) {
-  Status st = box->Destroy();
-  if (st.ok()) {
-    JsonLog::Write(LogLevel::kInfo, "box destroyed", {{"box", id}, {"reason", why}});
-  } else {
-    JsonLog::Write(LogLevel::kWarn, "box destroy failed",
-                   {{"box", id}, {"reason", why}, {"error", st.ToString()}});
-  }
 }
 
 }  // namespace
@@ -54,6 +43,16 @@ std::string NewBoxId() {
     id += kHex[b & 15];
   }
   return id;
+}
+
+void DestroyBox(const std::string& id, const std::shared_ptr<Box>& box, std::string_view why) {
+  Status st = box->Destroy();
+  if (st.ok()) {
+    JsonLog::Write(LogLevel::kInfo, "box destroyed", {{"box", id}, {"reason", why}});
+  } else {
+    JsonLog::Write(LogLevel::kWarn, "box destroy failed",
+                   {{"box", id}, {"reason", why}, {"error", st.ToString()}});
+  }
 }
 
 BoxRegistry::State::State(RegistryOptions o) : options(std::move(o)) {
@@ -152,56 +151,6 @@ BoxRecord BoxRegistry::State::RegisterLocked(std::string id, std::shared_ptr<Box
   return record;
 }
 
-Clock::duration BoxRegistry::State::ReapPeriod() const {
-  milliseconds period = std::min(options.idle_timeout, options.max_lifetime);
-  if (period != kNoTimeout) period /= 4;
-  return std::clamp(period, milliseconds(10), milliseconds(1000));
-}
-
-void BoxRegistry::State::ReapLoop() {
-  std::unique_lock<std::mutex> lock(mu);
-  while (!stopping) {
-    const auto now = Clock::now();
-    std::vector<std::pair<RegisteredBox, std::string>> victims;
-    for (auto it = boxes.begin(); it != boxes.end();) {
-      RegisteredBox& b = it->second;
-      const char* why = nullptr;
-      if (b.deadline && now >= *b.deadline) {
-        why = "lifetime";
-      } else if (b.leases == 0 && options.idle_timeout != kNoTimeout &&
-                 now - b.last_active >= options.idle_timeout) {
-        why = "idle";
-      }
-      if (why == nullptr) {
-        ++it;
-        continue;
-      }
-      victims.emplace_back(std::move(b), why);
-      it = boxes.erase(it);
-    }
-    // A pool box's lifetime runs while it waits: one past half of it is replaced, so a box
-    // handed out always has at least half its lifetime left.
-    std::vector<ReadyBox> stale;
-    for (Pool& pool : pools) {
-      if (pool.options.box_timeout == kNoTimeout) continue;
-      while (!pool.ready.empty() &&
-             now - pool.ready.front().started >= pool.options.box_timeout / 2) {
-        stale.push_back(std::move(pool.ready.front()));
-        pool.ready.pop_front();
-      }
-    }
-    if (!stale.empty()) cv.notify_all();
-    lock.unlock();
-    for (auto& [b, why] : victims) DestroyBox(b.record.id, b.box, why);
-    for (ReadyBox& r : stale) DestroyBox(r.id, r.box, "pool box past half its lifetime");
-    victims.clear();  // the boxes (and their slots) go here, outside the lock
-    stale.clear();
-    lock.lock();
-    if (stopping) break;
-    cv.wait_for(lock, ReapPeriod());
-  }
-}
-
 BoxRegistry::BoxRegistry(RegistryOptions options)
     : state_(std::make_shared<State>(std::move(options))) {}
 
@@ -215,8 +164,8 @@ void BoxRegistry::Start() {
   }
   // What a server killed with -9 left behind (the same walk as `codebox gc`); its owner is
   // gone, so nothing of a live process is touched.
-  box::LeftoverReport report =
-      box::CollectLeftovers({.home = state_->options.defaults.home, .walk_all_cgroups = true});
+  box::LeftoverReport report = box::CollectLeftovers(
+      {.home = base::CodeboxHome(state_->options.defaults.home), .walk_all_cgroups = true});
   for (const std::string& what : report.removed) {
     JsonLog::Write(LogLevel::kInfo, "removed leftover of a dead codebox process",
                    {{"leftover", what}});
@@ -237,11 +186,12 @@ StatusOr<BoxRecord> BoxRegistry::Create(const BoxOptions& options) {
   const BoxOptions o = s.Normalize(options);
   const std::string key = PoolMatchKey(o);
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::unique_lock<std::mutex> lock(s.mu);
     if (s.stopping) return Unavailable("the server is shutting down; retry on another");
     if (auto ready = s.TakeFromPoolLocked(key)) {
       BoxRecord record =
           s.RegisterLocked(std::move(ready->id), std::move(ready->box), o, true, ready->started);
+      lock.unlock();
       JsonLog::Write(LogLevel::kInfo, "box created",
                      {{"box", record.id}, {"image", o.image}, {"from_pool", true}});
       return record;
@@ -344,17 +294,32 @@ Status BoxRegistry::Destroy(std::string_view id) {
   return Status::Ok();
 }
 
+namespace {
+
+// What TakeOneShot hands out, through an aliasing shared_ptr<Box>: its end is logged with its
+// id, then the box goes (and with it its slot).
+struct OneShot {
+  std::string id;
+  std::shared_ptr<Box> box;
+  ~OneShot() {
+    JsonLog::Write(LogLevel::kInfo, "box destroyed", {{"box", id}, {"reason", "one-shot"}});
+  }
+};
+
+}  // namespace
+
 StatusOr<std::shared_ptr<Box>> BoxRegistry::TakeOneShot(const BoxOptions& options,
                                                         bool* from_pool) {
   State& s = *state_;
   const BoxOptions o = s.Normalize(options);
   const std::string key = PoolMatchKey(o);
-  std::shared_ptr<Box> box;
+  auto taken = std::make_shared<OneShot>();
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.stopping) return Unavailable("the server is shutting down; retry on another");
     if (auto ready = s.TakeFromPoolLocked(key)) {
-      box = std::move(ready->box);
+      taken->id = std::move(ready->id);
+      taken->box = std::move(ready->box);
     } else if (!s.ReserveSlotLocked()) {
       return ResourceExhausted("the server holds " + std::to_string(s.slots) +
                                " boxes, its limit (--max-boxes " +
@@ -363,8 +328,9 @@ StatusOr<std::shared_ptr<Box>> BoxRegistry::TakeOneShot(const BoxOptions& option
       ++s.demand_starting;
     }
   }
-  if (from_pool != nullptr) *from_pool = box != nullptr;
-  if (box == nullptr) {
+  const bool pooled = taken->box != nullptr;
+  if (from_pool != nullptr) *from_pool = pooled;
+  if (!pooled) {
     auto started = s.StartBox(o, "one-shot");
     {
       std::lock_guard<std::mutex> lock(s.mu);
@@ -376,11 +342,20 @@ StatusOr<std::shared_ptr<Box>> BoxRegistry::TakeOneShot(const BoxOptions& option
                      {{"image", o.image}, {"error", started.status().ToString()}});
       return started.status();
     }
-    box = std::move(*started);
+    taken->id = NewBoxId();
+    taken->box = std::move(*started);
   }
-  std::lock_guard<std::mutex> lock(s.mu);
-  std::erase_if(s.oneshots, [](const std::weak_ptr<Box>& w) { return w.expired(); });
-  s.oneshots.push_back(box);
+  std::shared_ptr<Box> box(taken, taken->box.get());
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    // When stopping, Shutdown has swept the one-shots already: this one goes on return.
+    if (s.stopping) return Unavailable("the server is shutting down; retry on another");
+    std::erase_if(s.oneshots, [](const std::weak_ptr<Box>& w) { return w.expired(); });
+    s.oneshots.push_back(box);
+  }
+  JsonLog::Write(
+      LogLevel::kInfo, "box created",
+      {{"box", taken->id}, {"image", o.image}, {"from_pool", pooled}, {"one_shot", true}});
   return box;
 }
 
@@ -413,6 +388,9 @@ BoxStartCounts BoxRegistry::start_counts() const {
 
 std::vector<BoxCount> BoxRegistry::CountBoxes() const {
   std::map<std::pair<std::string, std::string>, uint32_t> counts;
+  // A one-shot's caller may drop it while we look: this may then hold its last reference,
+  // which must go after the lock (its deleter takes the lock).
+  std::vector<std::shared_ptr<Box>> held;
   std::lock_guard<std::mutex> lock(state_->mu);
   uint32_t counted = 0;
   for (const auto& [id, b] : state_->boxes) {
@@ -431,6 +409,7 @@ std::vector<BoxCount> BoxRegistry::CountBoxes() const {
     if (auto box = weak.lock()) {
       ++counts[{box->info().driver, "oneshot"}];
       ++counted;
+      held.push_back(std::move(box));
     }
   }
   // What is left of the slots: request starts under way, or destroyed boxes a lease holds.

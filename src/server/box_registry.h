@@ -20,10 +20,10 @@ namespace codebox::server {
 // One warm pool: `size` never-used boxes of `options`, each prewarmed (a python3 waiting for
 // code; also the kernel when `kernel`). `--pool python=4,driver=jail,memory=256,kernel=1`.
 struct PoolSpec {
-  BoxOptions options;
+  BoxOptions options = {};
   uint32_t size = 0;
   bool kernel = false;
-  std::string text;  // as given, for logs and `codebox status`
+  std::string text = {};  // as given, for logs and `codebox status`
 };
 // "IMAGE=N[,KEY=VALUE...]": KEY is any box option (schema names, aliases or flag names,
 // e.g. driver, memory, cpus) or "kernel"; errors name the part that is wrong.
@@ -35,10 +35,10 @@ struct RegistryOptions {
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
   // The longest a box lives; a box_timeout a client asks for is capped to it.
   std::chrono::milliseconds max_lifetime{std::chrono::hours(1)};
-  std::vector<PoolSpec> pools;
+  std::vector<PoolSpec> pools = {};
   // Options the server sets for every box (home: where images live); a client's options
   // start from these.
-  BoxOptions defaults;
+  BoxOptions defaults = {};
   // Pool boxes started at once (refills). On 2 cores a few starts at a time finish sooner
   // than many at once, and leave CPU to requests.
   uint32_t pool_start_concurrency = 2;
@@ -90,8 +90,10 @@ class BoxRegistry {
   void Start();
 
   // A registered box for `options` (already merged with the defaults and validated): a pool
-  // box when one with equal options (box::BoxShapeKey) is ready, else started now.
-  // kResourceExhausted at max_boxes.
+  // box when one with equal options (box::BoxShapeKey, and the options Box applies per exec:
+  // timeouts, env, output limit, the driver "auto" resolves to) is ready, else started now.
+  // box_timeout is capped at max_lifetime; prestart is ignored (a spare jail would be a box
+  // outside max_boxes). kResourceExhausted at max_boxes.
   StatusOr<BoxRecord> Create(const BoxOptions& options);
 
   // A box held for one request; the box is "busy" and not idle-reaped while any lease on it

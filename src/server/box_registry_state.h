@@ -79,7 +79,7 @@ struct BoxRegistry::State : std::enable_shared_from_this<BoxRegistry::State> {
                            bool from_pool, Clock::time_point started);
 
   void FillLoop();  // pool.cc: one of the pool start threads
-  void ReapLoop();  // box_registry.cc: idle timeout, lifetime, stale pool boxes
+  void ReapLoop();  // reaper.cc: idle timeout, lifetime, stale pool boxes
   Clock::duration ReapPeriod() const;
 
   const RegistryOptions options;
@@ -100,6 +100,9 @@ struct BoxRegistry::State : std::enable_shared_from_this<BoxRegistry::State> {
 
 // "b-" + 16 hex digits from getrandom(2).
 std::string NewBoxId();
+
+// Box::Destroy() with a log line naming the box and why. Never with `mu` held: it is slow.
+void DestroyBox(const std::string& id, const std::shared_ptr<Box>& box, std::string_view why);
 
 }  // namespace codebox::server
 

@@ -2,7 +2,9 @@
 // that keep each pool filled with started, prewarmed boxes.
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 
+#include "box/option_text.h"
 #include "box/options_json.h"
 #include "codebox/option_schema.h"
 #include "server/box_registry.h"
@@ -26,45 +28,6 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
     parts.push_back(text.substr(start, end - start));
     if (end == std::string_view::npos) return parts;
     start = end + 1;
-  }
-}
-
-StatusOr<bool> ParseBool(std::string_view text) {
-  if (text == "1" || text == "true" || text == "yes") return true;
-  if (text == "0" || text == "false" || text == "no") return false;
-  return InvalidArgument("wants true or false (1/0, yes/no), got '" + std::string(text) + "'");
-}
-
-// The text after "KEY=" as a value of `spec`; the schema checks it when it is set.
-StatusOr<OptionValue> ValueOf(const OptionSpec& spec, std::string_view text) {
-  const std::string s(text);
-  switch (spec.type) {
-    case OptionType::kBool: {
-      ASSIGN_OR_RETURN(bool b, ParseBool(text));
-      return OptionValue(b);
-    }
-    case OptionType::kDuration:
-      if (spec.allows_none && text == "none") return OptionValue("none");
-      [[fallthrough]];
-    case OptionType::kInteger:
-    case OptionType::kSize:
-    case OptionType::kNumber: {
-      char* end = nullptr;
-      double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || end != s.c_str() + s.size()) {
-        return InvalidArgument("wants a number" +
-                               (spec.unit.empty() ? "" : " of " + std::string(spec.unit)) +
-                               ", got '" + s + "'");
-      }
-      return OptionValue(v);
-    }
-    case OptionType::kEnvironment: {
-      size_t eq = s.find('=');
-      if (eq == std::string::npos || eq == 0) return InvalidArgument("wants K=V, got '" + s + "'");
-      return OptionValue(OptionValue::Environment{{s.substr(0, eq), s.substr(eq + 1)}});
-    }
-    default:
-      return OptionValue(s);
   }
 }
 
@@ -105,10 +68,11 @@ StatusOr<PoolSpec> ParsePoolSpec(std::string_view text, const BoxOptions& defaul
     }
     const std::string key = part.substr(0, peq);
     const std::string_view value = std::string_view(part).substr(peq + 1);
-    if (key == "kernel") {
-      auto b = ParseBool(value);
+    if (key == "kernel") {  // not a box option: whether pool boxes start the kernel too
+      static const OptionSpec kKernel{.name = "kernel", .type = OptionType::kBool};
+      auto b = box::ParseOptionText(kKernel, nullptr, std::string(value));
       if (!b.ok()) return b.status().WithContext(where + ": kernel");
-      spec.kernel = *b;
+      spec.kernel = b->as_bool();
       continue;
     }
     OptionMatch match = FindOption(BoxOptionSchema(), key);
@@ -116,7 +80,7 @@ StatusOr<PoolSpec> ParsePoolSpec(std::string_view text, const BoxOptions& defaul
     if (match.spec->name == "server" || match.spec->name == "server_token") {
       return InvalidArgument(where + ": " + key + " cannot be set for a pool: its boxes run here");
     }
-    auto v = ValueOf(*match.spec, value);
+    auto v = box::ParseOptionText(*match.spec, match.alias, std::string(value));
     if (!v.ok()) return v.status().WithContext(where + ": " + key);
     if (match.spec->type == OptionType::kEnvironment) {  // env=A=1,env=B=2 add up
       env.push_back(v->as_environment().at(0));
@@ -153,7 +117,7 @@ std::string PoolMatchKey(const BoxOptions& options) {
 
 // One fill thread: picks the pool furthest below its size, starts one box for it outside the
 // lock, and repeats. Waits while the server is full (pool boxes count in max_boxes), while a
-// request is starting a box (requests come first), and while a failing pool backs off.
+// failing pool backs off, and (all but one thread) while a request is starting a box.
 void BoxRegistry::State::FillLoop() {
   std::unique_lock<std::mutex> lock(mu);
   while (!stopping) {
@@ -161,7 +125,11 @@ void BoxRegistry::State::FillLoop() {
     Pool* pick = nullptr;
     int64_t pick_deficit = 0;
     std::optional<Clock::time_point> wake;
-    if (slots < options.max_boxes && demand_starting == 0) {
+    uint32_t pool_starting = 0;
+    for (const Pool& pool : pools) pool_starting += pool.starting;
+    // Requests come first: while one starts a box, only one refill runs (not none, so a pool
+    // under steady load still recovers).
+    if (slots < options.max_boxes && (demand_starting == 0 || pool_starting == 0)) {
       for (Pool& pool : pools) {
         const int64_t deficit =
             int64_t{pool.spec.size} - int64_t(pool.ready.size()) - int64_t{pool.starting};
@@ -203,27 +171,33 @@ void BoxRegistry::State::FillLoop() {
 
     lock.lock();
     --pool.starting;
+    std::vector<std::function<void()>> logs;  // written after the lock is released
+    const std::string pool_text = pool.spec.text;
     if (box.ok()) {
       if (pool.failures > 0) {
-        JsonLog::Write(LogLevel::kInfo, "pool starts boxes again",
-                       {{"pool", pool.spec.text}, {"failures", pool.failures}});
+        logs.push_back([pool_text, failures = pool.failures] {
+          JsonLog::Write(LogLevel::kInfo, "pool starts boxes again",
+                         {{"pool", pool_text}, {"failures", failures}});
+        });
       }
       pool.failures = 0;
       pool.last_error.clear();
       if (!prewarmed.ok() && !pool.prewarm_unavailable_logged) {
         pool.prewarm_unavailable_logged = true;  // FailedPrecondition: usable, only not warm
-        JsonLog::Write(LogLevel::kWarn, "pool boxes are not prewarmed",
-                       {{"pool", pool.spec.text}, {"box", id}, {"error", prewarmed.ToString()}});
+        logs.push_back([pool_text, id, error = prewarmed.ToString()] {
+          JsonLog::Write(LogLevel::kWarn, "pool boxes are not prewarmed",
+                         {{"pool", pool_text}, {"box", id}, {"error", error}});
+        });
       }
       if (stopping) {
         discard = std::move(*box);
       } else {
         pool.ready.push_back({.id = id, .box = std::move(*box), .started = t0});
-        JsonLog::Write(
-            LogLevel::kDebug, "pool box ready",
-            {{"pool", pool.spec.text},
-             {"box", id},
-             {"ms", std::chrono::duration<double, std::milli>(Clock::now() - t0).count()}});
+        logs.push_back([pool_text, id,
+                        ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count()] {
+          JsonLog::Write(LogLevel::kDebug, "pool box ready",
+                         {{"pool", pool_text}, {"box", id}, {"ms", ms}});
+        });
       }
     } else {
       ++pool.failures;
@@ -232,16 +206,17 @@ void BoxRegistry::State::FillLoop() {
           kBackoffBase * (1 << std::min<uint32_t>(pool.failures - 1, 10)), kBackoffMax);
       pool.retry_at = Clock::now() + backoff;
       if (pool.failures == 1) {  // once per failure streak: a missing image must not flood
-        JsonLog::Write(LogLevel::kError, "pool box start failed; retrying with backoff",
-                       {{"pool", pool.spec.text}, {"box", id}, {"error", pool.last_error}});
+        logs.push_back([pool_text, id, error = pool.last_error] {
+          JsonLog::Write(LogLevel::kError, "pool box start failed; retrying with backoff",
+                         {{"pool", pool_text}, {"box", id}, {"error", error}});
+        });
       }
     }
     cv.notify_all();
-    if (discard) {
-      lock.unlock();
-      discard.reset();
-      lock.lock();
-    }
+    lock.unlock();
+    for (const auto& log : logs) log();
+    discard.reset();
+    lock.lock();
   }
 }
 

@@ -28,7 +28,9 @@ class ApiAuthTest : public ServerFixture {
 TEST_F(ApiAuthTest, TokensOnUnixAndTcp) {
   for (bool tcp : {false, true}) {
     SCOPED_TRACE(tcp ? "tcp" : "unix");
-    auto client = [&](const std::string& token) { return tcp ? TcpClient(token) : UnixClient(token); };
+    auto client = [&](const std::string& token) {
+      return tcp ? TcpClient(token) : UnixClient(token);
+    };
     http::ClientRequest status;
     status.target = "/v1/status";
     for (const std::string& wrong : {std::string(), std::string("first-token-012345678"),
@@ -65,7 +67,7 @@ class ApiLoadTest : public ServerFixture {
     auto pool = server::ParsePoolSpec("python=4", TestBoxOptions());
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
     pools_ = {*pool};
-    max_boxes_ = 24;
+    max_boxes_ = 8;  // 16 threads against 8 boxes (4 of them the pool): some answers are 429
     ServerFixture::SetUp();
   }
 };

@@ -20,8 +20,13 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-class ApiStreamTest : public ServerFixture {
+// Every test runs over the unix socket and over loopback TCP.
+class ApiStreamTest : public ServerFixture, public ::testing::WithParamInterface<bool> {
  protected:
+  void SetUp() override {
+    tcp_ = GetParam();
+    ServerFixture::SetUp();
+  }
   // Waits (at most 10 s) for the box to be idle again: no request holds it.
   bool BecomesIdle(const std::string& id) {
     for (auto end = Clock::now() + std::chrono::seconds(10); Clock::now() < end;) {
@@ -40,10 +45,11 @@ class ApiStreamTest : public ServerFixture {
     request.body = body;
     request.headers = {{"Accept", "text/event-stream"}};
     int events = 0;
-    auto r = UnixClient().SendForEvents(request, [&](std::string_view, std::string_view) {
-      ++events;
-      return Status(StatusCode::kInternal, "the test hangs up");
-    });
+    auto r = (tcp_ ? TcpClient() : UnixClient())
+                 .SendForEvents(request, [&](std::string_view, std::string_view) {
+                   ++events;
+                   return Status(StatusCode::kInternal, "the test hangs up");
+                 });
     EXPECT_FALSE(r.ok()) << "the callback's error ends the stream";
     EXPECT_EQ(events, 1);
   }
@@ -60,7 +66,7 @@ constexpr char kInterleave[] =
     "    print('out', i, flush=True); time.sleep(0.05)\n"
     "    print('err', i, file=sys.stderr, flush=True); time.sleep(0.05)\n";
 
-TEST_F(ApiStreamTest, ExecEventsInOrderThenDone) {
+TEST_P(ApiStreamTest, ExecEventsInOrderThenDone) {
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
   json body = {{"argv", {"python3", "-c", kInterleave}}};
@@ -92,7 +98,7 @@ TEST_F(ApiStreamTest, ExecEventsInOrderThenDone) {
   ExpectFits("RunResult", run[1].data);
 }
 
-TEST_F(ApiStreamTest, RunCodeEventsInOrderThenDone) {
+TEST_P(ApiStreamTest, RunCodeEventsInOrderThenDone) {
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
   json body = {{"code", "print('a', flush=True)\ndisplay('shown')\nprint('b')\n6 * 7"}};
@@ -103,9 +109,9 @@ TEST_F(ApiStreamTest, RunCodeEventsInOrderThenDone) {
     GTEST_SKIP() << "no IPython in the image";
   }
   std::vector<std::string> names;
-  for (const auto& e : events) names.push_back(e.name + ":" + (e.data.contains("text")
-                                                                  ? e.data["text"].get<std::string>()
-                                                                  : e.data.dump()));
+  for (const auto& e : events)
+    names.push_back(e.name + ":" +
+                    (e.data.contains("text") ? e.data["text"].get<std::string>() : e.data.dump()));
   ASSERT_EQ(events.size(), 5u) << ::testing::PrintToString(names);
   EXPECT_EQ(events[0].name, "stdout");
   EXPECT_EQ(events[0].data["text"], "a\n");
@@ -120,7 +126,7 @@ TEST_F(ApiStreamTest, RunCodeEventsInOrderThenDone) {
   ExpectFits("Execution", events[4].data);
 }
 
-TEST_F(ApiStreamTest, ClientGoneMidExecLeavesTheBoxIdle) {
+TEST_P(ApiStreamTest, ClientGoneMidExecLeavesTheBoxIdle) {
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
   auto start = Clock::now();
@@ -137,7 +143,20 @@ TEST_F(ApiStreamTest, ClientGoneMidExecLeavesTheBoxIdle) {
   EXPECT_EQ(Json(ps)["stdout"], "0\n") << "the exec's processes were killed";
 }
 
-TEST_F(ApiStreamTest, ClientGoneMidCellInterruptsIt) {
+TEST_P(ApiStreamTest, ClientGoneMidPlainExecKillsIt) {
+  std::string id = CreateBox();
+  ASSERT_FALSE(id.empty());
+  http::ClientRequest request;
+  request.method = "POST";
+  request.target = "/v1/boxes/" + id + "/exec";
+  request.body = json({{"argv", {"sleep", "60"}}, {"timeout", 120}}).dump();
+  request.timeout = std::chrono::milliseconds(500);  // the client gives up and hangs up
+  auto r = (tcp_ ? TcpClient() : UnixClient()).Send(request);
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(BecomesIdle(id)) << "a plain exec was left running after its client went away";
+}
+
+TEST_P(ApiStreamTest, ClientGoneMidCellInterruptsIt) {
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
   auto probe = Call("POST", "/v1/boxes/" + id + "/run_code", "/v1/boxes/{id}/run_code",
@@ -152,7 +171,7 @@ TEST_F(ApiStreamTest, ClientGoneMidCellInterruptsIt) {
   EXPECT_EQ(Json(next)["results"][0]["data"]["text/plain"], "2") << "interrupted, state kept";
 }
 
-TEST_F(ApiStreamTest, ClientGoneMidOneShotRunFreesItsBox) {
+TEST_P(ApiStreamTest, ClientGoneMidOneShotRunFreesItsBox) {
   json body = {{"code", "print('started', flush=True)\nimport time\ntime.sleep(60)"},
                {"timeout", 120}};
   auto start = Clock::now();
@@ -165,10 +184,10 @@ TEST_F(ApiStreamTest, ClientGoneMidOneShotRunFreesItsBox) {
   EXPECT_TRUE(freed) << "the one-shot box outlived its client";
 }
 
-// Jail supervisors (codebox-jail) that are children of this process.
-std::set<int> OurSupervisors() {
+// Processes named `comm` whose parent is `parent`.
+std::set<int> ChildrenNamed(int parent, const std::string& comm) {
   std::set<int> pids;
-  const std::string self = std::to_string(getpid());
+  const std::string self = std::to_string(parent);
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     std::string name = entry.path().filename();
@@ -182,27 +201,37 @@ std::set<int> OurSupervisors() {
     char state;
     std::string ppid;
     rest >> state >> ppid;
-    if (ppid == self && line.substr(open + 1, close - open - 1) == "codebox-jail") {
+    if (ppid == self && line.substr(open + 1, close - open - 1) == comm) {
       pids.insert(std::stoi(name));
     }
   }
   return pids;
 }
 
-TEST_F(ApiStreamTest, ACrashedBoxFailsAloneOthersGoOn) {
+TEST_P(ApiStreamTest, ACrashedBoxFailsAloneOthersGoOn) {
   std::string healthy = CreateBox();
   ASSERT_FALSE(healthy.empty());
-  std::set<int> before = OurSupervisors();
+  std::set<int> before = ChildrenNamed(getpid(), "codebox-jail");
   std::string doomed = CreateBox();
   ASSERT_FALSE(doomed.empty());
-  std::set<int> after = OurSupervisors();
+  std::set<int> after = ChildrenNamed(getpid(), "codebox-jail");
   std::vector<int> fresh;
-  for (int pid : after) if (!before.count(pid)) fresh.push_back(pid);
+  for (int pid : after)
+    if (!before.count(pid)) fresh.push_back(pid);
   ASSERT_EQ(fresh.size(), 1u) << "could not tell the new box's supervisor";
-  ASSERT_EQ(kill(fresh[0], SIGKILL), 0);
+  // The box's agent (its PID 1) dies as a crash would end it.
+  std::set<int> agent = ChildrenNamed(fresh[0], "codebox-agent");
+  ASSERT_EQ(agent.size(), 1u) << "could not find the box's agent";
+  ASSERT_EQ(kill(*agent.begin(), SIGKILL), 0);
 
-  auto crashed = Call("POST", "/v1/boxes/" + doomed + "/exec", "/v1/boxes/{id}/exec",
-                      R"j({"argv": ["true"]})j");
+  // The box goes down as its supervisor dies (asynchronously): within 5 s its calls fail.
+  http::ClientResponse crashed;
+  for (auto end = Clock::now() + std::chrono::seconds(5); Clock::now() < end;) {
+    crashed = Call("POST", "/v1/boxes/" + doomed + "/exec", "/v1/boxes/{id}/exec",
+                   R"j({"argv": ["true"]})j");
+    if (crashed.status != 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_GE(crashed.status, 500) << crashed.body;
   EXPECT_TRUE(Json(crashed).contains("error"));
 
@@ -215,13 +244,18 @@ TEST_F(ApiStreamTest, ACrashedBoxFailsAloneOthersGoOn) {
   EXPECT_EQ(Call("DELETE", "/v1/boxes/" + doomed, "/v1/boxes/{id}").status, 204);
 
   // Memory exhaustion in a box is that box's result, not the server's problem.
-  auto oom = Call("POST", "/v1/run", "/v1/run",
-                  R"j({"code": "x = []\nwhile True: x.append(bytearray(1 << 24))", "memory": 64})j");
+  auto oom =
+      Call("POST", "/v1/run", "/v1/run",
+           R"j({"code": "x = []\nwhile True: x.append(bytearray(1 << 24))", "memory": 64})j");
   ASSERT_EQ(oom.status, 200) << oom.body;
   EXPECT_NE(Json(oom)["exit_code"], 0);
   EXPECT_EQ(Json(Call("POST", "/v1/boxes/" + healthy + "/exec", "/v1/boxes/{id}/exec",
-                      R"j({"argv": ["echo", "still"]})j"))["stdout"], "still\n");
+                      R"j({"argv": ["echo", "still"]})j"))["stdout"],
+            "still\n");
 }
+
+INSTANTIATE_TEST_SUITE_P(UnixAndTcp, ApiStreamTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "tcp" : "unix"; });
 
 }  // namespace
 }  // namespace codebox::testing

@@ -1,10 +1,11 @@
 // The API over the unix socket against real jail boxes: every route and its status codes, the
 // bodies it refuses, and each response checked against src/server/openapi.json.
+#include "server/api.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "server/api.h"
 #include "tests/server/server_fixture.h"
 
 namespace codebox::testing {
@@ -12,9 +13,16 @@ namespace {
 
 using nlohmann::json;
 
-class ApiTest : public ServerFixture {};
+// Every test runs over the unix socket and over loopback TCP.
+class ApiTest : public ServerFixture, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    tcp_ = GetParam();
+    ServerFixture::SetUp();
+  }
+};
 
-TEST_F(ApiTest, BoxLifecycleExecPythonCells) {
+TEST_P(ApiTest, BoxLifecycleExecPythonCells) {
   std::string id = CreateBox(R"j({"memory": 256, "env": {"GREETING": "hi"}})j");
   ASSERT_FALSE(id.empty());
   json box = Json(Call("GET", "/v1/boxes/" + id, "/v1/boxes/{id}"));
@@ -64,18 +72,22 @@ TEST_F(ApiTest, BoxLifecycleExecPythonCells) {
   EXPECT_EQ(Call("DELETE", "/v1/boxes/" + id, "/v1/boxes/{id}").status, 204);
   EXPECT_EQ(Call("GET", "/v1/boxes/" + id, "/v1/boxes/{id}").status, 404);
   EXPECT_EQ(Call("DELETE", "/v1/boxes/" + id, "/v1/boxes/{id}").status, 404);
-  EXPECT_EQ(Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec",
-                 R"j({"argv": ["true"]})j").status, 404);
+  EXPECT_EQ(
+      Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec", R"j({"argv": ["true"]})j")
+          .status,
+      404);
 }
 
-TEST_F(ApiTest, Files) {
+TEST_P(ApiTest, Files) {
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
   const std::string files = "/v1/boxes/" + id + "/files";
   const std::string route = "/v1/boxes/{id}/files";
   std::string bytes("a\0b\xff\n", 5);
-  EXPECT_EQ(Call("PUT", files + "?path=d/one.bin&mode=0600", route, bytes,
-                 "application/octet-stream").status, 204);
+  EXPECT_EQ(
+      Call("PUT", files + "?path=d/one.bin&mode=0600", route, bytes, "application/octet-stream")
+          .status,
+      204);
   auto got = Call("GET", files + "?path=d/one.bin", route);
   ASSERT_EQ(got.status, 200);
   EXPECT_EQ(got.body, bytes) << "files move bytes exactly";
@@ -105,7 +117,7 @@ TEST_F(ApiTest, Files) {
   EXPECT_EQ(Call("PUT", files + "?path=x&mode=rw", route, "x").status, 400);
 }
 
-TEST_F(ApiTest, RoutesAndMethods) {
+TEST_P(ApiTest, RoutesAndMethods) {
   auto bad_id = Call("GET", "/v1/boxes/b-0123", "/v1/boxes/{id}");
   EXPECT_EQ(bad_id.status, 404);
   EXPECT_EQ(Json(bad_id)["error"]["code"], "not_found");
@@ -117,16 +129,17 @@ TEST_F(ApiTest, RoutesAndMethods) {
   EXPECT_EQ(Call("GET", "/v1/run", "/v1/run").status, 405);
   http::ClientRequest nowhere;
   nowhere.target = "/v2/nothing";
-  auto r = UnixClient().Send(nowhere);
+  auto r = (tcp_ ? TcpClient() : UnixClient()).Send(nowhere);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 404);
 }
 
-TEST_F(ApiTest, RefusesMalformedBodies) {
+TEST_P(ApiTest, RefusesMalformedBodies) {
   auto bad_json = Call("POST", "/v1/boxes", "/v1/boxes", R"j({"memory": })j");
   EXPECT_EQ(bad_json.status, 400);
   EXPECT_NE(Json(bad_json)["error"]["message"].get<std::string>().find("column 12"),
-            std::string::npos) << bad_json.body;
+            std::string::npos)
+      << bad_json.body;
   auto not_object = Call("POST", "/v1/boxes", "/v1/boxes", "[1]");
   EXPECT_EQ(not_object.status, 400);
 
@@ -136,7 +149,8 @@ TEST_F(ApiTest, RefusesMalformedBodies) {
   auto wrong_type = Call("POST", "/v1/boxes", "/v1/boxes", R"j({"memory": "lots"})j");
   EXPECT_EQ(wrong_type.status, 400);
   EXPECT_NE(wrong_type.body.find("memory"), std::string::npos) << wrong_type.body;
-  for (const char* owned : {R"j({"home": "/"})j", R"j({"server": "unix:/x"})j", R"j({"token": "t"})j"}) {
+  for (const char* owned :
+       {R"j({"home": "/"})j", R"j({"server": "unix:/x"})j", R"j({"token": "t"})j"}) {
     EXPECT_EQ(Call("POST", "/v1/boxes", "/v1/boxes", owned).status, 400) << owned;
   }
   EXPECT_EQ(Call("POST", "/v1/run", "/v1/run", R"j({"code": 1})j").status, 400);
@@ -151,13 +165,16 @@ TEST_F(ApiTest, RefusesMalformedBodies) {
   EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argv": []})j").status, 400);
   EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argv": "ls"})j").status, 400);
   EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argv": ["ls", 1]})j").status, 400);
-  EXPECT_EQ(Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argv": ["ls"], "timeout": -1})j").status,
-            400);
+  EXPECT_EQ(
+      Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argv": ["ls"], "timeout": -1})j").status,
+      400);
   auto argvv = Call("POST", exec, "/v1/boxes/{id}/exec", R"j({"argvv": ["ls"]})j");
   EXPECT_EQ(argvv.status, 400);
   EXPECT_NE(argvv.body.find("'argv'"), std::string::npos) << argvv.body;
   EXPECT_EQ(Call("POST", "/v1/boxes/" + id + "/run_code", "/v1/boxes/{id}/run_code",
-                 R"j({"code": "1", "cwd": "/"})j").status, 400);
+                 R"j({"code": "1", "cwd": "/"})j")
+                .status,
+            400);
 
   // Past max_body_bytes (1 MiB here): 413 from the HTTP layer, before any handler.
   auto huge = Call("POST", exec, "/v1/boxes/{id}/exec",
@@ -165,7 +182,7 @@ TEST_F(ApiTest, RefusesMalformedBodies) {
   EXPECT_EQ(huge.status, 413);
 }
 
-TEST_F(ApiTest, ServerRoutes) {
+TEST_P(ApiTest, ServerRoutes) {
   auto health = Call("GET", "/healthz", "/healthz");
   EXPECT_EQ(health.status, 200);
   EXPECT_EQ(Json(health)["status"], "ok");
@@ -183,7 +200,7 @@ TEST_F(ApiTest, ServerRoutes) {
   EXPECT_GT(requests_seen_.load(), 3) << "the on_request hook sees each request";
 }
 
-TEST_F(ApiTest, OneShotRun) {
+TEST_P(ApiTest, OneShotRun) {
   auto run = Call("POST", "/v1/run", "/v1/run",
                   R"j({"code": "import os; print(os.environ['A'], input())", "stdin": "x\n",
                       "env": {"A": "a"}, "memory": 128, "timeout": 10})j");
@@ -196,6 +213,9 @@ TEST_F(ApiTest, OneShotRun) {
   EXPECT_EQ(Json(timed_out)["timed_out"], true);
   EXPECT_TRUE(registry_->List().empty()) << "one-shot boxes are never registered";
 }
+
+INSTANTIATE_TEST_SUITE_P(UnixAndTcp, ApiTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "tcp" : "unix"; });
 
 }  // namespace
 }  // namespace codebox::testing

@@ -111,7 +111,8 @@ std::string OpenApiChecker::Check(std::string_view method, std::string_view rout
   if (!response.contains("content")) {
     return body.empty() ? "" : where + ": documented without a body, got " + std::string(body);
   }
-  if (!response["content"].contains(type)) return where + ": content type " + type + " not documented";
+  if (!response["content"].contains(type))
+    return where + ": content type " + type + " not documented";
   if (type != "application/json") return "";
   json value = json::parse(body, nullptr, false);
   if (value.is_discarded()) return where + ": body is not JSON";

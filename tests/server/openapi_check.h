@@ -4,10 +4,9 @@
 #ifndef CODEBOX_TESTS_SERVER_OPENAPI_CHECK_H_
 #define CODEBOX_TESTS_SERVER_OPENAPI_CHECK_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace codebox::testing {
 

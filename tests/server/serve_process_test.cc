@@ -5,15 +5,17 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/fs.h"
 #include "base/owner.h"
@@ -57,8 +59,9 @@ class ServeProcessTest : public ::testing::Test {
   pid_t StartServe() {
     int out[2];
     if (pipe2(out, O_CLOEXEC) != 0) return -1;
-    std::vector<std::string> args = {CodeboxBinary(), "serve", "--listen", "unix:" + socket_,
-                                     "--pool", "python=2", "--driver", "jail", "--drain", "5"};
+    std::vector<std::string> args = {CodeboxBinary(), "serve",    "--listen", "unix:" + socket_,
+                                     "--pool",        "python=2", "--driver", "jail",
+                                     "--drain",       "5"};
     pid_t pid = fork();
     if (pid == 0) {
       dup2(out[1], 1);
@@ -86,6 +89,38 @@ class ServeProcessTest : public ::testing::Test {
     EXPECT_NE(line.find("listening on unix:" + socket_), std::string::npos) << line;
     EXPECT_NE(line.find("pools: python=2"), std::string::npos) << line;
     return pid;
+  }
+
+  // Runs `codebox serve ARGS` that must refuse to start: its exit status (-1 if it still ran
+  // after 20 s) and stderr.
+  std::pair<int, std::string> ServeRefuses(std::vector<std::string> args) {
+    args.insert(args.begin(), {CodeboxBinary(), "serve"});
+    const std::string err = dir_ + "/refused.err";
+    pid_t pid = fork();
+    if (pid == 0) {
+      int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      dup2(fd, 2);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    int wstatus = 0;
+    pid_t waited = 0;
+    for (auto end = Clock::now() + std::chrono::seconds(20); waited == 0 && Clock::now() < end;) {
+      waited = waitpid(pid, &wstatus, WNOHANG);
+      if (waited == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (waited != pid) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      return {-1, ""};
+    }
+    std::ifstream in(err);
+    std::stringstream text;
+    text << in.rdbuf();
+    return {WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1, text.str()};
   }
 
   http::Client Client() const { return http::Client(*http::ParseAddress("unix:" + socket_)); }
@@ -126,8 +161,8 @@ class ServeProcessTest : public ::testing::Test {
   };
   Leftovers LeftoversOf(pid_t pid, const std::string& tag) {
     return {CountSupervisorsOf(pid),
-            CountDirEntries("/run/codebox-jail", std::to_string(pid) + "-"),
-            CountCgroupsOf(pid), CountDirEntriesContaining("/tmp", tag)};
+            CountDirEntries("/run/codebox-jail", std::to_string(pid) + "-"), CountCgroupsOf(pid),
+            CountDirEntriesContaining("/tmp", tag)};
   }
 
   std::string dir_, socket_;
@@ -137,7 +172,8 @@ class ServeProcessTest : public ::testing::Test {
 TEST_F(ServeProcessTest, KillNineThenRestartReapsEverythingAndRefills) {
   pid_t first = StartServe();
   ASSERT_GT(first, 0);
-  const std::string tag = std::to_string(first) + "-" + std::to_string(base::ProcessStartTime(first));
+  const std::string tag =
+      std::to_string(first) + "-" + std::to_string(base::ProcessStartTime(first));
   ASSERT_TRUE(PoolFills(2)) << "the pool did not fill; see " << dir_ << "/serve.log";
   http::ClientRequest create;
   create.method = "POST";
@@ -187,6 +223,31 @@ TEST_F(ServeProcessTest, KillNineThenRestartReapsEverythingAndRefills) {
   EXPECT_TRUE(after.none()) << after.supervisors << " " << after.staging << " " << after.cgroups
                             << " " << after.tmp;
   EXPECT_FALSE(base::PathExists(socket_)) << "the socket file is removed on exit";
+}
+
+TEST_F(ServeProcessTest, RefusesUnsafeOrWrongSetups) {
+  auto [code, err] = ServeRefuses({"--listen", "0.0.0.0:0"});
+  EXPECT_NE(code, 0);
+  EXPECT_NE(err.find("--token-file"), std::string::npos)
+      << "TCP beyond loopback needs tokens: " << err;
+
+  const std::string tokens = dir_ + "/tokens";
+  std::ofstream(tokens) << "# the server's tokens\n\nsecret-0123456789\n";
+  chmod(tokens.c_str(), 0644);
+  std::tie(code, err) = ServeRefuses({"--listen", "unix:" + socket_, "--token-file", tokens});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(err.find("chmod 600"), std::string::npos) << err;
+
+  std::tie(code, err) = ServeRefuses({"--pool", "python=two"});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(err.find("--pool"), std::string::npos) << err;
+  std::tie(code, err) = ServeRefuses({"--max-boxs", "3"});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(err.find("--max-boxs"), std::string::npos) << err;
+  std::tie(code, err) = ServeRefuses({"--server", "unix:/x"});
+  EXPECT_EQ(code, 2);
+  std::tie(code, err) = ServeRefuses({"--log-format", "xml"});
+  EXPECT_EQ(code, 2);
 }
 
 }  // namespace

@@ -67,13 +67,14 @@ http::ClientResponse ServerFixture::Call(const std::string& method, const std::s
   request.target = target;
   request.body = body;
   request.content_type = content_type;
-  auto response = UnixClient(tokens_.empty() ? "" : tokens_[0]).Send(request);
+  const std::string token = tokens_.empty() ? "" : tokens_[0];
+  auto response = (tcp_ ? TcpClient(token) : UnixClient(token)).Send(request);
   EXPECT_TRUE(response.ok()) << method << " " << target << ": " << response.status().ToString();
   if (!response.ok()) return {};
   auto type = response->headers.find("content-type");
-  std::string error = openapi_.Check(method, route, response->status,
-                                     type == response->headers.end() ? "" : type->second,
-                                     response->body);
+  std::string error =
+      openapi_.Check(method, route, response->status,
+                     type == response->headers.end() ? "" : type->second, response->body);
   EXPECT_EQ(error, "") << "the response does not fit src/server/openapi.json";
   EXPECT_TRUE(response->headers.count("x-request-id")) << method << " " << target;
   return *response;
@@ -100,7 +101,8 @@ std::vector<ServerFixture::Event> ServerFixture::Stream(const std::string& targe
   request.body = body;
   request.headers = {{"Accept", "text/event-stream"}};
   std::vector<Event> events;
-  auto response = UnixClient(tokens_.empty() ? "" : tokens_[0])
+  const std::string token = tokens_.empty() ? "" : tokens_[0];
+  auto response = (tcp_ ? TcpClient(token) : UnixClient(token))
                       .SendForEvents(request, [&](std::string_view name, std::string_view data) {
                         events.push_back({std::string(name), json::parse(data, nullptr, false)});
                         return Status::Ok();

@@ -8,11 +8,10 @@
 
 #include <atomic>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "http/client.h"
 #include "http/server.h"
@@ -32,11 +31,12 @@ class ServerFixture : public ::testing::Test {
   std::vector<server::PoolSpec> pools_;
   uint32_t max_boxes_ = 64;
   uint64_t max_body_bytes_ = 1 << 20;
+  bool tcp_ = false;  // Call() and Stream() over loopback TCP instead of the unix socket
 
   http::Client UnixClient(const std::string& token = "") const;
   http::Client TcpClient(const std::string& token = "") const;
 
-  // A request over the unix socket (with tokens_[0] when there are tokens); the response is
+  // A request (with tokens_[0] when there are tokens); the response is
   // checked against the OpenAPI document for `route` (its pattern).
   http::ClientResponse Call(const std::string& method, const std::string& target,
                             const std::string& route, const std::string& body = "",

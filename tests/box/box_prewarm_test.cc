@@ -1,0 +1,190 @@
+// Box::Prewarm in jail boxes: a program handed to the waiting python3 gives the result a cold
+// `python3 -c` gives (the same snippets run both ways and compared), the waiter's death or
+// hostile programs fall back or end within their deadlines, and the prewarmed kernel answers
+// the first cell.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/box/box_test_util.h"
+#include "tests/box/kernel_test_util.h"
+
+namespace codebox {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The bracket keeps grep from matching its own command line.
+constexpr char kWaiterPattern[] = "_codebox_war[m]";
+constexpr char kKernelPattern[] = "code-interpreter kerne[l]";
+
+// Pids of the box's processes whose command line matches `pattern` (a grep pattern).
+std::vector<std::string> BoxPids(Box& box, const std::string& pattern) {
+  auto r = box.Exec({"sh", "-c",
+                     "grep -l -a '" + pattern +
+                         "' /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3"});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::string> pids;
+  if (!r.ok()) return pids;
+  size_t start = 0;
+  for (size_t end; (end = r->stdout_data.find('\n', start)) != std::string::npos; start = end + 1) {
+    pids.push_back(r->stdout_data.substr(start, end - start));
+  }
+  return pids;
+}
+
+[[maybe_unused]] void KillWaiters(Box& box) {
+  auto r = box.Exec({"sh", "-c",
+                     std::string("for p in $(grep -l -a '") + kWaiterPattern +
+                         "' /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do kill -9 $p; done"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->exit_code, 0) << r->stderr_data;
+}
+
+std::string Describe(const ExecResult& r) {
+  return "exit " + std::to_string(r.exit_code) + " signal " + std::to_string(r.signal) +
+         " timed_out " + std::to_string(r.timed_out) + " oom " +
+         std::to_string(r.out_of_memory) + " truncated " + std::to_string(r.output_truncated) +
+         "\nstdout (" + std::to_string(r.stdout_data.size()) + " bytes): " +
+         r.stdout_data.substr(0, 600) + "\nstderr (" + std::to_string(r.stderr_data.size()) +
+         " bytes): " + r.stderr_data.substr(0, 600);
+}
+
+void ExpectSameResult(const ExecResult& warm, const ExecResult& cold, const std::string& what) {
+  EXPECT_EQ(warm.exit_code, cold.exit_code) << what;
+  EXPECT_EQ(warm.signal, cold.signal) << what;
+  EXPECT_EQ(warm.stdout_data, cold.stdout_data) << what;
+  EXPECT_EQ(warm.stderr_data, cold.stderr_data) << what;
+  EXPECT_EQ(warm.timed_out, cold.timed_out) << what;
+  EXPECT_EQ(warm.out_of_memory, cold.out_of_memory) << what;
+  EXPECT_EQ(warm.output_truncated, cold.output_truncated) << what;
+  EXPECT_EQ(warm.driver, cold.driver) << what;
+}
+
+struct Snippet {
+  std::string name;
+  std::string code;
+  ExecOptions options;
+};
+
+class PrewarmTest : public ::testing::Test {
+ protected:
+  static BoxOptions Options() {
+    BoxOptions options = testing::TestBoxOptions();
+    options.image = "python";
+    return options;
+  }
+
+  // Runs `s` through a freshly prewarmed python3 (checking that it took it) and then cold.
+  void Compare(Box& box, const Snippet& s) {
+    ASSERT_TRUE(box.Prewarm().ok());
+    ASSERT_EQ(BoxPids(box, kWaiterPattern).size(), 1u) << s.name << ": one python3 waits";
+    auto warm = box.RunPython(s.code, s.options);
+    ASSERT_TRUE(warm.ok()) << s.name << ": " << warm.status().ToString();
+    EXPECT_EQ(BoxPids(box, kWaiterPattern).size(), 0u) << s.name << ": the waiter ran it";
+    auto cold = box.RunPython(s.code, s.options);
+    ASSERT_TRUE(cold.ok()) << s.name << ": " << cold.status().ToString();
+    ExpectSameResult(*warm, *cold,
+                     s.name + "\n--- warm: " + Describe(*warm) + "\n--- cold: " + Describe(*cold));
+  }
+};
+
+TEST_F(PrewarmTest, TheWaitingPythonRunsTheProgram) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  ASSERT_TRUE(box->Prewarm().ok());
+  std::vector<std::string> waiters = BoxPids(*box, kWaiterPattern);
+  ASSERT_EQ(waiters.size(), 1u);
+  auto r = box->RunPython("import os; print(os.getpid())");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, waiters[0] + "\n") << "the program ran in the waiting python3";
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->driver, "jail");
+  // Used once: the next program starts its own python3.
+  auto again = box->RunPython("import os; print(os.getpid())");
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->stdout_data, waiters[0] + "\n");
+  EXPECT_EQ(again->exit_code, 0);
+}
+
+TEST_F(PrewarmTest, WarmAndColdGiveTheSameResults) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  ASSERT_TRUE(box->Exec({"mkdir", "-p", "sub/dir"}).ok());
+  std::vector<Snippet> snippets = {
+      {"print", "print('hello')", {}},
+      {"stdout and stderr", "import sys\nprint('out')\nprint('err', file=sys.stderr)", {}},
+      {"exit 3", "import sys; sys.exit(3)", {}},
+      {"exit with a message", "import sys; sys.exit('bye')", {}},
+      {"raise", "def f():\n    raise ValueError('boom')\nprint('before')\nf()", {}},
+      {"chained", "try:\n    1/0\nexcept Exception as e:\n    raise KeyError('k') from e", {}},
+      {"syntax error", "x = (", {}},
+      {"keyboard interrupt", "raise KeyboardInterrupt", {}},
+      {"excepthook", "import sys\nsys.excepthook = lambda t, v, tb: print('hook', t.__name__)\n1/0",
+       {}},
+      {"atexit after an exception", "import atexit; atexit.register(print, 'bye'); 1/0", {}},
+      {"argv, name, globals, orig_argv",
+       "import sys\nprint(sys.argv, __name__, sorted(globals()), sys.orig_argv[:2])", {}},
+      {"modules", "import sys; print(sorted(sys.modules))", {}},
+      {"stdin", "print(input()); print(input())", {.stdin_data = "a\nb\n"}},
+      {"stdin read whole", "import sys; print(repr(sys.stdin.buffer.read()))",
+       {.stdin_data = std::string("x\0y", 3)}},
+      {"no stdin", "import os, sys; print(os.read(0, 10)); input()", {}},
+      {"env", "import os; print(os.environ['FOO'], sorted(os.environ))",
+       {.env = {{"FOO", "bar baz"}, {"EMPTY", ""}}}},
+      {"relative cwd", "import os; print(os.getcwd()); print(open('../../x', 'w') and 1)",
+       {.cwd = "sub/dir"}},
+      {"absolute cwd", "import os; print(os.getcwd())", {.cwd = "/tmp"}},
+      {"missing cwd", "print(1)", {.cwd = "/nonexistent"}},
+      {"timeout", "import time; print('start', flush=True); time.sleep(30)", {.timeout = 1s}},
+      {"unicode", "print('h\\u00e9llo \\u2713'); print('\\udcff'.encode('utf-8', 'surrogateescape'))",
+       {}},
+      {"raw bytes", "import os; os.write(1, b'\\xff\\xfe\\0'); os.write(2, b'\\x80')", {}},
+      {"marker bytes of its own",
+       "import os; os.write(1, b'\\0codebox-warm:ack\\0'); os.write(1, b'\\0codebox-warm:ready\\0')",
+       {}},
+      {"no newline", "import sys; sys.stdout.write('partial')", {}},
+      {"killed by itself", "import os; print('x', flush=True); os.kill(os.getpid(), 9)", {}},
+      {"thread after an exception",
+       "import threading, time\nthreading.Thread(target=lambda: (time.sleep(0.2), "
+       "print('thread'))).start()\n1/0",
+       {}},
+      {"frames", "import sys, traceback\ndef f():\n    traceback.print_stack(limit=1)\nf()", {}},
+  };
+  for (const Snippet& s : snippets) Compare(*box, s);
+}
+
+TEST_F(PrewarmTest, HostileProgramsGiveTheColdResult) {
+  BoxOptions options = Options();
+  options.output_limit_bytes = 64 << 10;
+  CODEBOX_MAKE_BOX_OR_SKIP(box, options);
+  std::vector<Snippet> snippets = {
+      {"stdout over the limit", "import sys\nfor i in range(20000): print(i)", {}},
+      {"stderr over the limit", "import sys\nsys.stderr.write('e' * 300000)", {}},
+      {"flood until the timeout",
+       "import os\nwhile True: os.write(1, b'x' * 65536); os.write(2, b'y' * 65536)",
+       {.timeout = 1s}},
+      {"closes 0, 1 and 2", "import os\nfor fd in (0, 1, 2): os.close(fd)\nprint('lost')", {}},
+      {"closes stdout, then raises", "import os; os.close(1); 1/0", {}},
+      {"dup2 /dev/null over 1 and 2",
+       "import os\nn = os.open('/dev/null', os.O_WRONLY)\nos.dup2(n, 1); os.dup2(n, 2)\n"
+       "print('gone'); 1/0",
+       {}},
+      {"closes stdin and reads", "import os; os.close(0); input()", {.stdin_data = "data\n"}},
+      {"closes stdout and hangs", "import os, time; os.close(1); os.close(2); time.sleep(60)",
+       {.timeout = 1s}},
+      {"ignores SIGTERM and SIGINT",
+       "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+       "signal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('x', flush=True)\ntime.sleep(60)",
+       {.timeout = 1s}},
+  };
+  for (const Snippet& s : snippets) {
+    auto start = std::chrono::steady_clock::now();
+    Compare(*box, s);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 30s) << s.name << ": bounded";
+  }
+}
+
+}  // namespace
+}  // namespace codebox
