@@ -159,7 +159,8 @@ StatusOr<Execution> ExecutionFromJson(const json& j) {
   Fields f(j, "the server's cell result");
   Execution e;
   if (const json* logs = f.Find("logs")) {
-    if (!logs->is_object()) return f.Error("logs", "is a " + TypeOf(*logs) + ", expected an object");
+    if (!logs->is_object())
+      return f.Error("logs", "is a " + TypeOf(*logs) + ", expected an object");
     Fields l(*logs, f.what() + ": logs");
     ASSIGN_OR_RETURN(e.stdout_chunks, l.Strings("stdout", false));
     ASSIGN_OR_RETURN(e.stderr_chunks, l.Strings("stderr", false));
@@ -178,7 +179,8 @@ StatusOr<Execution> ExecutionFromJson(const json& j) {
     }
   }
   if (const json* error = f.Find("error")) {
-    if (!error->is_object()) return f.Error("error", "is a " + TypeOf(*error) + ", expected an object");
+    if (!error->is_object())
+      return f.Error("error", "is a " + TypeOf(*error) + ", expected an object");
     Fields ef(*error, f.what() + ": error");
     CellError ce;
     ASSIGN_OR_RETURN(ce.name, ef.String("name"));
@@ -247,9 +249,9 @@ StatusOr<std::vector<FileEntry>> EntriesFromJson(const json& j, std::string_view
     // The same check as a local box's listing: the name is the box's.
     RETURN_IF_ERROR(box::CheckNameStaysInDirectory(e.name).WithContext(what));
     ASSIGN_OR_RETURN(e.path, f.String("path"));
-    bool under = e.path.size() > e.name.size() + 1 && e.path.front() == '/' &&
-                 e.path.compare(e.path.size() - e.name.size() - 1, std::string::npos,
-                                "/" + e.name) == 0;
+    bool under =
+        e.path.size() > e.name.size() + 1 && e.path.front() == '/' &&
+        e.path.compare(e.path.size() - e.name.size() - 1, std::string::npos, "/" + e.name) == 0;
     // "/" lists as "/name": the parent part is then empty.
     if (!under && e.path == "/" + e.name) under = true;
     if (!under) {
@@ -266,7 +268,8 @@ StatusOr<std::vector<FileEntry>> EntriesFromJson(const json& j, std::string_view
     if (e.type != "file" && e.type != "dir" && e.type != "symlink" && e.type != "other") {
       return f.Error("type", "is " + box::ShowName(e.type) + ", not file, dir, symlink or other");
     }
-    ASSIGN_OR_RETURN(int64_t size, f.Integer("size", 0, std::numeric_limits<int64_t>::max(), false));
+    ASSIGN_OR_RETURN(int64_t size,
+                     f.Integer("size", 0, std::numeric_limits<int64_t>::max(), false));
     ASSIGN_OR_RETURN(int64_t mode, f.Integer("mode", 0, 07777, false));
     e.size = static_cast<uint64_t>(size);
     e.mode = static_cast<uint32_t>(mode);

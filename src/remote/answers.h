@@ -6,11 +6,10 @@
 #define CODEBOX_REMOTE_ANSWERS_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "codebox/box.h"
 #include "codebox/execution.h"
@@ -25,7 +24,8 @@ StatusOr<nlohmann::json> ParseObject(std::string_view body, std::string_view wha
 // Checked reads of one JSON object's fields. Absent or null optional fields give the default.
 class Fields {
  public:
-  Fields(const nlohmann::json& object, std::string what) : object_(object), what_(std::move(what)) {}
+  Fields(const nlohmann::json& object, std::string what)
+      : object_(object), what_(std::move(what)) {}
 
   StatusOr<std::string> String(const char* key, bool required = true) const;
   StatusOr<int64_t> Integer(const char* key, int64_t min, int64_t max, bool required = true) const;

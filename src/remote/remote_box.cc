@@ -62,7 +62,8 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
   if (!options.on_stdout && !options.on_stderr && timeout != kNoTimeout) {
     ASSIGN_OR_RETURN(http::ClientResponse response,
                      api.Call(request, http::ClientOptions{}.max_response_bytes, what));
-    ASSIGN_OR_RETURN(json j, ParseObject(response.body, "the server's answer to " + std::string(what)));
+    ASSIGN_OR_RETURN(json j,
+                     ParseObject(response.body, "the server's answer to " + std::string(what)));
     return ExecResultFromJson(j);
   }
   std::optional<ExecResult> result;
@@ -86,7 +87,8 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
   if (result) return std::move(*result);
   if (!response.ok()) return response.status();
   if (!response->body.empty()) {  // the server answered without a stream
-    ASSIGN_OR_RETURN(json j, ParseObject(response->body, "the server's answer to " + std::string(what)));
+    ASSIGN_OR_RETURN(json j,
+                     ParseObject(response->body, "the server's answer to " + std::string(what)));
     return ExecResultFromJson(j);
   }
   return ProtocolError(std::string(what) + ": the server's event stream ended without a result");
@@ -136,10 +138,9 @@ class RemoteBox final : public Box::Impl {
     ASSIGN_OR_RETURN(request.body, DumpJson(body, "run code"));
     // The first cell also starts the kernel; a cell past its timeout gets a grace to stop.
     request.timeout = RequestTimeout(timeout, 4 * kExecMargin);
-    if (!options.on_stdout && !options.on_stderr && !options.on_result &&
-        timeout != kNoTimeout) {
-      ASSIGN_OR_RETURN(json j, api_.CallJson("POST", request.target, request.body,
-                                             request.timeout, "run code"));
+    if (!options.on_stdout && !options.on_stderr && !options.on_result && timeout != kNoTimeout) {
+      ASSIGN_OR_RETURN(
+          json j, api_.CallJson("POST", request.target, request.body, request.timeout, "run code"));
       return ExecutionFromJson(j);
     }
     std::optional<Execution> result;
@@ -340,8 +341,8 @@ StatusOr<std::unique_ptr<Box::Impl>> CreateRemoteBox(const BoxOptions& options) 
   ASSIGN_OR_RETURN(ServerApi api, ServerApi::Open(options.server, options.server_token));
   ASSIGN_OR_RETURN(std::string body, DumpJson(BoxOptionsBody(options), "create box"));
   auto asked = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(json answer,
-                   api.CallJson("POST", "/v1/boxes", std::move(body), kCreateTimeout, "create box"));
+  ASSIGN_OR_RETURN(json answer, api.CallJson("POST", "/v1/boxes", std::move(body), kCreateTimeout,
+                                             "create box"));
   ASSIGN_OR_RETURN(CreatedBox created, CreatedBoxFromJson(answer));
   return std::unique_ptr<Box::Impl>(
       std::make_unique<RemoteBox>(std::move(api), options, std::move(created), asked));

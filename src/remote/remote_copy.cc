@@ -50,8 +50,7 @@ std::vector<std::string> EntryNames(int dir_fd) {
 Status MoveInto(int src_fd, const HostDir& dest, std::vector<MadeEntry>* made, int depth,
                 const std::string& what) {
   if (depth > kMaxDepth) {
-    return InvalidArgument(what + ": more than " + std::to_string(kMaxDepth) +
-                           " directories deep");
+    return InvalidArgument(what + ": more than " + std::to_string(kMaxDepth) + " directories deep");
   }
   for (const std::string& name : EntryNames(src_fd)) {
     struct stat st;
@@ -201,7 +200,8 @@ Status WriteDownload(const http::ClientResponse& response, const std::string& bo
                        "; pass a larger limit (CopyOutOptions::max_bytes, --copy-out-limit, "
                        "copy_out(..., max_bytes=...))");
   } else if (options.max_entries == 0) {
-    st = LimitExceeded(what + ": more than 0 files, over the copy-out limit; pass a larger "
+    st = LimitExceeded(what +
+                       ": more than 0 files, over the copy-out limit; pass a larger "
                        "CopyOutOptions::max_entries");
   } else {
     st = WriteFileDownload(response.body, host_path, what, &made);

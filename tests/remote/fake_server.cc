@@ -35,8 +35,7 @@ FakeServer::FakeServer() {
           {"limits", {"memory 512 MiB (cgroup v2)"}},
           {"limits_not_enforced", json::array()},
           {"state", "idle"}});
-  On("DELETE", kBoxPath,
-     [](const http::Request&, http::Exchange& e) { Respond(e, 204, ""); });
+  On("DELETE", kBoxPath, [](const http::Request&, http::Exchange& e) { Respond(e, 204, ""); });
 }
 
 FakeServer::~FakeServer() {
@@ -51,9 +50,8 @@ void FakeServer::On(const std::string& method, const std::string& path, Route ro
 
 void FakeServer::OnJson(const std::string& method, const std::string& path, int status,
                         const json& body) {
-  On(method, path, [status, body](const http::Request&, http::Exchange& e) {
-    RespondJson(e, status, body);
-  });
+  On(method, path,
+     [status, body](const http::Request&, http::Exchange& e) { RespondJson(e, status, body); });
 }
 
 void FakeServer::OnEvents(const std::string& method, const std::string& path,

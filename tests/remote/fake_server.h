@@ -5,16 +5,18 @@
 #ifndef CODEBOX_TESTS_REMOTE_FAKE_SERVER_H_
 #define CODEBOX_TESTS_REMOTE_FAKE_SERVER_H_
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "codebox/box.h"
 #include "http/server.h"
 
 namespace codebox::testing {
@@ -68,6 +70,28 @@ void RespondJson(http::Exchange& exchange, int status, const nlohmann::json& j);
 // archive with TarEnd().
 std::string TarEntry(const std::string& name, const std::string& data, char type = '0');
 std::string TarEnd();
+
+inline CopyOutOptions Limits(uint64_t max_bytes, uint64_t max_entries = 100'000) {
+  CopyOutOptions options;
+  options.max_bytes = max_bytes;
+  options.max_entries = max_entries;
+  return options;
+}
+
+// A fake server and boxes made on it.
+class RemoteBoxTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server_.ok()); }
+
+  std::unique_ptr<Box> Create(BoxOptions options = {}) {
+    options.server = server_.address();
+    auto box = Box::Create(options);
+    EXPECT_TRUE(box.ok()) << box.status().ToString();
+    return box.ok() ? std::move(*box) : nullptr;
+  }
+
+  FakeServer server_;
+};
 
 }  // namespace codebox::testing
 

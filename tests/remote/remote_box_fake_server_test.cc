@@ -21,33 +21,19 @@ namespace {
 using nlohmann::json;
 using testing::FakeServer;
 using testing::kBoxPath;
+using testing::RemoteBoxTest;
 
 json ExecAnswer(const std::string& out, int exit_code = 0) {
-  return {{"exit_code", exit_code}, {"signal", 0},        {"stdout", out},
-          {"stderr", ""},           {"timed_out", false}, {"out_of_memory", false},
-          {"output_truncated", false}, {"duration_ms", 12}, {"driver", "jail"}};
+  return {{"exit_code", exit_code},
+          {"signal", 0},
+          {"stdout", out},
+          {"stderr", ""},
+          {"timed_out", false},
+          {"out_of_memory", false},
+          {"output_truncated", false},
+          {"duration_ms", 12},
+          {"driver", "jail"}};
 }
-
-CopyOutOptions Limits(uint64_t max_bytes, uint64_t max_entries = 100'000) {
-  CopyOutOptions options;
-  options.max_bytes = max_bytes;
-  options.max_entries = max_entries;
-  return options;
-}
-
-class RemoteBoxTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(server_.ok()); }
-
-  std::unique_ptr<Box> Create(BoxOptions options = {}) {
-    options.server = server_.address();
-    auto box = Box::Create(options);
-    EXPECT_TRUE(box.ok()) << box.status().ToString();
-    return box.ok() ? std::move(*box) : nullptr;
-  }
-
-  FakeServer server_;
-};
 
 TEST_F(RemoteBoxTest, CreateSendsTheBoxOptionsButNotTheLocalOnes) {
   BoxOptions options;
@@ -244,8 +230,9 @@ TEST_F(RemoteBoxTest, DestroyIsIdempotentAndEndsTheBox) {
 }
 
 TEST_F(RemoteBoxTest, PastItsLifetimeTheBoxSaysSoNotNoSuchBox) {
-  server_.OnJson("POST", std::string(kBoxPath) + "/exec", 404,
-                 {{"error", {{"code", "not_found"}, {"message", "no box; it may have been reaped"}}}});
+  server_.OnJson(
+      "POST", std::string(kBoxPath) + "/exec", 404,
+      {{"error", {{"code", "not_found"}, {"message", "no box; it may have been reaped"}}}});
   BoxOptions options;
   options.box_timeout = std::chrono::milliseconds(200);
   auto box = Create(options);
@@ -268,8 +255,7 @@ TEST_F(RemoteBoxTest, RunCodeStreamsResultsAndInterruptWorksConcurrently) {
              [&](const http::Request&, http::Exchange& e) {
                if (!e.BeginEvents(200).ok()) return;
                (void)e.SendEvent("stdout", R"({"text":"working\n"})");
-               (void)e.SendEvent("result",
-                                 R"({"data":{"text/plain":"1"},"is_main_result":false})");
+               (void)e.SendEvent("result", R"({"data":{"text/plain":"1"},"is_main_result":false})");
                // Until the client interrupts over another connection (at most 10 s).
                for (int i = 0; i < 1000 && !interrupted; ++i) {
                  std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -290,7 +276,9 @@ TEST_F(RemoteBoxTest, RunCodeStreamsResultsAndInterruptWorksConcurrently) {
     events.push_back("out:" + std::string(t));
     started = true;
   };
-  options.on_result = [&](const CellResult& r) { events.push_back("result:" + *r.Get("text/plain")); };
+  options.on_result = [&](const CellResult& r) {
+    events.push_back("result:" + *r.Get("text/plain"));
+  };
   std::thread interrupter([&] {
     while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     EXPECT_TRUE(box->InterruptCode().ok());
@@ -308,12 +296,12 @@ TEST_F(RemoteBoxTest, RunCodeStreamsResultsAndInterruptWorksConcurrently) {
 TEST_F(RemoteBoxTest, MalformedCellAnswersAreRefused) {
   auto box = Create();
   ASSERT_NE(box, nullptr);
-  for (const json& bad : {json{{"results", {{{"data", {{"image/png", 5}}}}}}},
-                          json{{"results", "no"}},
-                          json{{"results", {{{"data", {{"text/plain", "1"}}}, {"is_main_result", true}},
-                                            {{"data", {{"text/plain", "2"}}}, {"is_main_result", true}}}}},
-                          json{{"error", {{"value", "no name"}}}},
-                          json{{"execution_count", -1}}}) {
+  for (const json& bad :
+       {json{{"results", {{{"data", {{"image/png", 5}}}}}}}, json{{"results", "no"}},
+        json{{"results",
+              {{{"data", {{"text/plain", "1"}}}, {"is_main_result", true}},
+               {{"data", {{"text/plain", "2"}}}, {"is_main_result", true}}}}},
+        json{{"error", {{"value", "no name"}}}}, json{{"execution_count", -1}}}) {
     server_.OnJson("POST", std::string(kBoxPath) + "/run_code", 200, bad);
     auto e = box->RunCode("1");
     ASSERT_FALSE(e.ok()) << bad.dump();
@@ -351,10 +339,11 @@ TEST_F(RemoteBoxTest, ListDirRefusesNamesThatLeaveTheDirectory) {
 
 TEST_F(RemoteBoxTest, FilesGoAsRawBytes) {
   std::string stored;
-  server_.On("PUT", std::string(kBoxPath) + "/files", [&](const http::Request& r, http::Exchange& e) {
-    stored = r.body;
-    testing::Respond(e, 204, "");
-  });
+  server_.On("PUT", std::string(kBoxPath) + "/files",
+             [&](const http::Request& r, http::Exchange& e) {
+               stored = r.body;
+               testing::Respond(e, 204, "");
+             });
   server_.On("GET", std::string(kBoxPath) + "/files", [&](const http::Request&, http::Exchange& e) {
     testing::Respond(e, 200, stored, "application/octet-stream");
   });
@@ -380,131 +369,6 @@ TEST_F(RemoteBoxTest, ReadFileEnforcesMaxBytesItself) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kLimitExceeded) << r.status().ToString();
   EXPECT_NE(r.status().message().find("max_bytes"), std::string::npos);
-}
-
-class RemoteCopyTest : public RemoteBoxTest {
- protected:
-  void SetUp() override {
-    RemoteBoxTest::SetUp();
-    auto dir = base::MakeTempDir(base::TempRoot(), "codebox-remote-copy-");
-    ASSERT_TRUE(dir.ok());
-    host_ = *dir;
-  }
-  void TearDown() override { (void)base::RemoveTree(host_); }
-
-  void ServeTar(std::string archive) {
-    server_.On("GET", std::string(kBoxPath) + "/files",
-               [archive](const http::Request&, http::Exchange& e) {
-                 testing::Respond(e, 200, archive, "application/x-tar");
-               });
-  }
-
-  std::string host_;
-};
-
-TEST_F(RemoteCopyTest, CopyInSendsAFileOrADirectoryAsTar) {
-  std::vector<http::Request> puts;
-  server_.On("PUT", std::string(kBoxPath) + "/files", [&](const http::Request& r, http::Exchange& e) {
-    puts.push_back(r);
-    testing::Respond(e, 204, "");
-  });
-  auto box = Create();
-  ASSERT_NE(box, nullptr);
-  ASSERT_TRUE(base::WriteFile(host_ + "/f.txt", "data").ok());
-  ::chmod((host_ + "/f.txt").c_str(), 0640);
-  ASSERT_TRUE(base::MakeDirs(host_ + "/d/sub").ok());
-  ASSERT_TRUE(base::WriteFile(host_ + "/d/sub/g", "gg").ok());
-  ASSERT_TRUE(box->CopyIn(host_ + "/f.txt", "in/f.txt").ok());
-  ASSERT_TRUE(box->CopyIn(host_ + "/d", "in/d").ok());
-  ASSERT_EQ(puts.size(), 2u);
-  EXPECT_EQ(puts[0].body, "data");
-  EXPECT_EQ(puts[0].query.at("mode"), "0640");
-  EXPECT_EQ(puts[1].Header("content-type"), "application/x-tar");
-  auto out = base::MakeTempDir(host_, "untar-");
-  ASSERT_TRUE(out.ok());
-  ASSERT_TRUE(http::UntarInto(puts[1].body, *out, {}).ok());
-  EXPECT_EQ(*base::ReadFile(*out + "/sub/g"), "gg");
-  EXPECT_FALSE(box->CopyIn(host_ + "/missing", "x").ok());
-}
-
-TEST_F(RemoteCopyTest, CopyOutWritesAFileNeverThroughASymlink) {
-  server_.On("GET", std::string(kBoxPath) + "/files", [](const http::Request&, http::Exchange& e) {
-    testing::Respond(e, 200, "new", "application/octet-stream");
-  });
-  auto box = Create();
-  ASSERT_NE(box, nullptr);
-  ASSERT_TRUE(base::WriteFile(host_ + "/victim", "old").ok());
-  ASSERT_EQ(::symlink((host_ + "/victim").c_str(), (host_ + "/link").c_str()), 0);
-  ASSERT_TRUE(box->CopyOut("f", host_ + "/link").ok());
-  EXPECT_EQ(*base::ReadFile(host_ + "/victim"), "old");  // the link itself was replaced
-  struct stat st;
-  ASSERT_EQ(::lstat((host_ + "/link").c_str(), &st), 0);
-  EXPECT_TRUE(S_ISREG(st.st_mode));
-  EXPECT_EQ(st.st_mode & 07000, 0u);
-  ASSERT_TRUE(box->CopyOut("f", host_ + "/made/parents/f").ok());
-  EXPECT_EQ(*base::ReadFile(host_ + "/made/parents/f"), "new");
-  auto over = box->CopyOut("f", host_ + "/small", Limits(2));
-  ASSERT_FALSE(over.ok());
-  EXPECT_EQ(over.code(), StatusCode::kLimitExceeded);
-  EXPECT_FALSE(base::PathExists(host_ + "/small"));
-}
-
-TEST_F(RemoteCopyTest, CopyOutExtractsADirectoryAndMergesIt) {
-  ServeTar(testing::TarEntry("sub/", "", '5') + testing::TarEntry("sub/a.txt", "A") +
-           testing::TarEntry("b.txt", "B") + testing::TarEnd());
-  auto box = Create();
-  ASSERT_NE(box, nullptr);
-  ASSERT_TRUE(base::MakeDirs(host_ + "/out").ok());
-  ASSERT_TRUE(base::WriteFile(host_ + "/out/keep", "K").ok());
-  Status st = box->CopyOut("dir", host_ + "/out");
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(*base::ReadFile(host_ + "/out/sub/a.txt"), "A");
-  EXPECT_EQ(*base::ReadFile(host_ + "/out/b.txt"), "B");
-  EXPECT_EQ(*base::ReadFile(host_ + "/out/keep"), "K");
-  // No temp dir is left next to it.
-  for (const std::string& name : base::ListDirectory(host_)) EXPECT_EQ(name, "out");
-}
-
-TEST_F(RemoteCopyTest, CopyOutRefusesAHostileTarAndLeavesNothing) {
-  auto box = Create();
-  ASSERT_NE(box, nullptr);
-  for (const std::string& archive :
-       {testing::TarEntry("ok.txt", "fine") + testing::TarEntry("../evil", "x") + testing::TarEnd(),
-        testing::TarEntry("/abs", "x") + testing::TarEnd(),
-        std::string("not a tar at all")}) {
-    ServeTar(archive);
-    Status st = box->CopyOut("dir", host_ + "/out");
-    EXPECT_FALSE(st.ok());
-    EXPECT_TRUE(st.code() == StatusCode::kInvalidArgument) << st.ToString();
-    EXPECT_FALSE(base::PathExists(host_ + "/evil"));
-    EXPECT_FALSE(base::PathExists(host_ + "/out/ok.txt")) << st.ToString();
-    for (const std::string& name : base::ListDirectory(host_)) {
-      EXPECT_EQ(name.find(".codebox-copy-out-"), std::string::npos) << name;
-    }
-    (void)base::RemoveTree(host_ + "/out");
-  }
-}
-
-TEST_F(RemoteCopyTest, CopyOutMakesNoSymlinkFromATar) {
-  // A symlink entry (type '2', target empty here) is refused or skipped; never made.
-  ServeTar(testing::TarEntry("link", "", '2') + testing::TarEnd());
-  auto box = Create();
-  ASSERT_NE(box, nullptr);
-  (void)box->CopyOut("dir", host_ + "/out");
-  struct stat st;
-  EXPECT_NE(::lstat((host_ + "/out/link").c_str(), &st), 0);
-}
-
-TEST_F(RemoteCopyTest, CopyOutHonoursEntryAndByteLimits) {
-  ServeTar(testing::TarEntry("a", "aaaa") + testing::TarEntry("b", "bbbb") + testing::TarEnd());
-  auto box = Create();
-  ASSERT_NE(box, nullptr);
-  Status entries = box->CopyOut("dir", host_ + "/e", Limits(0, 1));
-  EXPECT_EQ(entries.code(), StatusCode::kLimitExceeded) << entries.ToString();
-  Status bytes = box->CopyOut("dir", host_ + "/b", Limits(5));
-  EXPECT_EQ(bytes.code(), StatusCode::kLimitExceeded) << bytes.ToString();
-  EXPECT_FALSE(base::PathExists(host_ + "/e/a"));
-  EXPECT_FALSE(base::PathExists(host_ + "/b/a"));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // RemoteBox and the CLI against a real `codebox serve` (the codebox binary beside this test,
 // on a unix socket in a temp dir): every Box call a client makes, end to end. Skips, with the
 // reason, where the binary is missing or the server cannot start a box on this host.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,7 +102,8 @@ TEST_F(RemoteServerTest, ExecRunPythonAndStreaming) {
   auto box = Create();
   ASSERT_NE(box, nullptr);
   EXPECT_FALSE(box->info().driver.empty());
-  auto r = box->Exec({"sh", "-c", "echo $A; cat; exit 3"}, {.env = {{"A", "x"}}, .stdin_data = "in"});
+  auto r =
+      box->Exec({"sh", "-c", "echo $A; cat; exit 3"}, {.env = {{"A", "x"}}, .stdin_data = "in"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data, "x\nin");
   EXPECT_EQ(r->exit_code, 3);
@@ -128,7 +129,9 @@ TEST_F(RemoteServerTest, CellsKeepStateAndInterruptFromAnotherThread) {
   ASSERT_TRUE(box->RunCode("x = 21").ok());
   std::vector<std::string> results;
   RunCodeOptions options;
-  options.on_result = [&](const CellResult& r) { results.push_back(r.Get("text/plain") ? *r.Get("text/plain") : ""); };
+  options.on_result = [&](const CellResult& r) {
+    results.push_back(r.Get("text/plain") ? *r.Get("text/plain") : "");
+  };
   auto e = box->RunCode("display(1)\nx * 2", options);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->text(), "42");
@@ -138,11 +141,13 @@ TEST_F(RemoteServerTest, CellsKeepStateAndInterruptFromAnotherThread) {
   RunCodeOptions spin;
   spin.on_stdout = [&](std::string_view) { started = true; };
   std::thread interrupter([&] {
-    for (int i = 0; i < 400 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < 400 && !started; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     EXPECT_TRUE(box->InterruptCode().ok());
   });
-  auto spun = box->RunCode("import time\nprint('go', flush=True)\nwhile True: time.sleep(0.05)", spin);
+  auto spun =
+      box->RunCode("import time\nprint('go', flush=True)\nwhile True: time.sleep(0.05)", spin);
   interrupter.join();
   ASSERT_TRUE(spun.ok()) << spun.status().ToString();
   ASSERT_TRUE(spun->error.has_value());

@@ -22,8 +22,9 @@ using testing::FakeServer;
 using testing::kBoxPath;
 
 json Done(const std::string& out, int exit_code, bool timed_out = false) {
-  return {{"exit_code", exit_code}, {"signal", 0},          {"stdout", out},
-          {"stderr", ""},           {"timed_out", timed_out}, {"duration_ms", 3},
+  return {{"exit_code", exit_code}, {"signal", 0},
+          {"stdout", out},          {"stderr", ""},
+          {"timed_out", timed_out}, {"duration_ms", 3},
           {"driver", "jail"},       {"box", {{"driver", "jail"}, {"from_pool", true}}}};
 }
 
@@ -69,8 +70,8 @@ class RemoteCliTest : public ::testing::Test {
 TEST_F(RemoteCliTest, RunTakesTheOneShotPath) {
   server_.OnEvents("POST", "/v1/run",
                    {{"stdout", R"({"text":"1\n"})"}, {"done", Done("1\n", 0).dump()}});
-  auto r = Codebox({"run", "--server", server_.address(), "--token", "T", "--memory", "256",
-                    "print(1)"});
+  auto r = Codebox(
+      {"run", "--server", server_.address(), "--token", "T", "--memory", "256", "print(1)"});
   EXPECT_EQ(r.exit_code, 0) << Stderr(r);
   EXPECT_EQ(r.out, "1\n");
   json body = server_.LastBody("/v1/run");
@@ -113,9 +114,9 @@ TEST_F(RemoteCliTest, ExecGoesThroughCodeboxServer) {
     seen.push_back(req.method + " " + req.path);
     EXPECT_EQ(req.Header("authorization"), "Bearer from-env");
   }
-  EXPECT_EQ(seen, (std::vector<std::string>{"POST /v1/boxes", "POST " + std::string(kBoxPath) +
-                                                                  "/exec",
-                                            "DELETE " + std::string(kBoxPath)}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"POST /v1/boxes", "POST " + std::string(kBoxPath) + "/exec",
+                                      "DELETE " + std::string(kBoxPath)}));
   EXPECT_EQ(server_.LastBody(std::string(kBoxPath) + "/exec")["argv"], json({"echo", "hi"}));
 }
 
