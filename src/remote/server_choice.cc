@@ -47,6 +47,10 @@ bool ServerAnswers(const std::string& address, std::chrono::milliseconds timeout
 }
 
 Status ChooseServer(BoxOptions* options, bool local) {
+  return ChooseServer(options, local, http::DefaultSocketPath());
+}
+
+Status ChooseServer(BoxOptions* options, bool local, const std::string& default_socket) {
   if (local) {
     options->server.clear();
     return Status::Ok();
@@ -61,11 +65,10 @@ Status ChooseServer(BoxOptions* options, bool local) {
     }
   }
   if (options->server.empty()) {
-    std::string socket = http::DefaultSocketPath();
     struct stat st;
-    if (::stat(socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return Status::Ok();
-    if (!ServerAnswers("unix:" + socket, kProbeTimeout)) return Status::Ok();
-    options->server = "unix:" + socket;
+    if (::stat(default_socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return Status::Ok();
+    if (!ServerAnswers("unix:" + default_socket, kProbeTimeout)) return Status::Ok();
+    options->server = "unix:" + default_socket;
   }
   if (options->server_token.empty()) options->server_token = Env("CODEBOX_TOKEN");
   return Status::Ok();

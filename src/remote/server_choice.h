@@ -22,6 +22,8 @@ namespace codebox::remote {
 // Sets options->server (empty: in this process) and options->server_token by the rule above.
 // Errors: a malformed $CODEBOX_SERVER (named as such).
 Status ChooseServer(BoxOptions* options, bool local);
+// The same with another default socket (tests).
+Status ChooseServer(BoxOptions* options, bool local, const std::string& default_socket);
 
 // Whether a codebox server answers GET /healthz at `address` within `timeout`.
 bool ServerAnswers(const std::string& address, std::chrono::milliseconds timeout);

@@ -161,6 +161,26 @@ TEST(ServerChoiceTest, ASocketWhereNothingAnswersIsPassedOver) {
   EXPECT_FALSE(remote::ServerAnswers(server.address(), std::chrono::seconds(1)));
 }
 
+TEST(ServerChoiceTest, TheDefaultSocketWhenItAnswers) {
+  ::unsetenv("CODEBOX_SERVER");
+  FakeServer server;
+  ASSERT_TRUE(server.ok());
+  std::string socket = server.address().substr(5);  // without "unix:"
+  BoxOptions none;
+  ASSERT_TRUE(remote::ChooseServer(&none, false, socket).ok());
+  EXPECT_EQ(none.server, "") << "no /healthz route: nothing healthy answers";
+  server.OnJson("GET", "/healthz", 200, {{"status", "ok"}});
+  BoxOptions chosen;
+  ASSERT_TRUE(remote::ChooseServer(&chosen, false, socket).ok());
+  EXPECT_EQ(chosen.server, server.address());
+  BoxOptions local;
+  ASSERT_TRUE(remote::ChooseServer(&local, true, socket).ok());
+  EXPECT_EQ(local.server, "");
+  BoxOptions absent;
+  ASSERT_TRUE(remote::ChooseServer(&absent, false, server.dir() + "/none.sock").ok());
+  EXPECT_EQ(absent.server, "");
+}
+
 TEST(ServerChoiceTest, TheRuleInOrder) {
   ::setenv("CODEBOX_SERVER", "unix:/from/env.sock", 1);
   ::setenv("CODEBOX_TOKEN", "env-token", 1);
