@@ -222,19 +222,26 @@ def test_async_api_against_the_server(server: str) -> None:
     asyncio.run(main())
 
 
-def test_codebox_server_variable_and_local(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_codebox_server_variable(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBOX_SERVER", server)
     with codebox.SyncCodeBox() as b:
         assert b.run("print('via env')") == "via env\n"
+
+
+def test_the_server_rule_without_a_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CODEBOX_SERVER", "ftp://nowhere")
     with pytest.raises(codebox.BoxError, match="CODEBOX_SERVER"):
         codebox.SyncCodeBox().start()
-    # local=True never asks the server (a malformed variable is not even read).
+    # local=True never asks a server (the malformed variable is not even read).
     with pytest.raises(codebox.BoxError) as e:
         codebox.SyncCodeBox(local=True, image="no-such-image-here").start()
     assert "no-such-image-here" in str(e.value)
     with pytest.raises(TypeError):
         codebox.SyncCodeBox(local="yes")
+    # A server that is named but not there: unavailable, naming it.
+    monkeypatch.delenv("CODEBOX_SERVER")
+    with pytest.raises(codebox.BoxError, match="nobody.sock"):
+        codebox.SyncCodeBox(server=f"unix:{tmp_path}/nobody.sock").start()
 
 
 def test_after_close_calls_fail_and_close_is_idempotent(server: str) -> None:
