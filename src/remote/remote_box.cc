@@ -241,14 +241,17 @@ class RemoteBox final : public Box::Impl {
     request.target = FilesTarget(box_path, {});
     request.timeout = kFilesTimeout;
     std::string what = "read file " + box::ShowName(box_path);
-    auto response = api_.Call(request, max_bytes, what);
+    // An error answer may be longer than a small max_bytes: the cap leaves it room, and the
+    // data is held to max_bytes below.
+    auto response = api_.Call(request, std::max<uint64_t>(max_bytes, 1 << 20), what);
     if (!response.ok() && response.status().code() == StatusCode::kLimitExceeded) {
       return LimitExceeded(what + ": larger than the limit of " + box::HumanBytes(max_bytes) +
                            "; pass a larger max_bytes");
     }
     if (!response.ok()) return response.status();
     if (response->body.size() > max_bytes) {  // whatever the client let through
-      return LimitExceeded(what + ": larger than the limit of " + box::HumanBytes(max_bytes));
+      return LimitExceeded(what + ": larger than the limit of " + box::HumanBytes(max_bytes) +
+                           "; pass a larger max_bytes");
     }
     auto type = response->headers.find("content-type");
     if (type != response->headers.end() && type->second.starts_with("application/x-tar")) {

@@ -359,6 +359,20 @@ TEST_F(RemoteBoxTest, FilesGoAsRawBytes) {
   EXPECT_EQ(*read, bytes);
 }
 
+TEST_F(RemoteBoxTest, ReadFileWithATinyLimitStillSeesErrors) {
+  server_.OnJson("GET", std::string(kBoxPath) + "/files", 404,
+                 {{"error", {{"code", "not_found"}, {"message", "no such file: /work/missing"}}}});
+  auto box = Create();
+  ASSERT_NE(box, nullptr);
+  auto r = box->ReadFile("missing", 4);
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+  server_.On("GET", std::string(kBoxPath) + "/files", [](const http::Request&, http::Exchange& e) {
+    testing::Respond(e, 200, "12345", "application/octet-stream");
+  });
+  EXPECT_EQ(box->ReadFile("five", 4).status().code(), StatusCode::kLimitExceeded);
+  EXPECT_EQ(*box->ReadFile("five", 5), "12345");
+}
+
 TEST_F(RemoteBoxTest, ReadFileEnforcesMaxBytesItself) {
   server_.On("GET", std::string(kBoxPath) + "/files", [](const http::Request&, http::Exchange& e) {
     testing::Respond(e, 200, std::string(2 << 20, 'x'), "application/octet-stream");
