@@ -250,17 +250,31 @@ int Serve(const ServeFlags& flags) {
   std::printf("codebox serve: listening on %s; pools: %s\n", Join(bound_texts, ", ").c_str(),
               pool_texts.empty() ? "none" : Join(pool_texts, ", ").c_str());
   std::fflush(stdout);
-  server::JsonLog::Write(base::LogLevel::kInfo, "listening",
-                         {{"listen", bound_texts}, {"pools", pool_texts}});
+  // The start line went to stdout; the log has it too, in the log's format.
+  if (text_log) {
+    std::fprintf(stderr, "listening on %s\n", Join(bound_texts, ", ").c_str());
+  } else {
+    server::JsonLog::Write(base::LogLevel::kInfo, "listening",
+                           {{"listen", bound_texts}, {"pools", pool_texts}});
+  }
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  server::JsonLog::Write(base::LogLevel::kInfo, "stopping",
-                         {{"signal", signal_number == SIGTERM ? "SIGTERM" : "SIGINT"},
-                          {"drain_s", flags.drain.count() / 1000.0}});
+  const char* signal_name = signal_number == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (text_log) {
+    std::fprintf(stderr, "stopping (%s): draining for up to %.1f s\n", signal_name,
+                 flags.drain.count() / 1000.0);
+  } else {
+    server::JsonLog::Write(base::LogLevel::kInfo, "stopping",
+                           {{"signal", signal_name}, {"drain_s", flags.drain.count() / 1000.0}});
+  }
   http_server.Stop(flags.drain);
   registry.Shutdown();
-  server::JsonLog::Write(base::LogLevel::kInfo, "stopped", {});
+  if (text_log) {
+    std::fprintf(stderr, "stopped\n");
+  } else {
+    server::JsonLog::Write(base::LogLevel::kInfo, "stopped", {});
+  }
   return 0;
 }
 

@@ -23,14 +23,24 @@ using Clock = std::chrono::steady_clock;
 // and runs on to its timeout.
 constexpr char kRequestMarker[] = "CODEBOX_REQUEST";
 
-void KillMarkedProcesses(Box& box, const std::string& marker) {
+// Kills the processes in `box` whose environment holds `marker` ("NAME=value"), and with
+// `warm_waiter` also the box's prewarmed python3 (Box::Prewarm): a program handed to it runs
+// in that process, whose /proc environ still shows its start-up environment, not the marker.
+// A box has at most one waiter and a /python request takes it, so it is this request's.
+void KillMarkedProcesses(Box& box, const std::string& marker, bool warm_waiter) {
   ExecOptions options;
   options.timeout = std::chrono::seconds(5);
-  // /proc/PID/environ is NUL-separated: grep -z matches the whole "NAME=value" entry.
+  // /proc/PID/environ is NUL-separated: grep -z matches the whole "NAME=value" entry. The
+  // waiter's source (its command line) holds "codebox-warm:ack"; the sweep gets it in two
+  // pieces so that its own command line does not match.
   static constexpr char kSweep[] =
-      "for d in /proc/[0-9]*; do grep -qzxF \"$1\" \"$d/environ\" 2>/dev/null && "
-      "kill -9 \"${d#/proc/}\" 2>/dev/null; done; exit 0";
-  (void)box.Exec({"sh", "-c", kSweep, "sh", marker}, options);
+      "w=\"$2$3\"; for d in /proc/[0-9]*; do "
+      "if grep -qzxF \"$1\" \"$d/environ\" 2>/dev/null || "
+      "{ [ -n \"$2\" ] && grep -qaF \"$w\" \"$d/cmdline\" 2>/dev/null; }; then "
+      "kill -9 \"${d#/proc/}\" 2>/dev/null; fi; done; exit 0";
+  std::vector<std::string> argv = {"sh", "-c", kSweep, "sh", marker};
+  if (warm_waiter) argv.insert(argv.end(), {"codebox-warm", ":ack"});
+  (void)box.Exec(argv, options);
 }
 
 void ReportStreamError(Call& call, EventSink& sink, const Status& status) {
@@ -78,7 +88,7 @@ void AnswerBoxExec(Call& call, std::string_view kind, ExecOptions options,
   options.env[kRequestMarker] = marker.substr(sizeof kRequestMarker);
   AnswerExec(
       call, kind, std::move(options), [&](const ExecOptions& o) { return run(box, o); },
-      [&] { KillMarkedProcesses(box, marker); });
+      [&] { KillMarkedProcesses(box, marker, kind == "python"); });
 }
 
 }  // namespace

@@ -121,5 +121,39 @@ TEST_F(ApiLoadTest, HundredConcurrentClientsEachGetTheirOwnAnswer) {
   EXPECT_EQ(Json(Call("GET", "/healthz", "/healthz"))["status"], "ok");
 }
 
+// A pool box's /python runs in its prewarmed interpreter; a client gone mid-run ends it too.
+TEST_F(ApiLoadTest, ClientGoneMidWarmPythonKillsIt) {
+  bool ready = false;
+  for (auto end = Clock::now() + std::chrono::seconds(30); !ready && Clock::now() < end;) {
+    ready = !registry_->Pools().empty() && registry_->Pools()[0].ready > 0;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(ready) << "the pool did not fill";
+  json box = Json(Call("POST", "/v1/boxes", "/v1/boxes", "{}"));
+  ASSERT_EQ(box["from_pool"], true);
+  const std::string id = box["id"];
+  http::ClientRequest request;
+  request.method = "POST";
+  request.target = "/v1/boxes/" + id + "/python";
+  request.body =
+      json({{"code", "print(1, flush=True)\nimport time\ntime.sleep(60)"}, {"timeout", 120}})
+          .dump();
+  request.headers = {{"Accept", "text/event-stream"}};
+  auto r = UnixClient().SendForEvents(request, [](std::string_view, std::string_view) {
+    return Status(StatusCode::kInternal, "the test hangs up");
+  });
+  EXPECT_FALSE(r.ok());
+  bool idle = false;
+  for (auto end = Clock::now() + std::chrono::seconds(10); !idle && Clock::now() < end;) {
+    auto record = registry_->Get(id);
+    idle = record.ok() && record->state == "idle";
+    if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(idle) << "the prewarmed python3 ran on after its client went away";
+  auto next = Call("POST", "/v1/boxes/" + id + "/python", "/v1/boxes/{id}/python",
+                   R"j({"code": "print(5)"})j");
+  EXPECT_EQ(Json(next)["stdout"], "5\n") << "the box still runs code";
+}
+
 }  // namespace
 }  // namespace codebox::testing

@@ -123,6 +123,19 @@ class ServeProcessTest : public ::testing::Test {
     return {WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1, text.str()};
   }
 
+  // stdout of a short command (bounded by its own client deadlines).
+  static std::string CommandOutput(const std::vector<std::string>& args) {
+    std::string line;
+    for (const std::string& a : args) line += "'" + a + "' ";
+    std::string out;
+    if (FILE* p = popen(line.c_str(), "r")) {
+      char buf[4096];
+      for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+      pclose(p);
+    }
+    return out;
+  }
+
   http::Client Client() const { return http::Client(*http::ParseAddress("unix:" + socket_)); }
 
   json Get(const std::string& target) {
@@ -205,6 +218,23 @@ TEST_F(ServeProcessTest, KillNineThenRestartReapsEverythingAndRefills) {
   json status = Get("/v1/status");
   ASSERT_TRUE(status.is_object());
   EXPECT_TRUE(status["boxes"].empty()) << "the new server holds none of the old one's boxes";
+
+  // The real metrics and `codebox status` against this server.
+  http::ClientRequest metrics;
+  metrics.target = "/metrics";
+  auto text = Client().Send(metrics);
+  ASSERT_TRUE(text.ok());
+  for (const char* family : {"codebox_pool_ready{", "codebox_requests_total{",
+                             "codebox_exec_duration_seconds_bucket{", "codebox_boxes{"}) {
+    EXPECT_NE(text->body.find(family), std::string::npos) << family << " in\n" << text->body;
+  }
+  std::string table = CommandOutput({CodeboxBinary(), "status", "--server", "unix:" + socket_});
+  EXPECT_NE(table.find("python=2"), std::string::npos) << table;
+  json as_json = json::parse(
+      CommandOutput({CodeboxBinary(), "status", "--server", "unix:" + socket_, "--json"}), nullptr,
+      false);
+  ASSERT_TRUE(as_json.is_object());
+  EXPECT_EQ(as_json["pools"][0]["spec"], "python=2");
 
   // SIGTERM: drain, destroy every box, exit 0, nothing left.
   const std::string second_tag =
