@@ -4,7 +4,12 @@
 // the first cell.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,7 +41,7 @@ std::vector<std::string> BoxPids(Box& box, const std::string& pattern) {
   return pids;
 }
 
-[[maybe_unused]] void KillWaiters(Box& box) {
+void KillWaiters(Box& box) {
   auto r = box.Exec({"sh", "-c",
                      std::string("for p in $(grep -l -a '") + kWaiterPattern +
                          "' /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do kill -9 $p; done"});
@@ -183,6 +188,230 @@ TEST_F(PrewarmTest, HostileProgramsGiveTheColdResult) {
     auto start = std::chrono::steady_clock::now();
     Compare(*box, s);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 30s) << s.name << ": bounded";
+  }
+}
+
+TEST_F(PrewarmTest, AWaiterKilledFromInsideTheBoxFallsBackToColdPython) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  for (int round = 0; round < 5; ++round) {
+    ASSERT_TRUE(box->Prewarm().ok());
+    KillWaiters(*box);
+    // Its exit may not have reached the host yet: either way the program runs, once.
+    auto r = box->RunPython("print('ran')");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_data, "ran\n") << Describe(*r);
+    EXPECT_EQ(r->exit_code, 0);
+  }
+  // After a pause the host surely saw the exit.
+  ASSERT_TRUE(box->Prewarm().ok());
+  KillWaiters(*box);
+  std::this_thread::sleep_for(300ms);
+  auto r = box->RunPython("print('ran')");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "ran\n");
+}
+
+TEST_F(PrewarmTest, TheTimeoutCountsFromTheHandOverAndIsReported) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  ASSERT_TRUE(box->Prewarm().ok());
+  std::this_thread::sleep_for(1500ms);  // waiting is not running: none of it counts
+  auto start = std::chrono::steady_clock::now();
+  auto r = box->RunPython("import time; time.sleep(0.5); print('slept')", {.timeout = 1200ms});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->timed_out) << Describe(*r);
+  EXPECT_EQ(r->stdout_data, "slept\n");
+  ASSERT_TRUE(box->Prewarm().ok());
+  start = std::chrono::steady_clock::now();
+  r = box->RunPython("import time\nwhile True: time.sleep(1)", {.timeout = 1s});
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->timed_out) << Describe(*r);
+  EXPECT_EQ(r->signal, 9);
+  EXPECT_GE(r->duration, 1s);
+  EXPECT_LT(took, 5s);
+  // No timeout at all works too.
+  ASSERT_TRUE(box->Prewarm().ok());
+  r = box->RunPython("print(2)", {.timeout = kNoTimeout});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_data, "2\n");
+}
+
+TEST_F(PrewarmTest, OutputStreamsAsItComes) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  ASSERT_TRUE(box->Prewarm().ok());
+  std::mutex mu;
+  std::string out, err;
+  std::chrono::steady_clock::time_point first_out{};
+  ExecOptions options;
+  options.on_stdout = [&](std::string_view b) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (out.empty()) first_out = std::chrono::steady_clock::now();
+    out.append(b);
+  };
+  options.on_stderr = [&](std::string_view b) {
+    std::lock_guard<std::mutex> lock(mu);
+    err.append(b);
+  };
+  auto r = box->RunPython(
+      "import sys, time\nprint('a', flush=True)\ntime.sleep(0.6)\nprint('b')\n"
+      "print('e', file=sys.stderr)",
+      options);
+  auto end = std::chrono::steady_clock::now();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(out, "a\nb\n");
+  EXPECT_EQ(out, r->stdout_data);
+  EXPECT_EQ(err, "e\n");
+  EXPECT_GT(end - first_out, 400ms) << "the first chunk came before the program's end";
+  // A callback that throws fails the call, as it does for a cold python3.
+  ASSERT_TRUE(box->Prewarm().ok());
+  ExecOptions throwing;
+  throwing.on_stdout = [](std::string_view) { throw std::runtime_error("no"); };
+  auto bad = box->RunPython("print(1)", throwing);
+  auto bad_cold = box->RunPython("print(1)", throwing);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_FALSE(bad_cold.ok());
+  EXPECT_EQ(bad.status().code(), bad_cold.status().code());
+  auto still = box->Run("print(3)");
+  ASSERT_TRUE(still.ok()) << "the box still works: " << still.status().ToString();
+  EXPECT_EQ(*still, "3\n");
+}
+
+TEST_F(PrewarmTest, StartupVariablesAndHugeProgramsRunColdAndLeaveTheWaiter) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  ASSERT_TRUE(box->Prewarm().ok());
+  // PYTHONHASHSEED works only at start-up: the waiter cannot honour it.
+  const std::string hash = "print(hash('codebox'))";
+  auto seeded = box->RunPython(hash, {.env = {{"PYTHONHASHSEED", "7"}}});
+  auto again = box->RunPython(hash, {.env = {{"PYTHONHASHSEED", "7"}}});
+  ASSERT_TRUE(seeded.ok() && again.ok());
+  EXPECT_EQ(seeded->stdout_data, again->stdout_data) << "both ran with the seed";
+  auto path = box->RunPython("import os; print(os.environ['PATH'])", {.env = {{"PATH", "/bin"}}});
+  ASSERT_TRUE(path.ok());
+  EXPECT_EQ(path->stdout_data, "/bin\n");
+  std::string big = "x = 1\n" + std::string(17 << 20, '#') + "\nprint(x)";
+  auto huge = box->RunPython(big);
+  ASSERT_TRUE(huge.ok()) << huge.status().ToString();
+  EXPECT_EQ(huge->stdout_data, "1\n");
+  EXPECT_EQ(BoxPids(*box, kWaiterPattern).size(), 1u) << "still waiting for a program it can run";
+  auto plain = box->RunPython("print('warm')");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->stdout_data, "warm\n");
+  EXPECT_EQ(BoxPids(*box, kWaiterPattern).size(), 0u);
+}
+
+TEST_F(PrewarmTest, ConcurrentRunsTakeTheWaiterOnce) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  ASSERT_TRUE(box->Prewarm().ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = box->RunPython("print(" + std::to_string(i) + ")");
+      if (r.ok() && r->stdout_data == std::to_string(i) + "\n") ++good;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(good, 4);
+}
+
+TEST_F(PrewarmTest, OutOfMemoryIsReportedAndAnOomBeforeUseRunsCold) {
+  BoxOptions options = Options();
+  options.memory_mib = 128;
+  CODEBOX_MAKE_BOX_OR_SKIP(box, options);
+  const std::string bomb = "x = []\nwhile True: x.append(bytearray(16 << 20))";
+  Compare(*box, {"memory bomb", bomb, {}});
+  // An OOM kill in the box after the waiter started (maybe of the waiter): the next program
+  // runs cold, and right.
+  ASSERT_TRUE(box->Prewarm().ok());
+  std::vector<std::string> waiters = BoxPids(*box, kWaiterPattern);
+  ASSERT_EQ(waiters.size(), 1u);
+  auto oom = box->RunPython(bomb, {.env = {{"PYTHONHASHSEED", "1"}}});  // cold: waiter stays
+  ASSERT_TRUE(oom.ok());
+  if (!oom->out_of_memory) GTEST_SKIP() << "no OOM kill here (rlimit): " << Describe(*oom);
+  auto r = box->RunPython("import os; print(os.getpid())");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->stdout_data, waiters[0] + "\n") << "ran cold";
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_FALSE(r->out_of_memory);
+  EXPECT_EQ(BoxPids(*box, kWaiterPattern).size(), 0u) << "the stale waiter was ended";
+}
+
+TEST_F(PrewarmTest, PrewarmTwiceKeepsOneWaiter) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  ASSERT_TRUE(box->Prewarm().ok());
+  ASSERT_TRUE(box->Prewarm().ok());
+  std::vector<std::string> waiters = BoxPids(*box, kWaiterPattern);
+  ASSERT_EQ(waiters.size(), 1u);
+  auto r = box->RunPython("import os; print(os.getpid())");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_data, waiters[0] + "\n");
+  EXPECT_TRUE(box->Prewarm({.python = false, .kernel = false}).ok());
+  EXPECT_EQ(BoxPids(*box, kWaiterPattern).size(), 0u) << "nothing asked, nothing started";
+}
+
+int CountThreads() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
+}
+
+TEST_F(PrewarmTest, DestroyEndsTheWaiterAndLaterCallsFailClearly) {
+  const int threads_before = CountThreads();
+  {
+    CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+    ASSERT_TRUE(box->Prewarm({.python = true, .kernel = true}).ok());
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(box->Destroy().ok());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    Status again = box->Prewarm();
+    EXPECT_EQ(again.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(again.message().find("destroyed"), std::string::npos) << again.message();
+    auto r = box->RunPython("print(1)");
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("destroyed"), std::string::npos);
+  }
+  EXPECT_EQ(testing::CountOurBoxProcesses(), 0);
+  EXPECT_EQ(CountThreads(), threads_before) << "every thread of the box and its waiter ended";
+  // Dropping a box with a waiter, without Destroy, is the same.
+  {
+    CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+    ASSERT_TRUE(box->Prewarm().ok());
+  }
+  EXPECT_EQ(testing::CountOurBoxProcesses(), 0);
+  EXPECT_EQ(CountThreads(), threads_before);
+}
+
+TEST_F(PrewarmTest, PrewarmedKernelAnswersTheFirstCellAndKeepsState) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  ASSERT_TRUE(box->Prewarm({.python = false, .kernel = true}).ok());
+  std::vector<std::string> kernels = BoxPids(*box, kKernelPattern);
+  ASSERT_EQ(kernels.size(), 1u) << "the kernel runs before the first cell";
+  EXPECT_EQ(BoxPids(*box, kWaiterPattern).size(), 0u);
+  ASSERT_TRUE(box->Prewarm({.python = false, .kernel = true}).ok());
+  EXPECT_EQ(BoxPids(*box, kKernelPattern), kernels) << "a second Prewarm keeps that kernel";
+  Execution first = testing::RunOk(*box, "import os\nx = 41\nos.getpid()");
+  EXPECT_FALSE(first.error) << first.error->value;
+  EXPECT_EQ(first.execution_count, 1);
+  EXPECT_EQ(first.text(), kernels[0]) << "the cell ran in the prewarmed kernel";
+  EXPECT_EQ(testing::RunOk(*box, "x + 1").text(), "42");
+}
+
+TEST_F(PrewarmTest, BoxLifetimeEndsAWarmRun) {
+  BoxOptions options = Options();
+  options.box_timeout = 3s;
+  CODEBOX_MAKE_BOX_OR_SKIP(box, options);
+  ASSERT_TRUE(box->Prewarm().ok());
+  auto start = std::chrono::steady_clock::now();
+  auto r = box->RunPython("import time; time.sleep(60)", {.timeout = kNoTimeout});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 15s);
+  // Killed at the lifetime's end (timed out), or the box ended under it: never a hang.
+  if (r.ok()) {
+    EXPECT_TRUE(r->timed_out) << Describe(*r);
+  } else {
+    EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
   }
 }
 

@@ -1,0 +1,101 @@
+// Prewarm benchmark: time to the first result of `print(1)`. In one run, interleaved so they
+// share the machine's noise, median and p99 of:
+//   * RunPython on a box prewarmed beforehand (Box::Prewarm: its python3 is up and waiting);
+//     creating and prewarming the box are not timed, as a server's warm pool does them ahead;
+//   * a cold RunPython (`python3 -c`) on a box created beforehand (one box, reused);
+//   * a bare host `/usr/bin/python3 -c 'print(1)'` with its output piped, the baseline.
+// Then the ratios against the bare baseline (the serve issue's target for a pool box's first
+// result is <= 0.3x bare).
+//
+// usage: bench_prewarm [--runs N] [--image NAME]   (N: 1..2000, default 100)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/subprocess.h"
+#include "codebox/box.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "bench_prewarm: %s\n", what.c_str());
+  return 1;
+}
+
+void Row(const char* what, const std::vector<double>& ms, double bare) {
+  double median = Percentile(ms, 0.5);
+  std::printf("  %-44s %8.2f  %8.2f   %5.2fx\n", what, median, Percentile(ms, 0.99),
+              median / bare);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 100;
+  std::string image = "python";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--runs") == 0) runs = std::clamp(std::atoi(argv[i + 1]), 1, 2000);
+    if (std::strcmp(argv[i], "--image") == 0) image = argv[i + 1];
+  }
+  codebox::BoxOptions options;
+  options.driver = codebox::DriverKind::kJail;
+  options.image = image;
+
+  auto cold_box = codebox::Box::Create(options);
+  if (!cold_box.ok()) return Fail("create box: " + cold_box.status().ToString());
+  const codebox::base::Command bare_python({"/usr/bin/python3", "-c", "print(1)"});
+  std::vector<double> warm, cold, bare, prewarm, create;
+  for (int i = -3; i < runs; ++i) {  // three rounds of warm-up, not counted
+    auto t0 = Clock::now();
+    auto box = codebox::Box::Create(options);
+    if (!box.ok()) return Fail("create box: " + box.status().ToString());
+    auto t1 = Clock::now();
+    codebox::Status st = (*box)->Prewarm();
+    if (!st.ok()) return Fail("prewarm: " + st.ToString());
+    auto t2 = Clock::now();
+    auto w = (*box)->RunPython("print(1)");
+    auto t3 = Clock::now();
+    if (!w.ok() || w->stdout_data != "1\n") return Fail("prewarmed RunPython did not print 1");
+    box->reset();  // destroying is not part of the result
+
+    auto t4 = Clock::now();
+    auto c = (*cold_box)->RunPython("print(1)");
+    auto t5 = Clock::now();
+    if (!c.ok() || c->stdout_data != "1\n") return Fail("cold RunPython did not print 1");
+
+    auto t6 = Clock::now();
+    auto b = codebox::base::Run(bare_python);
+    auto t7 = Clock::now();
+    if (!b.ok() || !b->ok() || b->out != "1\n") return Fail("host /usr/bin/python3 failed");
+    if (i < 0) continue;
+    create.push_back(Ms(t1 - t0));
+    prewarm.push_back(Ms(t2 - t1));
+    warm.push_back(Ms(t3 - t2));
+    cold.push_back(Ms(t5 - t4));
+    bare.push_back(Ms(t7 - t6));
+  }
+  const double base = Percentile(bare, 0.5);
+  std::printf("bench_prewarm: %d runs of print(1), image %s, ms\n", runs, image.c_str());
+  std::printf("  %-44s %8s  %8s   %6s\n", "", "median", "p99", "/bare");
+  Row("RunPython on a prewarmed box", warm, base);
+  Row("RunPython, cold python3 on a created box", cold, base);
+  Row("bare host /usr/bin/python3 -c 'print(1)'", bare, base);
+  std::printf("  not timed above: Box::Create %.1f, Prewarm %.1f (medians)\n",
+              Percentile(create, 0.5), Percentile(prewarm, 0.5));
+  std::printf("  target: prewarmed <= 0.3x bare\n");
+  return 0;
+}
