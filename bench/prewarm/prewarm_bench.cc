@@ -7,7 +7,8 @@
 // Then the ratios against the bare baseline (the serve issue's target for a pool box's first
 // result is <= 0.3x bare).
 //
-// usage: bench_prewarm [--runs N] [--image NAME]   (N: 1..2000, default 100)
+// usage: bench_prewarm [--runs N] [--image NAME] [--code PROGRAM]
+//   N: 1..2000, default 100; PROGRAM (default print(1)) must print 1.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,18 +39,18 @@ int Fail(const std::string& what) {
 
 void Row(const char* what, const std::vector<double>& ms, double bare) {
   double median = Percentile(ms, 0.5);
-  std::printf("  %-44s %8.2f  %8.2f   %5.2fx\n", what, median, Percentile(ms, 0.99),
-              median / bare);
+  std::printf("  %-44s %8.2f  %8.2f   %5.2fx\n", what, median, Percentile(ms, 0.99), median / bare);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int runs = 100;
-  std::string image = "python";
+  std::string image = "python", code = "print(1)";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--runs") == 0) runs = std::clamp(std::atoi(argv[i + 1]), 1, 2000);
     if (std::strcmp(argv[i], "--image") == 0) image = argv[i + 1];
+    if (std::strcmp(argv[i], "--code") == 0) code = argv[i + 1];
   }
   codebox::BoxOptions options;
   options.driver = codebox::DriverKind::kJail;
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
 
   auto cold_box = codebox::Box::Create(options);
   if (!cold_box.ok()) return Fail("create box: " + cold_box.status().ToString());
-  const codebox::base::Command bare_python({"/usr/bin/python3", "-c", "print(1)"});
+  const codebox::base::Command bare_python({"/usr/bin/python3", "-c", code});
   std::vector<double> warm, cold, bare, prewarm, create;
   for (int i = -3; i < runs; ++i) {  // three rounds of warm-up, not counted
     auto t0 = Clock::now();
@@ -67,13 +68,15 @@ int main(int argc, char** argv) {
     codebox::Status st = (*box)->Prewarm();
     if (!st.ok()) return Fail("prewarm: " + st.ToString());
     auto t2 = Clock::now();
-    auto w = (*box)->RunPython("print(1)");
+    auto w = (*box)->RunPython(code);
     auto t3 = Clock::now();
-    if (!w.ok() || w->stdout_data != "1\n") return Fail("prewarmed RunPython did not print 1");
+    if (!w.ok() || w->stdout_data != "1\n")
+      return Fail("prewarmed RunPython did not print 1 (" +
+                  (w.ok() ? w->stderr_data : w.status().ToString()) + ")");
     box->reset();  // destroying is not part of the result
 
     auto t4 = Clock::now();
-    auto c = (*cold_box)->RunPython("print(1)");
+    auto c = (*cold_box)->RunPython(code);
     auto t5 = Clock::now();
     if (!c.ok() || c->stdout_data != "1\n") return Fail("cold RunPython did not print 1");
 
@@ -89,11 +92,11 @@ int main(int argc, char** argv) {
     bare.push_back(Ms(t7 - t6));
   }
   const double base = Percentile(bare, 0.5);
-  std::printf("bench_prewarm: %d runs of print(1), image %s, ms\n", runs, image.c_str());
+  std::printf("bench_prewarm: %d runs of %s, image %s, ms\n", runs, code.c_str(), image.c_str());
   std::printf("  %-44s %8s  %8s   %6s\n", "", "median", "p99", "/bare");
   Row("RunPython on a prewarmed box", warm, base);
   Row("RunPython, cold python3 on a created box", cold, base);
-  Row("bare host /usr/bin/python3 -c 'print(1)'", bare, base);
+  Row("bare host /usr/bin/python3 -c PROGRAM", bare, base);
   std::printf("  not timed above: Box::Create %.1f, Prewarm %.1f (medians)\n",
               Percentile(create, 0.5), Percentile(prewarm, 0.5));
   std::printf("  target: prewarmed <= 0.3x bare\n");

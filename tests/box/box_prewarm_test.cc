@@ -2,9 +2,8 @@
 // `python3 -c` gives (the same snippets run both ways and compared), the waiter's death or
 // hostile programs fall back or end within their deadlines, and the prewarmed kernel answers
 // the first cell.
-#include <gtest/gtest.h>
-
 #include <dirent.h>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -28,9 +27,8 @@ constexpr char kKernelPattern[] = "code-interpreter kerne[l]";
 
 // Pids of the box's processes whose command line matches `pattern` (a grep pattern).
 std::vector<std::string> BoxPids(Box& box, const std::string& pattern) {
-  auto r = box.Exec({"sh", "-c",
-                     "grep -l -a '" + pattern +
-                         "' /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3"});
+  auto r = box.Exec(
+      {"sh", "-c", "grep -l -a '" + pattern + "' /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3"});
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   std::vector<std::string> pids;
   if (!r.ok()) return pids;
@@ -51,10 +49,10 @@ void KillWaiters(Box& box) {
 
 std::string Describe(const ExecResult& r) {
   return "exit " + std::to_string(r.exit_code) + " signal " + std::to_string(r.signal) +
-         " timed_out " + std::to_string(r.timed_out) + " oom " +
-         std::to_string(r.out_of_memory) + " truncated " + std::to_string(r.output_truncated) +
-         "\nstdout (" + std::to_string(r.stdout_data.size()) + " bytes): " +
-         r.stdout_data.substr(0, 600) + "\nstderr (" + std::to_string(r.stderr_data.size()) +
+         " timed_out " + std::to_string(r.timed_out) + " oom " + std::to_string(r.out_of_memory) +
+         " truncated " + std::to_string(r.output_truncated) + "\nstdout (" +
+         std::to_string(r.stdout_data.size()) + " bytes): " + r.stdout_data.substr(0, 600) +
+         "\nstderr (" + std::to_string(r.stderr_data.size()) +
          " bytes): " + r.stderr_data.substr(0, 600);
 }
 
@@ -126,28 +124,35 @@ TEST_F(PrewarmTest, WarmAndColdGiveTheSameResults) {
       {"chained", "try:\n    1/0\nexcept Exception as e:\n    raise KeyError('k') from e", {}},
       {"syntax error", "x = (", {}},
       {"keyboard interrupt", "raise KeyboardInterrupt", {}},
-      {"excepthook", "import sys\nsys.excepthook = lambda t, v, tb: print('hook', t.__name__)\n1/0",
+      {"excepthook",
+       "import sys\nsys.excepthook = lambda t, v, tb: print('hook', t.__name__)\n1/0",
        {}},
       {"atexit after an exception", "import atexit; atexit.register(print, 'bye'); 1/0", {}},
       {"argv, name, globals, orig_argv",
-       "import sys\nprint(sys.argv, __name__, sorted(globals()), sys.orig_argv[:2])", {}},
+       "import sys\nprint(sys.argv, __name__, sorted(globals()), sys.orig_argv[:2])",
+       {}},
       {"modules", "import sys; print(sorted(sys.modules))", {}},
       {"stdin", "print(input()); print(input())", {.stdin_data = "a\nb\n"}},
-      {"stdin read whole", "import sys; print(repr(sys.stdin.buffer.read()))",
+      {"stdin read whole",
+       "import sys; print(repr(sys.stdin.buffer.read()))",
        {.stdin_data = std::string("x\0y", 3)}},
       {"no stdin", "import os, sys; print(os.read(0, 10)); input()", {}},
-      {"env", "import os; print(os.environ['FOO'], sorted(os.environ))",
+      {"env",
+       "import os; print(os.environ['FOO'], sorted(os.environ))",
        {.env = {{"FOO", "bar baz"}, {"EMPTY", ""}}}},
-      {"relative cwd", "import os; print(os.getcwd()); print(open('../../x', 'w') and 1)",
+      {"relative cwd",
+       "import os; print(os.getcwd()); print(open('../../x', 'w') and 1)",
        {.cwd = "sub/dir"}},
       {"absolute cwd", "import os; print(os.getcwd())", {.cwd = "/tmp"}},
       {"missing cwd", "print(1)", {.cwd = "/nonexistent"}},
       {"timeout", "import time; print('start', flush=True); time.sleep(30)", {.timeout = 1s}},
-      {"unicode", "print('h\\u00e9llo \\u2713'); print('\\udcff'.encode('utf-8', 'surrogateescape'))",
+      {"unicode",
+       "print('h\\u00e9llo \\u2713'); print('\\udcff'.encode('utf-8', 'surrogateescape'))",
        {}},
       {"raw bytes", "import os; os.write(1, b'\\xff\\xfe\\0'); os.write(2, b'\\x80')", {}},
       {"marker bytes of its own",
-       "import os; os.write(1, b'\\0codebox-warm:ack\\0'); os.write(1, b'\\0codebox-warm:ready\\0')",
+       "import os; os.write(1, b'\\0codebox-warm:ack\\0'); os.write(1, "
+       "b'\\0codebox-warm:ready\\0')",
        {}},
       {"no newline", "import sys; sys.stdout.write('partial')", {}},
       {"killed by itself", "import os; print('x', flush=True); os.kill(os.getpid(), 9)", {}},
@@ -177,7 +182,8 @@ TEST_F(PrewarmTest, HostileProgramsGiveTheColdResult) {
        "print('gone'); 1/0",
        {}},
       {"closes stdin and reads", "import os; os.close(0); input()", {.stdin_data = "data\n"}},
-      {"closes stdout and hangs", "import os, time; os.close(1); os.close(2); time.sleep(60)",
+      {"closes stdout and hangs",
+       "import os, time; os.close(1); os.close(2); time.sleep(60)",
        {.timeout = 1s}},
       {"ignores SIGTERM and SIGINT",
        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
