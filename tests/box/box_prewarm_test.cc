@@ -140,6 +140,8 @@ TEST_F(PrewarmTest, WarmAndColdGiveTheSameResults) {
       {"env",
        "import os; print(os.environ['FOO'], sorted(os.environ))",
        {.env = {{"FOO", "bar baz"}, {"EMPTY", ""}}}},
+      {"env order", "import os, sys; print(list(os.environ)); os.system('env')",
+       {.env = {{"ZZZ", "1"}, {"AAA", "2"}, {"MMM", "3"}}}},
       {"relative cwd",
        "import os; print(os.getcwd()); print(open('../../x', 'w') and 1)",
        {.cwd = "sub/dir"}},
