@@ -56,6 +56,15 @@ def _codebox_warm():
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
+        # sys.stdin was made on the pipe (not seekable, and its FileIO remembers): made anew
+        # on /dev/null as the interpreter's start-up makes it.
+        old = sys.stdin
+        buffer = open(0, "rb", closefd=False)
+        buffer.raw.name = "<stdin>"
+        sys.stdin = sys.__stdin__ = type(old)(buffer, old.encoding, old.errors, "\n",
+                                              old.line_buffering, old.write_through)
+        sys.stdin.mode = "r"
+        del old, buffer
 
     source = os.fsdecode(code)  # as python3 decodes its -c argument
     del code, fields, digits

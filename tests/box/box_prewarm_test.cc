@@ -67,6 +67,13 @@ void ExpectSameResult(const ExecResult& warm, const ExecResult& cold, const std:
   EXPECT_EQ(warm.driver, cold.driver) << what;
 }
 
+// What the interpreter's start-up made of fd 0.
+constexpr char kStdinObject[] =
+    "import sys\ns = sys.stdin\n"
+    "print(s.seekable(), s.buffer.raw.name, s is sys.__stdin__, s.mode, s.line_buffering,\n"
+    "      s.write_through, s.encoding, s.errors, s.newlines, type(s.buffer).__name__)\n"
+    "print(s.tell() if s.seekable() else 'no tell', repr(s.read()))";
+
 struct Snippet {
   std::string name;
   std::string code;
@@ -136,6 +143,8 @@ TEST_F(PrewarmTest, WarmAndColdGiveTheSameResults) {
       {"stdin read whole",
        "import sys; print(repr(sys.stdin.buffer.read()))",
        {.stdin_data = std::string("x\0y", 3)}},
+      {"stdin object", kStdinObject, {}},
+      {"stdin object with stdin", kStdinObject, {.stdin_data = "z"}},
       {"no stdin", "import os, sys; print(os.read(0, 10)); input()", {}},
       {"env",
        "import os; print(os.environ['FOO'], sorted(os.environ))",
