@@ -110,9 +110,9 @@ class Box {
   // env, cwd and stdin), its timeout counts from the hand-over, and its ExecResult matches;
   // what differs: its pid is older, ExecResult::duration is measured by the host, and stack
   // introspection past the program's module level (sys._getframe(1), traceback.print_stack,
-  // warnings' stacklevel) sees the waiter's frames. Errors: an image without python3
-  // (kFailedPrecondition) or IPython (kernel), a python3 that writes before it is ready
-  // (kStartFailed), a destroyed box (kInvalidArgument).
+  // warnings' stacklevel) sees the waiter's two frames, which also count against the recursion
+  // limit. Errors: an image without python3 (kFailedPrecondition) or IPython (kernel), a
+  // python3 that writes before it is ready (kStartFailed), a destroyed box (kInvalidArgument).
   Status Prewarm(const PrewarmOptions& options = {});
 
   // Copies a host file or directory (recursively) to box_path.
