@@ -100,5 +100,22 @@ int main(int argc, char** argv) {
   std::printf("  not timed above: Box::Create %.1f, Prewarm %.1f (medians)\n",
               Percentile(create, 0.5), Percentile(prewarm, 0.5));
   std::printf("  target: prewarmed <= 0.3x bare\n");
+
+  // What a waiting python3 costs a pool box: its memory, as the box's kernel counts it.
+  auto box = codebox::Box::Create(options);
+  if (!box.ok() || !(*box)->Prewarm().ok()) return Fail("create and prewarm a box");
+  auto mem = (*box)->Exec(
+      {"python3", "-c",
+       "import os\n"
+       "for p in filter(str.isdigit, os.listdir('/proc')):\n"
+       "    if b'_codebox_war' b'm' in open(f'/proc/{p}/cmdline', 'rb').read():\n"
+       "        m = dict(l.split(':') for l in open(f'/proc/{p}/smaps_rollup') if ':' in l)\n"
+       "        print(*(m[k].split()[0] for k in ('Rss', 'Pss', 'Private_Dirty')))"});
+  long rss = 0, pss = 0, dirty = 0;
+  if (!mem.ok() || std::sscanf(mem->stdout_data.c_str(), "%ld %ld %ld", &rss, &pss, &dirty) != 3) {
+    return Fail("could not read the waiting python3's memory");
+  }
+  std::printf("  a waiting python3: Rss %ld KiB, Pss %ld KiB, Private_Dirty %ld KiB\n", rss, pss,
+              dirty);
   return 0;
 }
