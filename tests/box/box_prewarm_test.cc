@@ -196,6 +196,10 @@ TEST_F(PrewarmTest, HostileProgramsGiveTheColdResult) {
       {"closes stdout and hangs",
        "import os, time; os.close(1); os.close(2); time.sleep(60)",
        {.timeout = 1s}},
+      {"a daemon keeps stdout open",
+       "import os\nif os.fork() == 0:\n    os.setsid()\n"
+       "    os.execvp('sh', ['sh', '-c', 'sleep 3; echo late'])\nprint('parent', flush=True)",
+       {}},
       {"ignores SIGTERM and SIGINT",
        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
        "signal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('x', flush=True)\ntime.sleep(60)",
