@@ -3,9 +3,11 @@
 //   * RunPython on a box prewarmed beforehand (Box::Prewarm: its python3 is up and waiting);
 //     creating and prewarming the box are not timed, as a server's warm pool does them ahead;
 //   * a cold RunPython (`python3 -c`) on a box created beforehand (one box, reused);
-//   * a bare host `/usr/bin/python3 -c 'print(1)'` with its output piped, the baseline.
-// Then the ratios against the bare baseline (the serve issue's target for a pool box's first
-// result is <= 0.3x bare).
+//   * a bare host `/usr/bin/python3 -c 'print(1)'` with its output piped, the baseline;
+//   * the same with -S (no site module, so no .pth file of the host's site-packages runs): the
+//     host's floor, for hosts whose site-packages make start-up slow.
+// Then the ratios against both (the serve issue's target for a pool box's first result is
+// <= 0.3x bare).
 //
 // usage: bench_prewarm [--runs N] [--image NAME] [--code PROGRAM]
 //   N: 1..2000, default 100; PROGRAM (default print(1)) must print 1.
@@ -37,9 +39,10 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-void Row(const char* what, const std::vector<double>& ms, double bare) {
+void Row(const char* what, const std::vector<double>& ms, double bare, double bare_s) {
   double median = Percentile(ms, 0.5);
-  std::printf("  %-44s %8.2f  %8.2f   %5.2fx\n", what, median, Percentile(ms, 0.99), median / bare);
+  std::printf("  %-44s %8.2f  %8.2f   %5.2fx  %5.2fx\n", what, median, Percentile(ms, 0.99),
+              median / bare, median / bare_s);
 }
 
 }  // namespace
@@ -59,7 +62,8 @@ int main(int argc, char** argv) {
   auto cold_box = codebox::Box::Create(options);
   if (!cold_box.ok()) return Fail("create box: " + cold_box.status().ToString());
   const codebox::base::Command bare_python({"/usr/bin/python3", "-c", code});
-  std::vector<double> warm, cold, bare, prewarm, create;
+  const codebox::base::Command bare_python_s({"/usr/bin/python3", "-S", "-c", code});
+  std::vector<double> warm, cold, bare, bare_s, prewarm, create;
   for (int i = -3; i < runs; ++i) {  // three rounds of warm-up, not counted
     auto t0 = Clock::now();
     auto box = codebox::Box::Create(options);
@@ -83,6 +87,9 @@ int main(int argc, char** argv) {
     auto t6 = Clock::now();
     auto b = codebox::base::Run(bare_python);
     auto t7 = Clock::now();
+    auto bs = codebox::base::Run(bare_python_s);
+    auto t8 = Clock::now();
+    if (!bs.ok() || !bs->ok() || bs->out != "1\n") return Fail("host python3 -S failed");
     if (!b.ok() || !b->ok() || b->out != "1\n") return Fail("host /usr/bin/python3 failed");
     if (i < 0) continue;
     create.push_back(Ms(t1 - t0));
@@ -90,13 +97,15 @@ int main(int argc, char** argv) {
     warm.push_back(Ms(t3 - t2));
     cold.push_back(Ms(t5 - t4));
     bare.push_back(Ms(t7 - t6));
+    bare_s.push_back(Ms(t8 - t7));
   }
-  const double base = Percentile(bare, 0.5);
+  const double base = Percentile(bare, 0.5), base_s = Percentile(bare_s, 0.5);
   std::printf("bench_prewarm: %d runs of %s, image %s, ms\n", runs, code.c_str(), image.c_str());
-  std::printf("  %-44s %8s  %8s   %6s\n", "", "median", "p99", "/bare");
-  Row("RunPython on a prewarmed box", warm, base);
-  Row("RunPython, cold python3 on a created box", cold, base);
-  Row("bare host /usr/bin/python3 -c PROGRAM", bare, base);
+  std::printf("  %-44s %8s  %8s   %6s  %6s\n", "", "median", "p99", "/bare", "/-S");
+  Row("RunPython on a prewarmed box", warm, base, base_s);
+  Row("RunPython, cold python3 on a created box", cold, base, base_s);
+  Row("bare host /usr/bin/python3 -c PROGRAM", bare, base, base_s);
+  Row("bare host /usr/bin/python3 -S -c PROGRAM", bare_s, base, base_s);
   std::printf("  not timed above: Box::Create %.1f, Prewarm %.1f (medians)\n",
               Percentile(create, 0.5), Percentile(prewarm, 0.5));
   std::printf("  target: prewarmed <= 0.3x bare\n");
