@@ -57,7 +57,11 @@ struct FileEntry {
 // What Box::Prewarm starts ahead of the first call that needs it.
 struct PrewarmOptions {
   // A python3 started and waiting for code: the next RunPython skips the interpreter's start-up
-  // (used once; a RunPython whose options it cannot honour starts python3 as usual).
+  // and gives the result `python3 -c` gives. Used once. A RunPython it cannot serve starts
+  // python3 as usual and leaves it waiting: one whose environment changes a variable python3
+  // reads at start-up (PATH, HOME, TZ, LANG, LC_*, PYTHON*, LD_*, MALLOC_*), or a program over
+  // 16 MiB. One that died before use (killed by code in the box, or any OOM kill in the box
+  // since it started) is noticed, and the program runs cold.
   bool python = true;
   // The code-interpreter kernel started: the next RunCode skips the kernel's start.
   bool kernel = false;
@@ -74,7 +78,8 @@ class Box {
   // errors are for a box that cannot answer (crashed, destroyed, protocol failure).
   StatusOr<ExecResult> Exec(const std::vector<std::string>& argv,
                             const ExecOptions& options = {});
-  // `python3 -c code`, returning the whole result.
+  // `python3 -c code`, returning the whole result (through the waiting python3 of Prewarm
+  // when there is one).
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options = {});
   // `python3 -c code`, returning stdout, as CodeBox.run does. A timeout is an error
   // (kDeadlineExceeded); a non-zero exit is not (its stderr is in RunPython's result).
@@ -99,7 +104,15 @@ class Box {
 
   // Starts now what the first RunPython / RunCode would otherwise start, and returns when it is
   // ready, so that call answers sooner (the server's warm pools do this for every pool box).
-  // Nothing of it is shared between boxes: each waits in its own box.
+  // Nothing of it is shared between boxes: each waits in its own box. Calling it again while
+  // they wait starts nothing more. A program run by the waiting python3 sees what a cold
+  // `python3 -c` sees (sys.argv ['-c'], a clean __main__, the modules of a fresh start, its
+  // env, cwd and stdin), its timeout counts from the hand-over, and its ExecResult matches;
+  // what differs: its pid is older, ExecResult::duration is measured by the host, and stack
+  // introspection past the program's module level (sys._getframe(1), traceback.print_stack,
+  // warnings' stacklevel) sees the waiter's two frames, which also count against the recursion
+  // limit. Errors: an image without python3 (kFailedPrecondition) or IPython (kernel), a
+  // python3 that writes before it is ready (kStartFailed), a destroyed box (kInvalidArgument).
   Status Prewarm(const PrewarmOptions& options = {});
 
   // Copies a host file or directory (recursively) to box_path.

@@ -140,7 +140,8 @@ class LocalBox final : public Box::Impl {
     if (code.find('\0') == std::string_view::npos && options.cwd.find('\0') == std::string::npos &&
         (!options.timeout || ValidateTimeout(*options.timeout, "").ok()) &&
         ValidateEnvironment(warm.env).ok() && CheckUsable().ok()) {
-      warm.cwd = options.cwd.empty() ? options_.workdir : ResolveBoxPath(options_.workdir, options.cwd);
+      warm.cwd = options.cwd.empty() ? options_.workdir
+                                     : ResolveBoxPath(options_.workdir, options.cwd);
       std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
       if (auto left = TimeLeft()) timeout = std::min(timeout, *left);
       if (timeout != kNoTimeout) warm.timeout = timeout;

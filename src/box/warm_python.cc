@@ -31,8 +31,8 @@ std::string Seconds(std::chrono::milliseconds ms) {
 }
 
 bool ReadAtStartup(const std::string& name) {
-  static constexpr std::string_view kExact[] = {"PATH", "HOME", "TZ", "LANG", "LANGUAGE",
-                                                "GLIBC_TUNABLES"};
+  static constexpr std::string_view kExact[] = {"PATH", "HOME",     "TZ",
+                                                "LANG", "LANGUAGE", "GLIBC_TUNABLES"};
   static constexpr std::string_view kPrefixes[] = {"PYTHON", "LC_", "LD_", "MALLOC_"};
   for (std::string_view e : kExact) {
     if (name == e) return true;
@@ -132,8 +132,8 @@ class WarmPython::Waiter {
   // Starting or waiting.
   bool Alive() {
     std::lock_guard<std::mutex> lock(mu_);
-    return (phase_ == Phase::kStarting || phase_ == Phase::kReady) && !exited_ &&
-           broken_.empty() && !killed_;
+    return (phase_ == Phase::kStarting || phase_ == Phase::kReady) && !exited_ && broken_.empty() &&
+           !killed_;
   }
   bool Exited() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -162,8 +162,8 @@ class WarmPython::Waiter {
   std::string_view ConsumeMarker(std::string_view bytes);
   void Broke(const std::string& why, std::string_view bytes) {
     if (broken_.empty()) {
-      broken_ = why + ": \"" + base::TerminalSafe(std::string(bytes.substr(0, kDiagnosticsBytes))) +
-                "\"";
+      broken_ =
+          why + ": \"" + base::TerminalSafe(std::string(bytes.substr(0, kDiagnosticsBytes))) + "\"";
     }
     cv_.notify_all();
   }
@@ -249,7 +249,8 @@ std::optional<StatusOr<ExecResult>> WarmPython::Waiter::Run(std::string_view cod
   std::string header = std::to_string(code.size());
   header.append(1, '\0').append(options.stdin_data ? "1" : "0");
   header.append(1, '\0').append(exec.cwd);
-  for (const auto& [name, value] : exec.env) header.append(1, '\0').append(name).append(1, '\0').append(value);
+  for (const auto& [name, value] : exec.env)
+    header.append(1, '\0').append(name).append(1, '\0').append(value);
   std::string payload = std::to_string(header.size()) + "\n" + header;
   payload.append(code);
 

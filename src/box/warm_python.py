@@ -41,13 +41,11 @@ def _codebox_warm():
     code = read_exact(int(fields[0]))
     os.write(1, ACK)
 
-    # The exec's environment and directory, as the agent would have set them for a cold one.
-    env = dict(zip(fields[3::2], fields[4::2]))
-    for name in [name for name in os.environb if name not in env]:
-        del os.environb[name]
-    for name, value in env.items():
-        if os.environb.get(name) != value:
-            os.environb[name] = value
+    # The exec's environment and directory, as the agent would have set them for a cold one;
+    # the environment set anew, in the host's order, so os.environ lists it as a cold one does.
+    os.environb.clear()
+    for name, value in zip(fields[3::2], fields[4::2]):
+        os.environb[name] = value
     try:
         os.chdir(fields[2])
     except OSError as e:
@@ -58,9 +56,18 @@ def _codebox_warm():
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
+        # sys.stdin was made on the pipe (not seekable, and its FileIO remembers): made anew
+        # on /dev/null as the interpreter's start-up makes it.
+        old = sys.stdin
+        buffer = open(0, "rb", closefd=False)
+        buffer.raw.name = "<stdin>"
+        sys.stdin = sys.__stdin__ = type(old)(buffer, old.encoding, old.errors, "\n",
+                                              old.line_buffering, old.write_through)
+        sys.stdin.mode = "r"
+        del old, buffer
 
     source = os.fsdecode(code)  # as python3 decodes its -c argument
-    del code, fields, env, digits
+    del code, fields, digits
     sys.orig_argv = ["python3", "-c", source]
     main.pop("_codebox_warm", None)  # the program's globals are a cold one's
     try:
