@@ -58,8 +58,8 @@ void AnswerExec(Call& call, std::string_view kind, ExecOptions options, const Ex
   EventSink sink(call.exchange);
   if (streaming) {
     if (!sink.Begin().ok()) return;  // the client is gone before anything ran
-    options.on_stdout = [&sink](std::string_view c) { sink.Send("stdout", {{"text", c}}); };
-    options.on_stderr = [&sink](std::string_view c) { sink.Send("stderr", {{"text", c}}); };
+    options.on_stdout = [&sink](std::string_view c) { sink.SendText("stdout", c); };
+    options.on_stderr = [&sink](std::string_view c) { sink.SendText("stderr", c); };
   }
   auto start = Clock::now();
   StatusOr<ExecResult> result = [&] {
@@ -125,8 +125,8 @@ void RunCodeInBox(Call& call) {
   RunCodeOptions options = request->options;
   if (streaming) {
     if (!sink.Begin().ok()) return;
-    options.on_stdout = [&sink](std::string_view c) { sink.Send("stdout", {{"text", c}}); };
-    options.on_stderr = [&sink](std::string_view c) { sink.Send("stderr", {{"text", c}}); };
+    options.on_stdout = [&sink](std::string_view c) { sink.SendText("stdout", c); };
+    options.on_stderr = [&sink](std::string_view c) { sink.SendText("stderr", c); };
     options.on_result = [&sink](const CellResult& r) { sink.Send("result", CellResultJson(r)); };
   }
   auto start = Clock::now();

@@ -1,6 +1,7 @@
 #include "server/api_stream.h"
 
 #include <chrono>
+#include <utility>
 
 #include "server/api_json.h"
 
@@ -12,10 +13,46 @@ Status EventSink::Begin() {
   return st;
 }
 
+namespace {
+
+// How many bytes at the end of `s` begin a UTF-8 character that the next chunk may complete
+// (0 when `s` ends on a character boundary or the tail can never become valid).
+size_t CutCharacterBytes(std::string_view s) {
+  for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+    auto c = static_cast<unsigned char>(s[s.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
 void EventSink::Send(std::string_view event, const nlohmann::json& data) {
   if (failed_) return;
   std::string text = Dump(data);
   std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [held_event, bytes] : held_) {
+    if (!bytes.empty()) SendLocked(held_event, Dump({{"text", std::exchange(bytes, {})}}));
+  }
+  SendLocked(event, text);
+}
+
+void EventSink::SendText(std::string_view event, std::string_view chunk) {
+  if (failed_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find(event);
+  if (it == held_.end()) it = held_.emplace(std::string(event), std::string()).first;
+  std::string text = std::exchange(it->second, {});
+  text.append(chunk);
+  size_t cut = CutCharacterBytes(text);
+  it->second = text.substr(text.size() - cut);
+  text.resize(text.size() - cut);
+  if (!text.empty()) SendLocked(event, Dump({{"text", text}}));
+}
+
+void EventSink::SendLocked(std::string_view event, const std::string& text) {
   if (failed_) return;
   if (!exchange_.SendEvent(event, text).ok()) failed_ = true;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -24,11 +25,19 @@ class EventSink {
  public:
   explicit EventSink(http::Exchange& exchange) : exchange_(exchange) {}
   Status Begin();
+  // Any other event first sends what SendText held back.
   void Send(std::string_view event, const nlohmann::json& data);
+  // {"text": chunk} as `event` ("stdout", "stderr"), holding back a UTF-8 character cut at
+  // the chunk's end until the next chunk of the same event, so it arrives whole instead of as
+  // two U+FFFD (JSON text must be UTF-8; invalid bytes become U+FFFD).
+  void SendText(std::string_view event, std::string_view chunk);
   bool failed() const { return failed_.load(); }
 
  private:
+  void SendLocked(std::string_view event, const std::string& text);
+
   http::Exchange& exchange_;
+  std::map<std::string, std::string, std::less<>> held_;  // event -> a cut character's bytes
   std::mutex mu_;
   std::atomic<bool> failed_{false};
 };

@@ -98,6 +98,24 @@ TEST_P(ApiStreamTest, ExecEventsInOrderThenDone) {
   ExpectFits("RunResult", run[1].data);
 }
 
+// A UTF-8 character the box writes in two pieces arrives whole in the events (the server holds
+// its first bytes back), and bytes that never become a character are U+FFFD once, at the end.
+TEST_P(ApiStreamTest, ACharacterCutBetweenChunksArrivesWhole) {
+  std::string id = CreateBox();
+  ASSERT_FALSE(id.empty());
+  json body = {{"argv", {"sh", "-c", "printf '\\303'; sleep 0.3; printf '\\251\\n'; printf '\\377\\342'"}}};
+  auto events = Stream("/v1/boxes/" + id + "/exec", body.dump());
+  ASSERT_GE(events.size(), 2u);
+  std::string text;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    ASSERT_EQ(events[i].name, "stdout");
+    text += events[i].data["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, "\u00e9\n\ufffd\ufffd");
+  EXPECT_EQ(events.back().name, "done");
+  EXPECT_EQ(events.back().data["stdout"], text);
+}
+
 TEST_P(ApiStreamTest, RunCodeEventsInOrderThenDone) {
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
