@@ -84,6 +84,9 @@ void ResetSignals() {
     if (!st.ok()) ChildFail(err_fd, st.WithContext(what));
   };
   step(privileges::BecomeBoxRoot(), "become box root");
+  // Changing our uid cleared the parent-death signal (the kernel does so on every credential
+  // change): set it again, or a SIGKILLed supervisor would leave the box running.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   step(ns::SetHostname(c.jail.hostname), "uts namespace");
   step(ns::BringUpLoopback(), "network namespace");
   step(mounts::BuildRootAndPivot(c), "build root");

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -132,6 +133,7 @@ TEST_F(BoxCopyTest, AFifoSwappedInDuringCopyOutHangsNothing) {
     (void)box->RunPython(
         "import os, time\n"
         "os.chdir('/work/sw')\n"
+        "open('/work/swapper-runs', 'w').close()\n"
         "data = b'x' * 262144\n"
         "end = time.time() + 8\n"
         "while time.time() < end:\n"
@@ -142,6 +144,16 @@ TEST_F(BoxCopyTest, AFifoSwappedInDuringCopyOutHangsNothing) {
         opts);
     swapper_done = true;
   });
+  // The copies start once the swapper runs (its python3 may start late on a loaded machine).
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       std::chrono::steady_clock::now() < until;) {
+    auto listing = box->ListDir("/work");
+    if (listing.ok() && std::any_of(listing->begin(), listing->end(),
+                                    [](const FileEntry& e) { return e.name == "swapper-runs"; })) {
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
   std::string dir = FreshDir("swap");
   int copied = 0, refused = 0, skipped = 0;
   CopyOutOptions options;

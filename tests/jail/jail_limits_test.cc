@@ -245,21 +245,28 @@ TEST_F(JailTest, SupervisorHasEmptyEnvironmentAndFewFds) {
 TEST_F(JailTest, CleanupAfterSupervisorIsKilled) {
   Census before = Count();
   StartBox(Config());
-  int supervisor = 0;
+  int supervisor = 0, agent = 0;
   for (const auto& [pid, cmd] : Descendants()) {
     if (ParentOf(pid) == ::getpid() && cmd.rfind("codebox-jail", 0) == 0) supervisor = pid;
   }
   ASSERT_GT(supervisor, 0);
+  for (const auto& [pid, cmd] : Descendants()) {
+    if (ParentOf(pid) == supervisor && cmd.find("codebox-agent") != std::string::npos) agent = pid;
+  }
+  ASSERT_GT(agent, 0);
   ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
-  // The agent has PR_SET_PDEATHSIG: the box goes down with its supervisor.
+  // The agent has PR_SET_PDEATHSIG: the box goes down with its supervisor. (Once orphaned it is
+  // no longer our descendant, so look for the process itself: gone, or a zombie.)
   EXPECT_TRUE(WaitUntil(
-      [] {
-        for (const auto& [pid, cmd] : Descendants()) {
-          if (cmd.find("codebox-agent") != std::string::npos) return false;
-        }
-        return true;
+      [agent] {
+        std::ifstream stat("/proc/" + std::to_string(agent) + "/stat");
+        std::string line;
+        if (!std::getline(stat, line)) return true;
+        size_t close = line.rfind(')');
+        return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
       },
-      std::chrono::seconds(5)));
+      std::chrono::seconds(5)))
+      << "the agent (pid " << agent << ") outlived its SIGKILLed supervisor";
   Status st = jail_->Destroy();
   EXPECT_TRUE(st.ok()) << st.ToString();
   client_.reset();
