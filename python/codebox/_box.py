@@ -53,8 +53,15 @@ class _Base:
     @property
     def options(self) -> dict[str, Any]:
         """Every box option by its name, as checked and resolved by the C++ core: defaults
-        filled in, aliases in the option's unit (``disk_size_gb=2`` is ``disk_mib=2048``)."""
-        return dict(self._options)
+        filled in, aliases in the option's unit (``disk_size_gb=2`` is ``disk_mib=2048``).
+        A ``server_token`` shows as ``"<set>"``: options and reprs end up in logs."""
+        return self._shown_options()
+
+    def _shown_options(self) -> dict[str, Any]:
+        shown = dict(self._options)
+        if shown.get("server_token"):
+            shown["server_token"] = "<set>"
+        return shown
 
     @property
     def closed(self) -> bool:
@@ -75,7 +82,7 @@ class _Base:
             cpus=o["cpus"],
             timeout=o["exec_timeout"],
             disk_mib=o["disk_mib"],
-            options=dict(o),
+            options=self._shown_options(),
         )
 
     def _live(self) -> Any:

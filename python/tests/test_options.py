@@ -55,11 +55,18 @@ def test_every_option_is_settable_by_keyword_and_each_alias() -> None:
     for option in _schema():
         name, value = option["name"], sample(option)
         assert value != option["default"], name
-        assert codebox.SyncCodeBox(**{name: value}).options[name] == value, name
-        assert codebox.CodeBox(**{name: value}).options[name] == value, name
+        shown = "<set>" if name == "server_token" else value  # a secret is never shown
+        assert codebox.SyncCodeBox(**{name: value}).options[name] == shown, name
+        assert codebox.CodeBox(**{name: value}).options[name] == shown, name
         for alias, scale, _unit in option["aliases"]:
             given = value / scale if scale != 1 else value
-            assert codebox.SyncCodeBox(**{alias: given}).options[name] == value, alias
+            assert codebox.SyncCodeBox(**{alias: given}).options[name] == shown, alias
+
+
+def test_the_server_token_never_shows_in_options_or_reprs() -> None:
+    box = codebox.SyncCodeBox(server="unix:/run/x.sock", token="hunter2-secret")
+    assert "hunter2-secret" not in repr(box.options)
+    assert "hunter2-secret" not in repr(box)
 
 
 def test_none_is_the_default_and_for_timeouts_no_limit() -> None:
