@@ -9,7 +9,6 @@ a plain ``with CodeBox() as box:`` gives one.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypeVar
 
@@ -17,7 +16,7 @@ from ._execution import Execution, Result
 from ._files import Files, SyncFiles
 from ._session import _await_cell, _cell_call
 from ._sinks import _end, _raise_first_error, _text_sink
-from ._threads import _EXECUTOR
+from ._threads import _EXECUTOR, _destroy_when_created
 from ._values import (
     BoxInfo,
     ExecResult,
@@ -27,6 +26,7 @@ from ._values import (
     _document_options,
     _exec_options,
     _not_found_as_file_error,
+    _shown_options,
     _run_result,
 )
 from .errors import BoxClosedError, BoxError, BoxFileNotFoundError
@@ -53,15 +53,9 @@ class _Base:
     @property
     def options(self) -> dict[str, Any]:
         """Every box option by its name, as checked and resolved by the C++ core: defaults
-        filled in, aliases in the option's unit (``disk_size_gb=2`` is ``disk_mib=2048``).
-        A ``server_token`` shows as ``"<set>"``: options and reprs end up in logs."""
-        return self._shown_options()
-
-    def _shown_options(self) -> dict[str, Any]:
-        shown = dict(self._options)
-        if shown.get("server_token"):
-            shown["server_token"] = "<set>"
-        return shown
+        filled in, aliases in the option's unit (``disk_size_gb=2`` is ``disk_mib=2048``); a
+        ``server_token`` as ``"<set>"``."""
+        return _shown_options(self._options)
 
     @property
     def closed(self) -> bool:
@@ -82,7 +76,7 @@ class _Base:
             cpus=o["cpus"],
             timeout=o["exec_timeout"],
             disk_mib=o["disk_mib"],
-            options=self._shown_options(),
+            options=_shown_options(o),
         )
 
     def _live(self) -> Any:
@@ -486,23 +480,14 @@ class CodeBox(_Base):
 
 
 def _create(options: dict[str, Any], local: bool) -> Any:
-    """Starts a box with resolved options (blocking; the GIL is released while it starts).
-
-    Where it runs follows the CLI's rule: ``local=True`` in this process; else ``server=``,
-    else $CODEBOX_SERVER, else the default socket when a codebox server answers there, else
-    in this process. The token: ``token=``, else $CODEBOX_TOKEN."""
+    """Starts a box (blocking, without the GIL) where the CLI's rule says (docs/remote.md):
+    ``local=True``, else ``server=``, $CODEBOX_SERVER, a default socket that answers, local."""
     core = _core()
     resolved = dict(options)
     resolved["server"], resolved["server_token"] = core.choose_server(
         options["server"], options["server_token"], local
     )
     return core.Box.create(**resolved)
-
-
-def _destroy_when_created(job: concurrent.futures.Future[Any]) -> None:
-    if job.cancelled() or job.exception() is not None:
-        return
-    job.result().destroy()
 
 
 _document_options(CodeBox, SyncCodeBox)

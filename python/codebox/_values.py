@@ -130,6 +130,14 @@ def _box_options(args: Sequence[Any], options: dict[str, Any]) -> dict[str, Any]
     return dict(_core().box_options(options))
 
 
+def _shown_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The options to show (a server token as "<set>": options and reprs end up in logs)."""
+    shown = dict(options)
+    if shown.get("server_token"):
+        shown["server_token"] = "<set>"
+    return shown
+
+
 def _exec_options(
     env: Any, cwd: Any, timeout: float | None, stdin: str | bytes | None
 ) -> Any:
