@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "codebox/box.h"
 #include "remote/remote_box.h"
+#include "server/api_json.h"
 #include "remote/server_choice.h"
 
 namespace codebox::cli {
@@ -286,16 +287,7 @@ int RunCells(const std::string& command, const Invocation& inv) {
 // Prints what --json or the limits call for (the output itself was streamed); the exit status.
 int Report(const Invocation& inv, ExecResult& result) {
   if (inv.json) {
-    nlohmann::json j = {{"stdout", std::move(result.stdout_data)},
-                        {"stderr", std::move(result.stderr_data)},
-                        {"exit_code", result.exit_code},
-                        {"signal", result.signal},
-                        {"timed_out", result.timed_out},
-                        {"out_of_memory", result.out_of_memory},
-                        {"output_truncated", result.output_truncated},
-                        {"duration_ms", result.duration.count()},
-                        {"driver", result.driver}};
-    PrintJson(j);
+    PrintJson(server::ExecResultJson(result));  // the same fields as the HTTP API's
   } else {
     // Say plainly when a limit ended it, so empty output is never a mystery.
     if (result.timed_out) {
