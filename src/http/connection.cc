@@ -48,6 +48,7 @@ class ConnectionImpl : public Connection,
         write_timer_(socket_.get_executor()),
         ping_timer_(socket_.get_executor()),
         peer_(std::move(peer)) {}
+  ~ConnectionImpl() override { ReleaseBody(); }
 
   void Begin(uint64_t id) {
     id_ = id;
@@ -92,6 +93,7 @@ class ConnectionImpl : public Connection,
   using Parser = bhttp::request_parser<bhttp::string_body>;
 
   void ReadRequest() {
+    ReleaseBody();  // the last request's body is gone with its handler
     if (closed_) return;
     parser_.emplace();
     parser_->header_limit(
@@ -112,6 +114,16 @@ class ConnectionImpl : public Connection,
   // with a large upload) gets it; the size limits were checked on the header already.
   void OnHeader(error_code ec) {
     if (ec || closed_ || parser_->is_done()) return OnRead(ec);
+    // Reserve the body's memory before reading it (the parser checked it against body_limit).
+    uint64_t want = std::min(parser_->content_length().value_or(s_.options.max_body_bytes),
+                             s_.options.max_body_bytes);
+    if (s_.body_bytes.fetch_add(want) + want > s_.options.max_buffered_body_bytes) {
+      s_.body_bytes -= want;
+      return Reject(503, "unavailable",
+                    "the server is receiving too many request bodies at once; retry shortly",
+                    true);
+    }
+    body_reserved_ = want;
     auto read_body = [self = this->shared_from_this()] {
       bhttp::async_read(self->socket_, self->buffer_, *self->parser_,
                         [self](error_code ec, size_t) { self->OnRead(ec); });
@@ -221,6 +233,7 @@ class ConnectionImpl : public Connection,
 
   void OnHandlerDone() {
     handler_done_ = true;
+    ReleaseBody();
     ping_timer_.cancel();
     if (closed_) return;
     if (!keep_alive_ || gone_) return CloseGracefully();
@@ -327,7 +340,13 @@ class ConnectionImpl : public Connection,
                             });
   }
 
+  void ReleaseBody() {
+    s_.body_bytes -= body_reserved_;
+    body_reserved_ = 0;
+  }
+
   void Close() {
+    if (handler_done_) ReleaseBody();  // else the handler still holds it: released when done
     if (closed_) return;
     closed_ = true;
     gone_ = true;
@@ -354,6 +373,7 @@ class ConnectionImpl : public Connection,
   bool keep_alive_ = true;
   bool closed_ = false;
   bool handler_done_ = true;
+  uint64_t body_reserved_ = 0;  // of ServerState::body_bytes, for the request being handled
   bool watch_pending_ = false;
   bool writing_ = false;
   bool streaming_ = false;

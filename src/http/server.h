@@ -92,6 +92,10 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60'000};  // one response write / one event
   uint32_t max_connections = 1024;  // past it new connections are closed at once
   uint32_t max_in_flight = 512;     // requests being handled at once; past it 503 + Retry-After
+  // Request bodies held in memory at once, counted by what each request's Content-Length
+  // announces (max_body_bytes for a chunked one) from its header until its handler returns;
+  // past it 503 + Retry-After, so that many large uploads cannot exhaust the host's memory.
+  uint64_t max_buffered_body_bytes = 1ull << 30;
   int io_threads = 1;
 };
 

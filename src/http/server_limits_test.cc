@@ -172,6 +172,35 @@ TEST(ServerLimitsTest, RequestsPastMaxInFlightGet503) {
   EXPECT_EQ(first->body, "done");
 }
 
+// Bodies in memory at once are capped: a second upload while the first one's handler holds its
+// body gets 503; once that handler returns the budget is back.
+TEST(ServerLimitsTest, BodiesHeldAtOncePastTheBudgetGet503) {
+  TestHandler handler;
+  ServerOptions o;
+  o.max_body_bytes = 2000;
+  o.max_buffered_body_bytes = 3000;
+  auto t = StartTestServer(&handler, o);
+  ASSERT_TRUE(t);
+  auto blocked = std::async(std::launch::async, [&] {
+    return t->UnixClient().Send(Post("/block", std::string(2000, 'a')));
+  });
+  ASSERT_TRUE(handler.started.WaitFor(std::chrono::seconds(5)));
+  auto resp = t->TcpClient().Send(Post("/echo", std::string(2000, 'b')));
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  EXPECT_EQ(resp->status, 503);
+  EXPECT_EQ(resp->headers["retry-after"], "1");
+  auto small = t->TcpClient().Send(Post("/echo", std::string(500, 'c')));
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->status, 200) << "a body within what is left is taken";
+  handler.release.Set();
+  ASSERT_TRUE(blocked.get().ok());
+  for (int i = 0; i < 3; ++i) {
+    auto again = t->UnixClient().Send(Post("/echo", std::string(2000, 'd')));
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->status, 200) << "the budget is given back after each request";
+  }
+}
+
 TEST(ServerLimitsTest, StopDrainsARequestInFlight) {
   TestHandler handler;
   auto t = StartTestServer(&handler);

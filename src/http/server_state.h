@@ -40,6 +40,7 @@ struct ServerState {
   std::atomic<uint64_t> request_counter{0};
   std::atomic<uint64_t> connections_open{0};
   std::atomic<uint64_t> in_flight{0};
+  std::atomic<uint64_t> body_bytes{0};  // reserved for request bodies (max_buffered_body_bytes)
   std::atomic<uint64_t> rejected_connections{0};
   std::atomic<uint64_t> rejected_requests{0};
 

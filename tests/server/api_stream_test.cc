@@ -103,7 +103,8 @@ TEST_P(ApiStreamTest, ExecEventsInOrderThenDone) {
 TEST_P(ApiStreamTest, ACharacterCutBetweenChunksArrivesWhole) {
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
-  json body = {{"argv", {"sh", "-c", "printf '\\303'; sleep 0.3; printf '\\251\\n'; printf '\\377\\342'"}}};
+  json body = {
+      {"argv", {"sh", "-c", "printf '\\303'; sleep 0.3; printf '\\251\\n'; printf '\\377\\342'"}}};
   auto events = Stream("/v1/boxes/" + id + "/exec", body.dump());
   ASSERT_GE(events.size(), 2u);
   std::string text;
