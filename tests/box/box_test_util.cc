@@ -123,18 +123,7 @@ std::string OurJailIdPrefix() { return std::to_string(::getpid()) + "-"; }
 int CountOurCgroups() { return CountCgroupsOf(::getpid()); }
 
 int CountSupervisorsOf(int owner_pid) {
-  const std::string needle = "--parent " + std::to_string(owner_pid) + " ";
-  int count = 0;
-  ForEachEntry("/proc", [&](const std::string& name) {
-    if (name.find_first_not_of("0123456789") != std::string::npos) return;
-    std::ifstream in("/proc/" + name + "/cmdline");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string cmd = ss.str();
-    for (char& c : cmd) if (c == '\0') c = ' ';
-    if (cmd.find(needle) != std::string::npos) ++count;
-  });
-  return count;
+  return CountHostProcesses("--parent " + std::to_string(owner_pid) + " ");
 }
 
 int CountCgroupsOf(int owner_pid) {
