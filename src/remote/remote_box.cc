@@ -1,5 +1,6 @@
 #include "remote/remote_box.h"
 
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -22,13 +23,13 @@ json BoxOptionsBody(const BoxOptions& options) {
   return body;
 }
 
-// A streaming callback's exception ends the call (closing the stream makes the server stop the
-// exec or interrupt the cell), as it does for a local box; it must not unwind through the
-// HTTP client.
 // Returned from an event callback once `done` has come: the answer is complete, and the server
 // may still be tidying up (a one-shot run destroys its box) before it ends the stream.
 Status StopAfterDone() { return Status(StatusCode::kInternal, "the stream's result is in"); }
 
+// A streaming callback's exception ends the call (closing the stream makes the server stop the
+// exec or interrupt the cell), as it does for a local box; it must not unwind through the
+// HTTP client.
 template <class Fn, class Arg>
 Status Deliver(const Fn& fn, const Arg& arg) {
   if (!fn) return Status::Ok();
@@ -46,6 +47,47 @@ std::chrono::milliseconds RequestTimeout(std::chrono::milliseconds timeout,
                                          std::chrono::milliseconds margin) {
   if (timeout == kNoTimeout) return kStreamIdleTimeout;
   return timeout + margin;
+}
+
+// The answer of a streamed request: stdout/stderr events to the callbacks, other events to
+// `on_other` (may be null), `done` decoded by `decode`, `error` as the call's Status; a server
+// that answered without a stream is decoded whole.
+template <class Result>
+StatusOr<Result> ReadStream(
+    const ServerApi& api, http::ClientRequest request,
+    const std::function<void(std::string_view)>& on_stdout,
+    const std::function<void(std::string_view)>& on_stderr,
+    StatusOr<Result> (*decode)(const json&),
+    const std::function<Status(std::string_view, std::string_view)>& on_other,
+    std::string_view what) {
+  std::optional<Result> result;
+  Status failed;
+  auto on_event = [&](std::string_view event, std::string_view data) -> Status {
+    if (event == "stdout" || event == "stderr") {
+      ASSIGN_OR_RETURN(std::string text, TextEventFromJson(data, event));
+      return Deliver(event == "stdout" ? on_stdout : on_stderr, std::string_view(text));
+    }
+    if (event == "done") {
+      ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's done event"));
+      ASSIGN_OR_RETURN(result, decode(j));
+      return StopAfterDone();
+    }
+    if (event == "error") {
+      failed = ErrorEventFromJson(data);
+      return Status::Ok();
+    }
+    return on_other ? on_other(event, data) : Status::Ok();
+  };
+  auto response = api.CallEvents(std::move(request), on_event, what);
+  if (!failed.ok()) return failed.WithContext(what);
+  if (result) return std::move(*result);
+  if (!response.ok()) return response.status();
+  if (!response->body.empty()) {  // the server answered without a stream
+    ASSIGN_OR_RETURN(json j,
+                     ParseObject(response->body, "the server's answer to " + std::string(what)));
+    return decode(j);
+  }
+  return ProtocolError(std::string(what) + ": the server's event stream ended without a result");
 }
 
 // An exec-like request (exec, python, run): streamed when a callback wants the output as it
@@ -66,32 +108,8 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
                      ParseObject(response.body, "the server's answer to " + std::string(what)));
     return ExecResultFromJson(j);
   }
-  std::optional<ExecResult> result;
-  Status failed;
-  auto on_event = [&](std::string_view event, std::string_view data) -> Status {
-    if (event == "stdout" || event == "stderr") {
-      ASSIGN_OR_RETURN(std::string text, TextEventFromJson(data, event));
-      return Deliver(event == "stdout" ? options.on_stdout : options.on_stderr,
-                     std::string_view(text));
-    }
-    if (event == "done") {
-      ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's done event"));
-      ASSIGN_OR_RETURN(result, ExecResultFromJson(j));
-      return StopAfterDone();
-    }
-    if (event == "error") failed = ErrorEventFromJson(data);
-    return Status::Ok();  // other events carry nothing for an exec
-  };
-  auto response = api.CallEvents(request, on_event, what);
-  if (!failed.ok()) return failed.WithContext(what);
-  if (result) return std::move(*result);
-  if (!response.ok()) return response.status();
-  if (!response->body.empty()) {  // the server answered without a stream
-    ASSIGN_OR_RETURN(json j,
-                     ParseObject(response->body, "the server's answer to " + std::string(what)));
-    return ExecResultFromJson(j);
-  }
-  return ProtocolError(std::string(what) + ": the server's event stream ended without a result");
+  return ReadStream<ExecResult>(api, std::move(request), options.on_stdout, options.on_stderr,
+                                 ExecResultFromJson, nullptr, what);
 }
 
 class RemoteBox final : public Box::Impl {
@@ -143,36 +161,14 @@ class RemoteBox final : public Box::Impl {
           json j, api_.CallJson("POST", request.target, request.body, request.timeout, "run code"));
       return ExecutionFromJson(j);
     }
-    std::optional<Execution> result;
-    Status failed;
-    auto on_event = [&](std::string_view event, std::string_view data) -> Status {
-      if (event == "stdout" || event == "stderr") {
-        ASSIGN_OR_RETURN(std::string text, TextEventFromJson(data, event));
-        return Deliver(event == "stdout" ? options.on_stdout : options.on_stderr,
-                       std::string_view(text));
-      }
-      if (event == "result") {
-        ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's result event"));
-        ASSIGN_OR_RETURN(CellResult r, CellResultFromJson(j, "the server's result event"));
-        return Deliver(options.on_result, r);
-      }
-      if (event == "done") {
-        ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's done event"));
-        ASSIGN_OR_RETURN(result, ExecutionFromJson(j));
-        return StopAfterDone();
-      }
-      if (event == "error") failed = ErrorEventFromJson(data);
-      return Status::Ok();
+    auto on_result = [&](std::string_view event, std::string_view data) -> Status {
+      if (event != "result") return Status::Ok();
+      ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's result event"));
+      ASSIGN_OR_RETURN(CellResult r, CellResultFromJson(j, "the server's result event"));
+      return Deliver(options.on_result, r);
     };
-    auto response = api_.CallEvents(std::move(request), on_event, "run code");
-    if (!failed.ok()) return failed.WithContext("run code");
-    if (result) return std::move(*result);
-    if (!response.ok()) return response.status();
-    if (!response->body.empty()) {
-      ASSIGN_OR_RETURN(json j, ParseObject(response->body, "the server's answer to run code"));
-      return ExecutionFromJson(j);
-    }
-    return ProtocolError("run code: the server's event stream ended without a result");
+    return ReadStream<Execution>(api_, std::move(request), options.on_stdout, options.on_stderr,
+                                 ExecutionFromJson, on_result, "run code");
   }
 
   Status RestartKernel() override {
