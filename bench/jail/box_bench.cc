@@ -14,13 +14,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "base/paths.h"
+#include "bench/common/bench_common.h"
 #include "box/jail_spares.h"
 #include "codebox/box.h"
 #include "image/store.h"
@@ -29,9 +29,8 @@ extern char** environ;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+using codebox::bench::Clock;
+using codebox::bench::Ms;
 
 // Runs argv with stdout/stderr to /dev/null; returns the exit status (or -1).
 int Spawn(const std::vector<std::string>& argv) {
@@ -152,19 +151,12 @@ int main(int argc, char** argv) {
   }
 
   if (skip_humaneval) return 0;
-  std::ifstream in(humaneval);
-  if (!in) {
+  auto loaded = codebox::bench::LoadHumanEvalPrograms(humaneval);
+  if (!loaded) {
     std::fprintf(stderr, "box_bench: cannot read %s (--humaneval PATH)\n", humaneval.c_str());
     return 1;
   }
-  std::vector<std::string> programs;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line);
-    programs.push_back(j["prompt"].get<std::string>() + j["canonical_solution"].get<std::string>() +
-                       "\n" + j["test"].get<std::string>() + "\ncheck(" +
-                       j["entry_point"].get<std::string>() + ")\n");
-  }
+  const std::vector<std::string>& programs = *loaded;
   int bare_pass = 0;
   auto start = Clock::now();
   for (const auto& p : programs) bare_pass += Spawn({"/usr/bin/python3", "-c", p}) == 0;

@@ -16,19 +16,14 @@
 #include <vector>
 
 #include "base/subprocess.h"
+#include "bench/common/bench_common.h"
 #include "codebox/box.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
+using codebox::bench::Clock;
+using codebox::bench::Ms;
+using codebox::bench::Percentile;
 
 // Runs a host command to its end (its output read and dropped); false when it failed.
 bool Spawn(const std::vector<std::string>& argv) {

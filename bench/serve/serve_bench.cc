@@ -17,7 +17,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -27,7 +26,8 @@
 #include <vector>
 
 #include "base/paths.h"
-#include "serve_bench_util.h"
+#include "bench/common/bench_common.h"
+#include "bench/serve/serve_bench_util.h"
 
 namespace {
 
@@ -78,19 +78,12 @@ void FirstResult(const Args& args, const std::string& cli) {
 
 // 3: HumanEval, each problem in a fresh box through POST /v1/run.
 void HumanEval(const Args& args, const std::string& cli) {
-  std::ifstream in(args.humaneval);
-  if (!in) {
+  auto loaded = LoadHumanEvalPrograms(args.humaneval);
+  if (!loaded) {
     std::printf("\nHumanEval: cannot read %s (--humaneval PATH); skipped\n", args.humaneval.c_str());
     return;
   }
-  std::vector<std::string> programs;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    auto j = json::parse(line);
-    programs.push_back(j["prompt"].get<std::string>() + j["canonical_solution"].get<std::string>() +
-                       "\n" + j["test"].get<std::string>() + "\ncheck(" +
-                       j["entry_point"].get<std::string>() + ")\n");
-  }
+  const std::vector<std::string>& programs = *loaded;
   int bare_pass = 0;
   auto start = Clock::now();
   for (const auto& p : programs) bare_pass += Spawn({"/usr/bin/python3", "-c", p}) == 0;

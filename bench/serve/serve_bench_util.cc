@@ -1,4 +1,4 @@
-#include "serve_bench_util.h"
+#include "bench/serve/serve_bench_util.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -56,19 +56,8 @@ int Spawn(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-double Samples::Median() const {
-  std::vector<double> v = ms;
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double Samples::P99() const {
-  std::vector<double> v = ms;
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  size_t i = static_cast<size_t>(0.99 * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
+double Samples::Median() const { return ms.empty() ? 0 : Percentile(ms, 0.5); }
+double Samples::P99() const { return ms.empty() ? 0 : Percentile(ms, 0.99); }
 
 std::optional<double> Timed(const std::function<bool()>& fn) {
   auto start = Clock::now();

@@ -13,12 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/bench_common.h"
 #include "http/client.h"
 
 namespace codebox::bench {
 
-using Clock = std::chrono::steady_clock;
-inline double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 // Runs argv with stdout/stderr to /dev/null; its exit status, or -1.
 int Spawn(const std::vector<std::string>& argv);
