@@ -22,7 +22,14 @@ PACKAGES=(
   python3-ipython                       # bench_kernel: the host baselines (import IPython, run_cell)
   libboost-dev                          # codebox serve: Boost.Beast/Asio HTTP (header-only)
   libarchive-dev                        # codebox serve: directories as tar (files API)
+  chromium chromium-driver python3-selenium  # tests/web: the playground in a real browser
 )
+# tests/mcp drives the MCP server with the official TypeScript SDK, which needs Node.js and npm.
+# A machine that already has a Node.js with npm (NodeSource's, say) keeps it: Debian's npm
+# package would conflict with it.
+if ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 
 # The same sources are compiled for several builds (release, package, the add_subdirectory
 # consumer, the wheel); ccache makes the repeats cheap. CMake reads this variable at configure.
@@ -54,6 +61,20 @@ install_packages() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The npm packages the tests use (tests/mcp/package.json, versions pinned by its lock file),
+# from the npm registry npm is configured with; again only when the lock file changed.
+install_node_packages() {
+  step "npm packages (tests/mcp)"
+  local dir="$ROOT/tests/mcp"
+  if [[ -f "$dir/node_modules/.package-lock.json" && \
+        "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]]; then
+    note "up to date"
+    return
+  fi
+  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null
+  note "installed $(ls "$dir/node_modules" | wc -l) packages"
 }
 
 build_preset() {  # build_preset NAME [targets...]
