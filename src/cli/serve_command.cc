@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -42,6 +43,13 @@ options:
   --drain S            on SIGTERM, how long requests in flight may take (default 30)
   --log-format FMT     json (default) or text (the request lines as plain text)
 
+the playground (http://HOST:PORT/ of a --listen HOST:PORT) and its chat tab (POST /v1/ask):
+  --model M            the model the chat asks (default $CODEBOX_MODEL, else gpt-4o-mini)
+  --base-url URL       its OpenAI-compatible endpoint (default $OPENAI_BASE_URL, else the
+                       OpenAI API); the key comes from this server's $OPENAI_API_KEY and is
+                       never sent to a client or into a box. Without --model or --base-url,
+                       /v1/ask answers 409.
+
 The box options below are the defaults of every box; a request's options start from them.
 
 )";
@@ -56,6 +64,8 @@ struct ServeFlags {
   uint64_t max_body_mib = 64;
   std::chrono::milliseconds drain = std::chrono::seconds(30);
   bool text_log = false;
+  std::string model;
+  std::string base_url;
   BoxOptions defaults;
 };
 
@@ -114,6 +124,10 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
       if (flags.max_body_mib == 0) return InvalidArgument("--max-body must be at least 1 MiB");
     } else if (is("--drain")) {
       ASSIGN_OR_RETURN(flags.drain, ParseDuration(v));
+    } else if (is("--model")) {
+      flags.model = v;
+    } else if (is("--base-url")) {
+      flags.base_url = v;
     } else if (is("--log-format")) {
       if (v != "json" && v != "text") {
         return InvalidArgument("--log-format: '" + v + "' is neither json nor text");
@@ -208,6 +222,7 @@ int Serve(const ServeFlags& flags) {
     http_options.tokens = *tokens;
   }
   http_options.max_body_bytes = flags.max_body_mib << 20;
+  http_options.public_paths = server::PublicPaths();
 
   server::RegistryOptions registry_options;
   registry_options.max_boxes = flags.max_boxes;
@@ -228,6 +243,10 @@ int Serve(const ServeFlags& flags) {
   api_options.defaults = flags.defaults;
   api_options.max_lifetime = flags.max_lifetime;
   api_options.max_boxes = flags.max_boxes;
+  api_options.ask.model = flags.model;
+  api_options.ask.base_url = flags.base_url;
+  api_options.ask.configured = !flags.model.empty() || !flags.base_url.empty();
+  if (const char* key = std::getenv("OPENAI_API_KEY")) api_options.ask.api_key = key;
   const bool text_log = flags.text_log;
   api_options.hooks.on_request = [&metrics, text_log](const server::RequestReport& r) {
     metrics.ObserveRequest(r.request.method, r.route, r.status, r.seconds);

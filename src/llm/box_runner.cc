@@ -9,7 +9,7 @@ namespace {
 
 class BoxRunner final : public CodeRunner {
  public:
-  explicit BoxRunner(std::unique_ptr<Box> box) : box_(std::move(box)) {}
+  explicit BoxRunner(std::shared_ptr<Box> box) : box_(std::move(box)) {}
 
   StatusOr<Execution> RunCode(std::string_view code) override { return box_->RunCode(code); }
   StatusOr<ExecResult> Exec(const std::vector<std::string>& argv) override {
@@ -25,7 +25,7 @@ class BoxRunner final : public CodeRunner {
   std::string driver() const override { return box_->info().driver; }
 
  private:
-  std::unique_ptr<Box> box_;
+  std::shared_ptr<Box> box_;
 };
 
 }  // namespace
@@ -33,7 +33,11 @@ class BoxRunner final : public CodeRunner {
 StatusOr<std::unique_ptr<CodeRunner>> OpenBoxRunner(const BoxOptions& options) {
   // The box gets options.env and nothing else: the caller's environment (API keys) stays out.
   ASSIGN_OR_RETURN(std::unique_ptr<Box> box, Box::Create(options));
-  return std::unique_ptr<CodeRunner>(std::make_unique<BoxRunner>(std::move(box)));
+  return BoxRunnerOver(std::move(box));
+}
+
+std::unique_ptr<CodeRunner> BoxRunnerOver(std::shared_ptr<Box> box) {
+  return std::make_unique<BoxRunner>(std::move(box));
 }
 
 }  // namespace codebox::llm

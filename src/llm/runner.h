@@ -34,6 +34,9 @@ using RunnerFactory = std::function<StatusOr<std::unique_ptr<CodeRunner>>(const 
 
 // A codebox::Box created from options.
 StatusOr<std::unique_ptr<CodeRunner>> OpenBoxRunner(const BoxOptions& options);
+// A runner over a box someone else made (codebox serve: a box of its registry, counted
+// against its --max-boxes); the box lives as long as its last owner.
+std::unique_ptr<CodeRunner> BoxRunnerOver(std::shared_ptr<Box> box);
 
 }  // namespace codebox::llm
 

@@ -36,6 +36,10 @@ constexpr Route kRoutes[] = {
     {"PUT", "/v1/boxes/{id}/files", PutFile},
     {"GET", "/v1/boxes/{id}/files", GetFile},
     {"DELETE", "/v1/boxes/{id}/files", DeleteFile},
+    {"POST", "/v1/ask", Ask},
+    {"GET", "/", PlaygroundFile},
+    {"GET", "/playground/playground.js", PlaygroundFile},
+    {"GET", "/playground/playground.css", PlaygroundFile},
 };
 
 std::vector<std::string_view> Segments(std::string_view path) {

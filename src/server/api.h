@@ -46,6 +46,18 @@ struct ApiHooks {
   std::function<std::string()> metrics_text;
 };
 
+// The model behind POST /v1/ask (the playground's chat tab): `codebox serve --model M
+// --base-url URL`, the key from the server's $OPENAI_API_KEY. The key is sent to the model
+// endpoint only: never to a client, never into a box.
+struct AskOptions {
+  std::string base_url;  // empty: $OPENAI_BASE_URL, else the OpenAI API
+  std::string model;     // empty: $CODEBOX_MODEL, else gpt-4o-mini
+  std::string api_key;
+  int max_steps = 8;  // model turns per ask
+  // Set when serve was given --model or --base-url; otherwise /v1/ask answers 409 saying so.
+  bool configured = false;
+};
+
 struct ApiOptions {
   // What a client's box options start from (home); the registry's defaults.
   BoxOptions defaults;
@@ -55,7 +67,13 @@ struct ApiOptions {
   std::vector<std::string> listen;  // for GET /v1/status
   std::string version = "0.1.0";
   ApiHooks hooks;
+  AskOptions ask;
 };
+
+// The paths that need no token: /healthz and the playground's page and its files (they hold
+// no secrets; the page asks for a token when the API answers 401). For
+// http::ServerOptions::public_paths.
+std::vector<std::string> PublicPaths();
 
 class Api : public http::Handler {
  public:

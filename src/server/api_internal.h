@@ -57,6 +57,10 @@ void RunOneShot(Call& call);
 void PutFile(Call& call);
 void GetFile(Call& call);
 void DeleteFile(Call& call);
+// api_playground.cc: the web page at / and its files under /playground/.
+void PlaygroundFile(Call& call);
+// api_ask.cc: POST /v1/ask, the ask loop over server-sent events.
+void Ask(Call& call);
 
 }  // namespace codebox::server
 

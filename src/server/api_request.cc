@@ -33,6 +33,10 @@ const OptionSchema& CellFields() {
   static const OptionSchema schema = WithFields({}, {"code", "timeout"});
   return schema;
 }
+const OptionSchema& AskFields() {
+  static const OptionSchema schema = WithFields({}, {"task"});
+  return schema;
+}
 const OptionSchema& RunFields() {
   static const OptionSchema schema = WithFields(BoxOptionSchema(), {"code", "stdin"});
   return schema;
@@ -175,6 +179,16 @@ StatusOr<RunRequest> DecodeRunRequest(const json& object, const BoxOptions& defa
   }
   ASSIGN_OR_RETURN(request.exec, box::ExecOptionsFromJson(exec));
   RETURN_IF_ERROR(FinishBoxOptions(&request.box, defaults, max_lifetime));
+  return request;
+}
+
+StatusOr<AskRequest> DecodeAskRequest(const json& object) {
+  RETURN_IF_ERROR(CheckFields(object, AskFields()));
+  AskRequest request;
+  ASSIGN_OR_RETURN(request.task, RequiredString(object, "task"));
+  if (request.task.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return InvalidArgument("'task' is empty: say what the model should do");
+  }
   return request;
 }
 

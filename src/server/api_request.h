@@ -55,6 +55,12 @@ struct RunRequest {
 StatusOr<RunRequest> DecodeRunRequest(const nlohmann::json& object, const BoxOptions& defaults,
                                       std::chrono::milliseconds max_lifetime);
 
+// POST /v1/ask: {"task"}, a non-empty string.
+struct AskRequest {
+  std::string task;
+};
+StatusOr<AskRequest> DecodeAskRequest(const nlohmann::json& object);
+
 }  // namespace codebox::server
 
 #endif  // CODEBOX_SERVER_API_REQUEST_H_
