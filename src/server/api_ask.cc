@@ -58,11 +58,13 @@ class AskBox {
     std::lock_guard<std::mutex> lock(mu_);
     box_ = std::move(box);
   }
+  // Destroys the box and drops this reference: a one-shot box counts against --max-boxes
+  // until its last owner lets go, and the answer must not go out before that.
   void Destroy() {
     std::shared_ptr<Box> box;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      box = box_;
+      box = std::move(box_);
     }
     if (box) (void)box->Destroy();
   }

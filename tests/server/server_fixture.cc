@@ -25,6 +25,7 @@ void ServerFixture::SetUp() {
   server::ApiOptions api_options;
   api_options.defaults = registry_options.defaults;
   api_options.max_boxes = max_boxes_;
+  api_options.ask = ask_;
   api_options.hooks.on_request = [this](const server::RequestReport&) { ++requests_seen_; };
   api_options.hooks.metrics_text = [] { return std::string("codebox_test_metric 1\n"); };
   api_ = std::make_unique<server::Api>(api_options, registry_.get());
@@ -33,6 +34,7 @@ void ServerFixture::SetUp() {
   server_options.listen = {*http::ParseAddress("unix:" + dir_ + "/codebox.sock"),
                            *http::ParseAddress("127.0.0.1:0")};
   server_options.tokens = tokens_;
+  server_options.public_paths = server::PublicPaths();
   server_options.max_body_bytes = max_body_bytes_;
   server_ = std::make_unique<http::Server>(server_options, api_.get());
   Status started = server_->Start();

@@ -31,7 +31,8 @@ class ServerFixture : public ::testing::Test {
   std::vector<server::PoolSpec> pools_;
   uint32_t max_boxes_ = 64;
   uint64_t max_body_bytes_ = 1 << 20;
-  bool tcp_ = false;  // Call() and Stream() over loopback TCP instead of the unix socket
+  bool tcp_ = false;        // Call() and Stream() over loopback TCP instead of the unix socket
+  server::AskOptions ask_;  // the model behind POST /v1/ask
 
   http::Client UnixClient(const std::string& token = "") const;
   http::Client TcpClient(const std::string& token = "") const;

@@ -4,7 +4,8 @@
 //
 // Everything a box sends back is hostile: it goes into the page as text (textContent), as an
 // <img> of a data: URL, or as HTML inside an iframe with sandbox="" (no script, no same
-// origin), never through innerHTML. A page that ran box HTML would hand the token to the box.
+// origin), never parsed as markup of the page. A page that ran box HTML would hand the token
+// to the box.
 "use strict";
 
 (() => {
