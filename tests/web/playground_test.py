@@ -10,8 +10,9 @@ that prints (Shift+Enter), one that plots (the chart's <img> has a natural size)
 raises (the traceback shows), one whose HTML and text try to run script in the page (they must
 not), uploads a file and reads it from a cell, lists and downloads a file of /work, restarts
 the kernel, asks in the chat tab (code, output and answer show; the API key reaches the model
-and nothing else), and checks that the boxes are gone when the page is. Screenshots go to
-OUT_DIR (playground-notebook.png is the one in docs/).
+and nothing else), and checks that the boxes are gone when the page is. Then, on a server with
+--token-file and no model: the page asks for the token and works with it, and the chat says how
+to configure a model. Screenshots go to OUT_DIR (playground-notebook.png is the one in docs/).
 """
 import json
 import os
@@ -120,8 +121,9 @@ class Page:
         return "".join(e.text for e in self.find_all(css, cell))
 
 
-def api(base, method, path):
-    request = urllib.request.Request(base + path, method=method)
+def api(base, method, path, token=None):
+    headers = {"Authorization": "Bearer " + token} if token else {}
+    request = urllib.request.Request(base + path, method=method, headers=headers)
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read() or b"null")
 
@@ -223,6 +225,63 @@ def chat(page, model_log):
     assert API_KEY not in page.driver.page_source
 
 
+def with_token(page, base, token):
+    """A server with --token-file: the page loads, asks for the token, then works; the chat
+    of a server without --model says how to configure one."""
+    page.driver.get(base + "/")
+    page.wait("the token prompt", lambda: page.find("#token-bar").is_displayed(), 30)
+    assert "token" in page.find("#token-message").text, page.find("#token-message").text
+    page.find("#token-input").send_keys(token)
+    page.find("#token-input").send_keys(Keys.ENTER)
+    page.wait("the box's isolation", lambda: page.find("#isolation").text == "jail", 120)
+    cell = page.run_cell("print(6 * 7)")
+    assert page.text_of("pre.stdout", cell) == "42", page.text_of("pre.stdout", cell)
+    page.find("#tab-chat").click()
+    page.find("#chat-input").send_keys("anything")
+    page.find("#chat-send").click()
+    error = page.wait("the chat's error", lambda: page.find_all(".chat-turn .error"), 30)[0]
+    assert "--model" in error.text and "--base-url" in error.text, error.text
+    page.driver.get("about:blank")
+    page.wait("the page's box to be destroyed",
+              lambda: not api(base, "GET", "/v1/boxes", token)["boxes"], 30)
+
+
+def start_serve(args, log_name, env=None):
+    """codebox serve on a loopback port of its choosing: the process and its base URL."""
+    serve = subprocess.Popen(
+        [CODEBOX, "serve", "--listen", "127.0.0.1:0", "--driver", "jail", "--image",
+         "python-data", "--log-format", "text", *args],
+        stdout=subprocess.PIPE, stderr=open(os.path.join(OUT_DIR, log_name), "w"),
+        text=True, env=env)
+    line = read_line(serve, "codebox serve: listening on ", 60)
+    return serve, "http://" + line.split("listening on ")[1].split(";")[0].strip()
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def start_browser(work):
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                "--window-size=1300,1000", "--disable-gpu"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    options.add_experimental_option("prefs", {
+        "download.default_directory": os.path.join(work, "downloads"),
+        "download.prompt_for_download": False})
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    driver.set_page_load_timeout(30)
+    driver.set_script_timeout(30)
+    return driver
+
+
 def main():
     check_host()
     os.makedirs(OUT_DIR, exist_ok=True)
@@ -231,32 +290,15 @@ def main():
     model = subprocess.Popen([sys.executable, FAKE_SERVER, "--script", SCENARIO, "--log", model_log,
                               "--max-seconds", "600"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    serve = driver = None
+    servers = []
+    driver = None
     try:
         port = int(read_line(model, "PORT ", 30).split()[1])
-        env = dict(os.environ, OPENAI_API_KEY=API_KEY)
-        serve = subprocess.Popen(
-            [CODEBOX, "serve", "--listen", "127.0.0.1:0", "--driver", "jail", "--image",
-             "python-data", "--model", "fake-model", "--base-url", f"http://127.0.0.1:{port}/v1",
-             "--log-format", "text"],
-            stdout=subprocess.PIPE, stderr=open(os.path.join(OUT_DIR, "serve.log"), "w"),
-            text=True, env=env)
-        line = read_line(serve, "codebox serve: listening on ", 60)
-        address = line.split("listening on ")[1].split(";")[0].strip()
-        base = "http://" + address
-
-        options = webdriver.ChromeOptions()
-        options.binary_location = shutil.which("chromium")
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                    "--window-size=1300,1000", "--disable-gpu"):
-            options.add_argument(arg)
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        options.add_experimental_option("prefs", {
-            "download.default_directory": os.path.join(work, "downloads"),
-            "download.prompt_for_download": False})
-        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
-        driver.set_page_load_timeout(30)
-        driver.set_script_timeout(30)
+        serve, base = start_serve(["--model", "fake-model", "--base-url",
+                                   f"http://127.0.0.1:{port}/v1"], "serve.log",
+                                  dict(os.environ, OPENAI_API_KEY=API_KEY))
+        servers.append(serve)
+        driver = start_browser(work)
         page = Page(driver, base)
         driver.get(base + "/")
         notebook(page, work)
@@ -274,17 +316,21 @@ def main():
         driver.get("about:blank")
         page.wait("the page's box to be destroyed",
                   lambda: not api(base, "GET", "/v1/boxes")["boxes"], 30)
-        print("PASS: playground notebook, files, restart and chat in headless Chromium; "
+
+        token = "playground-browser-token"
+        token_file = os.path.join(work, "tokens")
+        with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(token + "\n")
+        serve, base = start_serve(["--token-file", token_file], "serve-token.log")
+        servers.append(serve)
+        with_token(Page(driver, base), base, token)
+        print("PASS: playground notebook, files, restart, chat and token in headless Chromium; "
               f"screenshots in {OUT_DIR}")
     finally:
         if driver:
             driver.quit()
-        if serve:
-            serve.send_signal(signal.SIGTERM)
-            try:
-                serve.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                serve.kill()
+        for serve in servers:
+            stop(serve)
         model.stdin.close()
         try:
             model.wait(timeout=10)
