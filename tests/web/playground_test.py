@@ -172,6 +172,14 @@ def notebook(page, work):
     assert page.find("#pwn-html").text == "table"
     page.driver.switch_to.default_content()
 
+    # A flood of output: the page shows the first MiB and counts the rest, and stays usable.
+    cell = page.run_cell("for i in range(40):\n    print('y' * 49999)")
+    shown = page.driver.execute_script(
+        "return arguments[0].querySelector('pre.stdout').firstChild.length", cell)
+    assert shown == 1 << 20, shown
+    assert "[... 951424 more characters not shown]" in page.text_of("pre.stdout .note", cell), \
+        page.text_of("pre.stdout .note", cell)
+
     # Upload into /data and read it from a cell.
     upload = os.path.join(work, "numbers.csv")
     with open(upload, "w") as f:

@@ -163,14 +163,26 @@
       this.container = container;
       this.streams = {};
     }
+    // A stream's chunks go into one text node (appendData, not a copy of all so far); past
+    // MAX_TEXT characters only a count of what is left out grows.
     text(kind, chunk) {
       let pre = this.streams[kind];
       if (!pre || pre !== this.container.lastChild) {
         pre = el("pre", { class: kind });
+        pre.append(document.createTextNode(""));
+        pre.shown = 0;
+        pre.cut = 0;
         this.container.append(pre);
         this.streams[kind] = pre;
       }
-      pre.textContent = capped(pre.textContent + chunk);
+      const room = MAX_TEXT - pre.shown;
+      pre.firstChild.appendData(chunk.slice(0, Math.max(room, 0)));
+      pre.shown += Math.min(chunk.length, Math.max(room, 0));
+      if (chunk.length > room) {
+        pre.cut += chunk.length - Math.max(room, 0);
+        if (!pre.note) pre.append(pre.note = el("span", { class: "note" }));
+        pre.note.textContent = "\n[... " + pre.cut + " more characters not shown]";
+      }
     }
     result(result) {
       const data = (result && result.data) || {};
