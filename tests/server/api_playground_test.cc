@@ -3,9 +3,11 @@
 // boxes: its events, its one box destroyed after, the key kept on the server.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "base/fs.h"
 #include "tests/llm/fake_server.h"
@@ -149,6 +151,33 @@ TEST_F(AskTest, StreamsEachStepAndDestroysItsBox) {
   EXPECT_EQ(registry_->box_count(), 0u) << "the ask's box is destroyed after it";
   EXPECT_EQ(AskTempDirs(), temp_before) << "the images saved on the host are removed";
   ExpectKeyStayedOnTheServer(answered);
+}
+
+TEST_F(AskTest, AClientThatLeavesEndsTheAskAndItsBox) {
+  StartModel("ask_client_leaves.json");  // its cell sleeps 120 s
+  if (IsSkipped()) return;
+  http::ClientRequest request;
+  request.method = "POST";
+  request.target = "/v1/ask";
+  request.body = R"j({"task": "take your time"})j";
+  request.headers = {{"Accept", "text/event-stream"}};
+  auto start = std::chrono::steady_clock::now();
+  bool saw_code = false;
+  auto left =
+      UnixClient(tokens_[0]).SendForEvents(request, [&](std::string_view name, std::string_view) {
+        if (name != "code") return Status::Ok();
+        saw_code = true;
+        return IoError("the test leaves once the code runs");
+      });
+  EXPECT_FALSE(left.ok());
+  ASSERT_TRUE(saw_code);
+  while (registry_->box_count() > 0 &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(registry_->box_count(), 0u) << "the ask's box outlived its client";
+  // Well before the cell's own limit (the boxes' exec_timeout, 20 s) would have ended it.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 TEST_F(AskTest, AnswersJsonWithoutAnEventStream) {
