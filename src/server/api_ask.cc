@@ -54,9 +54,17 @@ json SummaryJson(const llm::Transcript& t, Clock::time_point start) {
 // client goes away (from the watch's thread) and after the ask.
 class AskBox {
  public:
-  void Set(std::shared_ptr<Box> box) {
-    std::lock_guard<std::mutex> lock(mu_);
-    box_ = std::move(box);
+  // False (and the box destroyed) when the client left before the box was made.
+  bool Set(std::shared_ptr<Box> box) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!done_) {
+        box_ = std::move(box);
+        return true;
+      }
+    }
+    (void)box->Destroy();
+    return false;
   }
   // Destroys the box and drops this reference: a one-shot box counts against --max-boxes
   // until its last owner lets go, and the answer must not go out before that.
@@ -64,6 +72,7 @@ class AskBox {
     std::shared_ptr<Box> box;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
       box = std::move(box_);
     }
     if (box) (void)box->Destroy();
@@ -72,6 +81,7 @@ class AskBox {
  private:
   std::mutex mu_;
   std::shared_ptr<Box> box_;
+  bool done_ = false;  // Destroy() ran: a box made after it is destroyed at once
 };
 
 }  // namespace
@@ -105,7 +115,7 @@ void Ask(Call& call) {
   options.runner_factory = [&](const BoxOptions& o) -> StatusOr<std::unique_ptr<llm::CodeRunner>> {
     bool from_pool = false;
     ASSIGN_OR_RETURN(std::shared_ptr<Box> box, registry->TakeOneShot(o, &from_pool));
-    ask_box.Set(box);
+    if (!ask_box.Set(box)) return Unavailable("the client went away before the box started");
     if (streaming) sink.Send("box", {{"driver", box->info().driver}, {"from_pool", from_pool}});
     return llm::BoxRunnerOver(std::move(box));
   };
