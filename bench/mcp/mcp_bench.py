@@ -94,8 +94,10 @@ def main() -> int:
     if not 1 <= args.runs <= 10000:
         parser.error("--runs: from 1 to 10000")
 
-    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(os.path.dirname(
-        os.path.dirname(args.codebox)), "python")]
+    # The package from this tree, its extension from the build that made --codebox (or ours).
+    build = os.path.dirname(os.path.dirname(os.path.abspath(args.codebox)))
+    sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(build, "python"),
+                    os.path.join(ROOT, "build/release/python")]
     from codebox import SyncCodeBox  # noqa: E402  (after the path is set)
 
     client = StdioClient([args.codebox, "mcp", "--local"])
