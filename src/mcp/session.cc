@@ -127,9 +127,9 @@ std::optional<json> Session::State::Dispatch(const json& message) {
   if (method == "ping") return ResultAnswer(id, json::object());
   const bool known = method == "tools/list" || method == "tools/call";
   if (!known) {
-    return ErrorAnswer(id, kMethodNotFound,
-                       "Method not found: " + method +
-                           " (this server offers tools only: tools/list, tools/call)");
+    return ErrorAnswer(
+        id, kMethodNotFound,
+        "Method not found: " + method + " (this server offers tools only: tools/list, tools/call)");
   }
   {
     std::lock_guard lock(mu);
@@ -152,16 +152,16 @@ json Session::State::Initialize(const json& id, const json& params) {
   for (const char* field : {"capabilities", "clientInfo"}) {
     auto it = params.find(field);
     if (it == params.end() || !it->is_object()) {
-      return ErrorAnswer(id, kInvalidParams,
-                         std::string("Invalid params: initialize needs \"") + field +
-                             "\" (an object)");
+      return ErrorAnswer(
+          id, kInvalidParams,
+          std::string("Invalid params: initialize needs \"") + field + "\" (an object)");
     }
   }
   std::lock_guard lock(mu);
   if (initialized) {
     return ErrorAnswer(id, kInvalidRequest,
-                       "Invalid Request: this session is already initialized (version " +
-                           version + "); start a new session to initialize again");
+                       "Invalid Request: this session is already initialized (version " + version +
+                           "); start a new session to initialize again");
   }
   // The version asked for when we speak it, else our newest (the client then decides).
   version = kSupportedProtocolVersions[0];
@@ -169,13 +169,13 @@ json Session::State::Initialize(const json& id, const json& params) {
     if (*requested == supported) version = supported;
   }
   initialized = true;
-  return ResultAnswer(id, {{"protocolVersion", version},
-                           {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                           {"serverInfo",
-                            {{"name", options.server_name},
-                             {"title", "codebox"},
-                             {"version", options.server_version}}},
-                           {"instructions", kInstructions}});
+  return ResultAnswer(
+      id,
+      {{"protocolVersion", version},
+       {"capabilities", {{"tools", {{"listChanged", false}}}}},
+       {"serverInfo",
+        {{"name", options.server_name}, {"title", "codebox"}, {"version", options.server_version}}},
+       {"instructions", kInstructions}});
 }
 
 std::optional<json> Session::State::CallTool(const json& id, const json& params) {

@@ -135,7 +135,8 @@ ToolResult ReadFile(Box& box, const json& args, const SessionOptions& options) {
     result.Text(path + ": " + type + ", " + std::to_string(data->size()) + " bytes");
     result.Image(EncodeBase64(*data), type);
   } else if (IsUtf8(*data) && data->find('\0') == std::string::npos) {
-    result.Text(data->empty() ? "(" + path + " is empty)" : SafeText(*data, options.max_text_bytes));
+    result.Text(data->empty() ? "(" + path + " is empty)"
+                              : SafeText(*data, options.max_text_bytes));
   } else {
     result.Text(path + " is binary (" + std::to_string(data->size()) +
                 " bytes, not UTF-8 text); not shown");
@@ -147,9 +148,12 @@ ToolResult ReadFile(Box& box, const json& args, const SessionOptions& options) {
 std::string OneLine(const std::string& name) {
   std::string out;
   for (char c : base::TerminalSafe(name, 4096)) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else
+      out += c;
   }
   return out;
 }
@@ -165,8 +169,8 @@ ToolResult ListFiles(Box& box, const json& args, const SessionOptions& options) 
   uint32_t shown = 0;
   for (const FileEntry& e : *entries) {
     if (shown++ == options.max_list_entries) {
-      text += "[" + std::to_string(entries->size() - options.max_list_entries) +
-              " more not shown]\n";
+      text +=
+          "[" + std::to_string(entries->size() - options.max_list_entries) + " more not shown]\n";
       break;
     }
     char line[64];

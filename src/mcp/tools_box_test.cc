@@ -55,8 +55,8 @@ class ToolsTest : public ::testing::Test {
   std::unique_ptr<Session> session_;
 };
 
-#define START(...)                      \
-  Start(__VA_ARGS__);                   \
+#define START(...)    \
+  Start(__VA_ARGS__); \
   if (IsSkipped() || HasFatalFailure()) return
 
 TEST_F(ToolsTest, RunPythonKeepsStateBetweenCalls) {
@@ -130,8 +130,8 @@ TEST_F(ToolsTest, WriteReadAndListFiles) {
   EXPECT_EQ(read["isError"], false);
   EXPECT_EQ(read["content"][0]["text"], "héllo\nworld\n");
   // The file is the cell's too: one box per session.
-  EXPECT_EQ(Call("run_python", {{"code", "open('sub/notes.txt').read().split()[1]"}})
-                ["content"][0]["text"],
+  EXPECT_EQ(Call("run_python",
+                 {{"code", "open('sub/notes.txt').read().split()[1]"}})["content"][0]["text"],
             "'world'");
   json listed = Call("list_files", json::object());
   EXPECT_NE(Texts(listed).find("sub/"), std::string::npos) << listed;
@@ -162,9 +162,10 @@ TEST_F(ToolsTest, HostileOutputStaysWithinTheCaps) {
   options.max_text_bytes = 4096;
   options.max_image_bytes = 64 << 10;
   START("python", options);
-  json flood = Call("run_python",
-                    {{"code", "import sys\nfor _ in range(100):\n  sys.stdout.write('x' * (1 << 20))"},
-                     {"timeout", 60}});
+  json flood =
+      Call("run_python",
+           {{"code", "import sys\nfor _ in range(100):\n  sys.stdout.write('x' * (1 << 20))"},
+            {"timeout", 60}});
   const std::string flooded = flood.dump();
   EXPECT_LT(flooded.size(), 16u << 10) << "a result must keep max_text_bytes of a text";
   EXPECT_NE(flooded.find("more bytes cut"), std::string::npos);
@@ -191,7 +192,8 @@ TEST_F(ToolsTest, CancelInterruptsARunningCellAndSendsNoAnswer) {
         {{"jsonrpc", "2.0"},
          {"id", "slow"},
          {"method", "tools/call"},
-         {"params", {{"name", "run_python"}, {"arguments", {{"code", "import time\ntime.sleep(60)"}}}}}});
+         {"params",
+          {{"name", "run_python"}, {"arguments", {{"code", "import time\ntime.sleep(60)"}}}}}});
   });
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const auto start = std::chrono::steady_clock::now();
