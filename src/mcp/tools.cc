@@ -29,29 +29,47 @@ ToolResult BoxFailure(std::string_view what, const Status& status) {
                           : "\n(if the box is broken, call reset for a fresh one)"));
 }
 
+// What a cell's rich results may still add: images by count, texts by bytes (a cell may
+// display thousands of small values).
+struct ResultBudget {
+  uint32_t images = 0;
+  uint64_t text_bytes_left = 0;
+  bool texts_cut = false;
+};
+
 // One rich result of a cell: a checked image, else its text/plain.
-void AddCellResult(const CellResult& r, const SessionOptions& options, uint32_t* images,
+void AddCellResult(const CellResult& r, const SessionOptions& options, ResultBudget* budget,
                    ToolResult* result) {
   for (const char* mime : {"image/png", "image/jpeg"}) {
     const std::string* data = r.Get(mime);
     if (data == nullptr) continue;
-    if (*images >= options.max_images) {
+    if (budget->images >= options.max_images) {
       result->Text("[" + std::string(mime) + " left out: a result holds at most " +
                    std::to_string(options.max_images) + " images]");
       return;
     }
     auto image = CheckedImage(*data, mime, options.max_image_bytes);
     if (image.ok()) {
-      ++*images;
+      ++budget->images;
       result->Image(std::move(*image), mime);
       return;
     }
     result->Text("[" + std::string(mime) + " left out: " + image.status().message() + "]");
     return;
   }
-  if (const std::string* text = r.Get("text/plain")) {
-    result->Text(SafeText(*text, options.max_text_bytes));
+  const std::string* text = r.Get("text/plain");
+  if (text == nullptr || budget->texts_cut) return;
+  if (budget->text_bytes_left == 0) {
+    budget->texts_cut = true;
+    result->Text("[more results left out: a result keeps " +
+                 base::FormatSize(options.max_text_bytes) + " of result text]");
+    return;
   }
+  // A block costs its JSON wrapping too, so a flood of tiny values runs out as well.
+  constexpr uint64_t kBlockBytes = 32;
+  const uint64_t take = std::min<uint64_t>(text->size(), budget->text_bytes_left);
+  budget->text_bytes_left -= std::min(budget->text_bytes_left, take + kBlockBytes);
+  result->Text(SafeText(*text, take));
 }
 
 ToolResult RunPython(Box& box, const json& args, const SessionOptions& options) {
@@ -65,8 +83,8 @@ ToolResult RunPython(Box& box, const json& args, const SessionOptions& options) 
   if (!e.stderr_chunks.empty()) {
     result.Text("[stderr]\n" + SafeText(e.stderr_chunks, options.max_text_bytes));
   }
-  uint32_t images = 0;
-  for (const CellResult& r : e.results) AddCellResult(r, options, &images, &result);
+  ResultBudget budget{.text_bytes_left = options.max_text_bytes};
+  for (const CellResult& r : e.results) AddCellResult(r, options, &budget, &result);
   if (e.error) {
     const std::string& tb = e.error->traceback;
     result.Text("[error] " + SafeText(e.error->name + ": " + e.error->value, 4096) +

@@ -140,6 +140,17 @@ TEST_F(ToolsTest, WriteReadAndListFiles) {
   json missing = Call("read_file", {{"path", "nope.txt"}});
   EXPECT_EQ(missing["isError"], true);
   Call("run_python", {{"code", "open('b.bin','wb').write(bytes(range(256)))"}});
+  // A PNG comes back as an image (the one written here is checked only for its header).
+  Call("run_python", {{"code",
+                       "import struct, zlib\n"
+                       "ihdr = struct.pack('>IIBBBBB', 2, 3, 8, 2, 0, 0, 0)\n"
+                       "open('tiny.png','wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + "
+                       "struct.pack('>I', 13) + b'IHDR' + ihdr + struct.pack('>I', "
+                       "zlib.crc32(b'IHDR' + ihdr)))"}});
+  json png = Call("read_file", {{"path", "tiny.png"}});
+  ASSERT_EQ(png["content"].size(), 2u) << png;
+  EXPECT_EQ(png["content"][1]["type"], "image") << png;
+  EXPECT_EQ(png["content"][1]["mimeType"], "image/png");
   json binary = Call("read_file", {{"path", "b.bin"}});
   EXPECT_EQ(binary["isError"], false);
   EXPECT_NE(Texts(binary).find("binary (256 bytes"), std::string::npos) << binary;
@@ -177,6 +188,10 @@ TEST_F(ToolsTest, HostileOutputStaysWithinTheCaps) {
                      "display({'image/png': base64.b64encode(b'\\x89PNG' * 40000).decode()},"
                      " raw=True)\nprint('\\x1b[31mred\\x1b[0m')"}});
   const std::string text = Texts(fake);
+  // Thousands of small displayed values: their text together stays within the cap.
+  json many = Call("run_python", {{"code", "for i in range(5000): display(i)"}});
+  EXPECT_LT(many.dump().size(), 32u << 10);
+  EXPECT_NE(Texts(many).find("more results left out"), std::string::npos);
   for (const json& c : fake["content"]) EXPECT_NE(c["type"], "image") << fake;
   EXPECT_NE(text.find("image/png left out: not a image/png"), std::string::npos) << text;
   EXPECT_NE(text.find("image/png left out: larger than"), std::string::npos) << text;
