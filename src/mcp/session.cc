@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "base/log.h"
+#include "base/text.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tools.h"
 
@@ -79,7 +80,7 @@ std::optional<json> Session::Handle(const json& message) {
     CODEBOX_LOG(kError, "mcp: internal error handling a message: " << e.what());
     const json* id = message.is_object() && message.contains("id") ? &message["id"] : nullptr;
     if (id == nullptr) return std::nullopt;
-    return ErrorAnswer(*id, kInternalError, std::string("Internal error: ") + e.what());
+    return ErrorAnswer(*id, kInternalError, "Internal error: " + base::TerminalSafe(e.what()));
   }
 }
 
@@ -247,7 +248,7 @@ ToolResult Session::State::RunInBox(const std::string& key, const std::string& t
   if (!current) {
     auto opened = boxes->Open();
     if (!opened.ok()) {
-      return ErrorResult("could not start a box: " + opened.status().message());
+      return ErrorResult("could not start a box: " + base::TerminalSafe(opened.status().message()));
     }
     current = std::move(*opened);
     std::lock_guard lock(mu);
