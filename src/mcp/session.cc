@@ -31,11 +31,12 @@ struct Session::State {
   SessionOptions options;
   std::unique_ptr<BoxSource> boxes;
 
-  // A tools/call being answered: cancelled says its answer is not wanted; box is set while a
-  // run_python runs in it, so that a cancel can interrupt the cell.
+  // A tools/call being answered: cancelled says its answer is not wanted; running is the box
+  // while a run_python or run_command runs in it, so that a cancel can stop it (StopTool).
   struct InFlight {
     bool cancelled = false;
-    std::shared_ptr<Box> running_python;
+    std::string tool;
+    std::shared_ptr<Box> running;
   };
 
   mutable std::mutex mu;  // guards the fields below
@@ -254,10 +255,11 @@ ToolResult Session::State::RunInBox(const std::string& key, const std::string& t
     std::lock_guard lock(mu);
     box = current;
   }
-  if (tool == "run_python") {
+  {
     std::lock_guard lock(mu);
     if (in_flight[key].cancelled) return ErrorResult("cancelled");
-    in_flight[key].running_python = current;
+    in_flight[key].tool = tool;
+    in_flight[key].running = current;
   }
   return RunTool(*current, tool, args, options);
 }
@@ -265,19 +267,19 @@ ToolResult Session::State::RunInBox(const std::string& key, const std::string& t
 void Session::State::Cancel(const json& params) {
   auto id = params.find("requestId");
   if (id == params.end() || !IsValidId(*id)) return;
-  std::shared_ptr<Box> interrupt;
+  std::shared_ptr<Box> running;
+  std::string tool;
   {
     std::lock_guard lock(mu);
     auto it = in_flight.find(id->dump());
     if (it == in_flight.end()) return;  // done already, or never ours: the spec says ignore
     it->second.cancelled = true;
-    interrupt = it->second.running_python;
+    running = it->second.running;
+    tool = it->second.tool;
   }
-  // A run_command runs on to its timeout (the box has no way to stop one exec); its answer
-  // is dropped all the same.
-  if (interrupt) {
-    if (Status s = interrupt->InterruptCode(); !s.ok()) {
-      CODEBOX_LOG(kWarn, "mcp: interrupting a cancelled cell: " << s.message());
+  if (running) {
+    if (Status s = StopTool(*running, tool); !s.ok()) {
+      CODEBOX_LOG(kWarn, "mcp: stopping a cancelled " << tool << ": " << s.message());
     }
   }
 }

@@ -101,12 +101,19 @@ ToolResult RunPython(Box& box, const json& args, const SessionOptions& options) 
   return result;
 }
 
+// A run_command's process records its pid (its process group: the agent starts each exec in
+// a session of its own) where StopTool finds it. One path per box is enough: a session runs
+// one call at a time. What code in the box does to the file only aims the kill within it.
+constexpr char kCommandPidFile[] = "/tmp/.codebox-mcp-command.pid";
+
 ToolResult RunCommand(Box& box, const json& args, const SessionOptions& options) {
-  std::vector<std::string> argv;
+  std::vector<std::string> argv = {
+      "/bin/sh", "-c", std::string("echo $$ > ") + kCommandPidFile + " 2>/dev/null; exec \"$@\"",
+      "codebox-mcp"};
   if (args.contains("cmd")) {
-    argv = {"/bin/sh", "-c", args["cmd"].get<std::string>()};
+    argv.insert(argv.end(), {"/bin/sh", "-c", args["cmd"].get<std::string>()});
   } else {
-    argv = args["argv"].get<std::vector<std::string>>();
+    for (const json& a : args["argv"]) argv.push_back(a.get<std::string>());
   }
   ExecOptions exec;
   exec.timeout = ToolTimeout(args, options);
@@ -228,6 +235,16 @@ std::optional<std::chrono::milliseconds> ToolTimeout(const json& arguments,
   const double ms = it->get<double>() * 1000.0;
   if (!(ms < static_cast<double>(options.max_timeout.count()))) return options.max_timeout;
   return std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ms))));
+}
+
+Status StopTool(Box& box, std::string_view tool) {
+  if (tool == "run_python") return box.InterruptCode();
+  if (tool != "run_command") return Status::Ok();
+  ExecOptions kill;
+  kill.timeout = std::chrono::seconds(5);
+  auto killed = box.Exec(
+      {"/bin/sh", "-c", std::string("kill -KILL -\"$(cat ") + kCommandPidFile + ")\""}, kill);
+  return killed.ok() ? Status::Ok() : killed.status();
 }
 
 ToolResult RunTool(Box& box, std::string_view tool, const json& arguments,

@@ -221,5 +221,30 @@ TEST_F(ToolsTest, CancelInterruptsARunningCellAndSendsNoAnswer) {
   EXPECT_EQ(Call("run_python", {{"code", "w"}})["content"][0]["text"], "5");
 }
 
+TEST_F(ToolsTest, CancelKillsARunningCommandAndSendsNoAnswer) {
+  START("python");
+  std::optional<json> answer = json("not yet");
+  std::thread call([&] {
+    answer =
+        session_->Handle({{"jsonrpc", "2.0"},
+                          {"id", 77},
+                          {"method", "tools/call"},
+                          {"params",
+                           {{"name", "run_command"},
+                            {"arguments", {{"cmd", "sleep 50 & sleep 60"}, {"timeout", 90}}}}}});
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const auto start = std::chrono::steady_clock::now();
+  session_->Handle(
+      {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 77}}}});
+  call.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_FALSE(answer.has_value()) << answer->dump();
+  // The whole group is gone, the background sleep too.
+  json ps = Call("run_command", {{"cmd", "cat /proc/[0-9]*/comm"}});
+  EXPECT_NE(Texts(ps).find("codebox-agent"), std::string::npos) << ps;
+  EXPECT_EQ(Texts(ps).find("sleep"), std::string::npos) << ps;
+}
+
 }  // namespace
 }  // namespace codebox::mcp
