@@ -1,9 +1,11 @@
 #include "mcp/stdio.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -21,17 +23,28 @@ namespace {
 using nlohmann::json;
 
 // Writes whole lines to the out fd, one writer at a time; remembers when the reader is gone.
+// A client that stops reading must not keep a stop from ending the server: each piece of at
+// most PIPE_BUF bytes is written only when poll says it fits, or the stop fd wins.
 class LineWriter {
  public:
-  explicit LineWriter(int fd) : fd_(fd) {}
+  LineWriter(int fd, int stop_fd) : fd_(fd), stop_fd_(stop_fd) {}
 
   void Write(const json& message) {
     std::string line = Serialize(message) + "\n";
     std::lock_guard lock(mu_);
     if (broken_ || muted_) return;
     for (size_t done = 0; done < line.size();) {
-      ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
+      pollfd fds[2] = {{fd_, POLLOUT, 0}, {stop_fd_, POLLIN, 0}};
+      const int ready = ::poll(fds, stop_fd_ >= 0 ? 2 : 1, -1);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready > 0 && stop_fd_ >= 0 && fds[1].revents != 0) {
+        broken_ = true;  // stopping: the reader sees the stop fd too
+        return;
+      }
+      ssize_t n = ready < 0 ? -1
+                            : ::write(fd_, line.data() + done,
+                                      std::min<size_t>(line.size() - done, PIPE_BUF));
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) {
         CODEBOX_LOG(kWarn, "mcp: the output is gone (" << (n < 0 ? strerror(errno) : "closed")
                                                        << "); ending");
@@ -52,6 +65,7 @@ class LineWriter {
 
  private:
   const int fd_;
+  const int stop_fd_;
   std::mutex mu_;
   bool broken_ = false;
   bool muted_ = false;
@@ -180,7 +194,7 @@ class Reader {
 StdioEnd ServeStdio(Session& session, int in_fd, int out_fd, int stop_fd,
                     const StdioOptions& options) {
   // The writer outlives this call when the worker does (kBusy), as the session does.
-  auto* out = new LineWriter(out_fd);
+  auto* out = new LineWriter(out_fd, stop_fd);
   auto calls = std::make_shared<Calls>();
   std::thread worker(Work, std::ref(session), std::ref(*out), calls);
   Reader reader(session, *out, calls, options);

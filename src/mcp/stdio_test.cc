@@ -120,6 +120,25 @@ TEST(StdioTest, StopFdEndsTheServerWhileStdinStaysOpen) {
   EXPECT_EQ(end, StdioEnd::kDone);
 }
 
+TEST(StdioTest, AStopEndsTheServerWhenTheClientStopsReading) {
+  Session session({}, std::make_unique<NoBoxes>());
+  Pipe in, out, stop;
+  StdioEnd end = StdioEnd::kBusy;
+  std::thread server([&] { end = ServeStdio(session, in.fd[0], out.fd[1], stop.fd[0]); });
+  // Far more answer bytes than the out pipe holds, and nobody reads them.
+  std::string requests = std::string(kInitialize) + "\n";
+  for (int i = 0; i < 100; ++i) {
+    requests += R"({"jsonrpc":"2.0","id":)" + std::to_string(i + 10) +
+                R"(,"method":"tools/list"})"
+                "\n";
+  }
+  WriteAll(in.fd[1], requests);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  WriteAll(stop.fd[1], "x");
+  server.join();
+  EXPECT_EQ(end, StdioEnd::kDone);
+}
+
 TEST(StdioTest, AClosedOutputEndsTheServer) {
   Session session({}, std::make_unique<NoBoxes>());
   Pipe in, out;
