@@ -199,7 +199,9 @@ std::optional<json> Session::State::CallTool(const json& id, const json& params)
     for (const json& tool : ToolDefinitions()) {
       names += (names.empty() ? "" : ", ") + tool["name"].get<std::string>();
     }
-    return ErrorAnswer(id, kInvalidParams, "Unknown tool: " + name + " (the tools: " + names + ")");
+    return ErrorAnswer(
+        id, kInvalidParams,
+        "Unknown tool: " + base::TerminalSafe(name, 200) + " (the tools: " + names + ")");
   }
   if (std::string problem = CheckArguments(name, args); !problem.empty()) {
     std::lock_guard lock(mu);
