@@ -11,12 +11,14 @@
 #include "http/server.h"
 #include "server/api.h"
 #include "server/box_registry.h"
+#include "server/mcp_sessions.h"
 
 namespace codebox::server {
 
 struct Api::Context {
   ApiOptions options;
   BoxRegistry* registry = nullptr;
+  std::unique_ptr<McpSessions> mcp;  // /mcp (api_mcp.cc)
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
@@ -57,6 +59,9 @@ void RunOneShot(Call& call);
 void PutFile(Call& call);
 void GetFile(Call& call);
 void DeleteFile(Call& call);
+// api_mcp.cc
+void McpPost(Call& call);
+void McpDelete(Call& call);
 
 }  // namespace codebox::server
 
