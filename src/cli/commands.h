@@ -19,6 +19,7 @@ int GcCommand(const std::vector<std::string>& args);      // codebox gc
 int OptionsCommand(const std::vector<std::string>& args); // codebox options [--markdown]
 int ServeCommand(const std::vector<std::string>& args);   // codebox serve (serve_command.cc)
 int StatusCommand(const std::vector<std::string>& args);  // codebox status (status_command.cc)
+int McpCommand(const std::vector<std::string>& args);     // codebox mcp (mcp_command.cc)
 
 }  // namespace codebox::cli
 

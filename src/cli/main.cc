@@ -24,6 +24,7 @@ commands:
   options [--markdown]                every box and exec option (docs/options.md)
   serve [options]                     serve the HTTP API with warm pools (docs/server.md)
   status [--server ADDR] [--json]     a server's boxes and pools
+  mcp [options]                       an MCP server on stdio for agents (docs/mcp.md)
 
 run `codebox COMMAND --help` for a command's options.
 )";
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
   if (command == "options") return OptionsCommand(args);
   if (command == "serve") return ServeCommand(args);
   if (command == "status") return StatusCommand(args);
+  if (command == "mcp") return McpCommand(args);
   if (command == "--version" || command == "version") {
     std::puts("codebox 0.1.0");
     return 0;

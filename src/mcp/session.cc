@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "base/log.h"
+#include "base/text.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tools.h"
 
@@ -30,11 +31,12 @@ struct Session::State {
   SessionOptions options;
   std::unique_ptr<BoxSource> boxes;
 
-  // A tools/call being answered: cancelled says its answer is not wanted; box is set while a
-  // run_python runs in it, so that a cancel can interrupt the cell.
+  // A tools/call being answered: cancelled says its answer is not wanted; running is the box
+  // while a run_python or run_command runs in it, so that a cancel can stop it (StopTool).
   struct InFlight {
     bool cancelled = false;
-    std::shared_ptr<Box> running_python;
+    std::string tool;
+    std::shared_ptr<Box> running;
   };
 
   mutable std::mutex mu;  // guards the fields below
@@ -79,7 +81,7 @@ std::optional<json> Session::Handle(const json& message) {
     CODEBOX_LOG(kError, "mcp: internal error handling a message: " << e.what());
     const json* id = message.is_object() && message.contains("id") ? &message["id"] : nullptr;
     if (id == nullptr) return std::nullopt;
-    return ErrorAnswer(*id, kInternalError, std::string("Internal error: ") + e.what());
+    return ErrorAnswer(*id, kInternalError, "Internal error: " + base::TerminalSafe(e.what()));
   }
 }
 
@@ -127,9 +129,9 @@ std::optional<json> Session::State::Dispatch(const json& message) {
   if (method == "ping") return ResultAnswer(id, json::object());
   const bool known = method == "tools/list" || method == "tools/call";
   if (!known) {
-    return ErrorAnswer(id, kMethodNotFound,
-                       "Method not found: " + method +
-                           " (this server offers tools only: tools/list, tools/call)");
+    return ErrorAnswer(
+        id, kMethodNotFound,
+        "Method not found: " + method + " (this server offers tools only: tools/list, tools/call)");
   }
   {
     std::lock_guard lock(mu);
@@ -152,16 +154,16 @@ json Session::State::Initialize(const json& id, const json& params) {
   for (const char* field : {"capabilities", "clientInfo"}) {
     auto it = params.find(field);
     if (it == params.end() || !it->is_object()) {
-      return ErrorAnswer(id, kInvalidParams,
-                         std::string("Invalid params: initialize needs \"") + field +
-                             "\" (an object)");
+      return ErrorAnswer(
+          id, kInvalidParams,
+          std::string("Invalid params: initialize needs \"") + field + "\" (an object)");
     }
   }
   std::lock_guard lock(mu);
   if (initialized) {
     return ErrorAnswer(id, kInvalidRequest,
-                       "Invalid Request: this session is already initialized (version " +
-                           version + "); start a new session to initialize again");
+                       "Invalid Request: this session is already initialized (version " + version +
+                           "); start a new session to initialize again");
   }
   // The version asked for when we speak it, else our newest (the client then decides).
   version = kSupportedProtocolVersions[0];
@@ -169,13 +171,13 @@ json Session::State::Initialize(const json& id, const json& params) {
     if (*requested == supported) version = supported;
   }
   initialized = true;
-  return ResultAnswer(id, {{"protocolVersion", version},
-                           {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                           {"serverInfo",
-                            {{"name", options.server_name},
-                             {"title", "codebox"},
-                             {"version", options.server_version}}},
-                           {"instructions", kInstructions}});
+  return ResultAnswer(
+      id,
+      {{"protocolVersion", version},
+       {"capabilities", {{"tools", {{"listChanged", false}}}}},
+       {"serverInfo",
+        {{"name", options.server_name}, {"title", "codebox"}, {"version", options.server_version}}},
+       {"instructions", kInstructions}});
 }
 
 std::optional<json> Session::State::CallTool(const json& id, const json& params) {
@@ -197,7 +199,9 @@ std::optional<json> Session::State::CallTool(const json& id, const json& params)
     for (const json& tool : ToolDefinitions()) {
       names += (names.empty() ? "" : ", ") + tool["name"].get<std::string>();
     }
-    return ErrorAnswer(id, kInvalidParams, "Unknown tool: " + name + " (the tools: " + names + ")");
+    return ErrorAnswer(
+        id, kInvalidParams,
+        "Unknown tool: " + base::TerminalSafe(name, 200) + " (the tools: " + names + ")");
   }
   if (std::string problem = CheckArguments(name, args); !problem.empty()) {
     std::lock_guard lock(mu);
@@ -247,16 +251,17 @@ ToolResult Session::State::RunInBox(const std::string& key, const std::string& t
   if (!current) {
     auto opened = boxes->Open();
     if (!opened.ok()) {
-      return ErrorResult("could not start a box: " + opened.status().message());
+      return ErrorResult("could not start a box: " + base::TerminalSafe(opened.status().message()));
     }
     current = std::move(*opened);
     std::lock_guard lock(mu);
     box = current;
   }
-  if (tool == "run_python") {
+  {
     std::lock_guard lock(mu);
     if (in_flight[key].cancelled) return ErrorResult("cancelled");
-    in_flight[key].running_python = current;
+    in_flight[key].tool = tool;
+    in_flight[key].running = current;
   }
   return RunTool(*current, tool, args, options);
 }
@@ -264,19 +269,19 @@ ToolResult Session::State::RunInBox(const std::string& key, const std::string& t
 void Session::State::Cancel(const json& params) {
   auto id = params.find("requestId");
   if (id == params.end() || !IsValidId(*id)) return;
-  std::shared_ptr<Box> interrupt;
+  std::shared_ptr<Box> running;
+  std::string tool;
   {
     std::lock_guard lock(mu);
     auto it = in_flight.find(id->dump());
     if (it == in_flight.end()) return;  // done already, or never ours: the spec says ignore
     it->second.cancelled = true;
-    interrupt = it->second.running_python;
+    running = it->second.running;
+    tool = it->second.tool;
   }
-  // A run_command runs on to its timeout (the box has no way to stop one exec); its answer
-  // is dropped all the same.
-  if (interrupt) {
-    if (Status s = interrupt->InterruptCode(); !s.ok()) {
-      CODEBOX_LOG(kWarn, "mcp: interrupting a cancelled cell: " << s.message());
+  if (running) {
+    if (Status s = StopTool(*running, tool); !s.ok()) {
+      CODEBOX_LOG(kWarn, "mcp: stopping a cancelled " << tool << ": " << s.message());
     }
   }
 }

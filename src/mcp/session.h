@@ -13,7 +13,9 @@
 // call it names). Tools: run_python, run_command, write_file, read_file, list_files, reset.
 // Bad requests get JSON-RPC errors (-32700 parse, -32600 invalid request, -32601 unknown
 // method, -32602 invalid params or unknown tool); a tool that ran and failed (an exception, a
-// non-zero exit, a missing file) is a result with isError: true, as the spec asks.
+// non-zero exit, a missing file) is a result with isError: true, as the spec asks. Arguments
+// that do not fit a tool's inputSchema are -32602 before revision 2025-11-25 and a result with
+// isError from it on (SEP-1303: the model sees what to correct).
 //
 // The box is made on the first tool call that needs it (so `initialize` and `tools/list` are
 // instant), replaced by `reset`, and closed when the Session is destroyed. Everything that

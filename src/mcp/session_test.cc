@@ -49,8 +49,8 @@ class SessionTest : public ::testing::Test {
   json Initialize(const std::string& version = "2025-11-25") {
     auto answer = session_.Handle(Request(0, "initialize", InitializeParams(version)));
     EXPECT_TRUE(answer.has_value());
-    EXPECT_TRUE(session_.Handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}})
-                    == std::nullopt);
+    EXPECT_TRUE(session_.Handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}) ==
+                std::nullopt);
     return answer.value_or(json());
   }
 
@@ -69,8 +69,8 @@ TEST(ParseMessageTest, BadJsonIsAParseErrorWithIdNull) {
 }
 
 TEST(ParseMessageTest, BatchesAndNonObjectsAreInvalidRequests) {
-  for (const char* text : {"[]", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", "1",
-                           "\"ping\"", "null"}) {
+  for (const char* text :
+       {"[]", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", "1", "\"ping\"", "null"}) {
     ParsedMessage parsed = ParseMessage(text);
     ASSERT_TRUE(parsed.error_answer) << text;
     EXPECT_EQ((*parsed.error_answer)["error"]["code"], kInvalidRequest) << text;
@@ -169,8 +169,8 @@ TEST_F(SessionTest, ToolsListHasTheSixToolsWithStrictSchemas) {
     EXPECT_EQ(schema["additionalProperties"], false) << tool["name"];
     EXPECT_FALSE(tool["description"].get<std::string>().empty());
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"run_python", "run_command", "write_file",
-                                             "read_file", "list_files", "reset"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"run_python", "run_command", "write_file", "read_file",
+                                             "list_files", "reset"}));
   EXPECT_EQ((*answer)["result"]["tools"][0]["inputSchema"]["required"], json({"code"}));
 }
 
@@ -224,8 +224,7 @@ TEST_F(SessionTest, BadArgumentsAreInvalidParamsBefore20251125) {
   auto answer = session_.Handle(
       Request(1, "tools/call", {{"name", "run_python"}, {"arguments", {{"timeout", -1}}}}));
   EXPECT_EQ(ErrorCode(answer), kInvalidParams);
-  EXPECT_NE((*answer)["error"]["message"].get<std::string>().find("'timeout'"),
-            std::string::npos);
+  EXPECT_NE((*answer)["error"]["message"].get<std::string>().find("'timeout'"), std::string::npos);
 }
 
 TEST_F(SessionTest, ABoxThatCannotStartIsAToolError) {

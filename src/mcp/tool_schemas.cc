@@ -37,18 +37,18 @@ json MakeDefinitions() {
   json path = {{"type", "string"},
                {"minLength", 1},
                {"description", "A path in the box; a relative one is under the workdir (/work)."}};
-  json run_command_schema = Schema(
-      {{"argv",
-        {{"type", "array"},
-         {"items", {{"type", "string"}}},
-         {"minItems", 1},
-         {"description", "The program and its arguments, run without a shell."}}},
-       {"cmd",
-        {{"type", "string"},
-         {"minLength", 1},
-         {"description", "A command line, run with /bin/sh -c."}}},
-       {"timeout", Timeout()}},
-      json::array());
+  json run_command_schema =
+      Schema({{"argv",
+               {{"type", "array"},
+                {"items", {{"type", "string"}}},
+                {"minItems", 1},
+                {"description", "The program and its arguments, run without a shell."}}},
+              {"cmd",
+               {{"type", "string"},
+                {"minLength", 1},
+                {"description", "A command line, run with /bin/sh -c."}}},
+              {"timeout", Timeout()}},
+             json::array());
   run_command_schema["oneOf"] = {{{"required", {"argv"}}}, {{"required", {"cmd"}}}};
   json list_path = path;
   list_path["description"] = "The directory to list (default: the workdir).";
@@ -58,8 +58,7 @@ json MakeDefinitions() {
            "variables, imports and files persist from call to call. Returns stdout, stderr, the "
            "value of the last expression, the error with its traceback, and charts "
            "(matplotlib) as PNG images.",
-           Schema({{"code",
-                    {{"type", "string"}, {"description", "The Python code of the cell."}}},
+           Schema({{"code", {{"type", "string"}, {"description", "The Python code of the cell."}}},
                    {"timeout", Timeout()}},
                   {"code"}),
            {{"readOnlyHint", false}, {"destructiveHint", false}}),
@@ -113,8 +112,8 @@ std::string CheckValue(const json& schema, const json& value) {
     if (!value.is_array()) return "must be an array of strings";
     if (schema.contains("minItems") && value.empty()) return "must not be empty";
     for (const json& item : value) {
-      if (!item.is_string()) return "must be an array of strings (found " +
-                                    std::string(item.type_name()) + ")";
+      if (!item.is_string())
+        return "must be an array of strings (found " + std::string(item.type_name()) + ")";
     }
   }
   return "";
@@ -148,8 +147,8 @@ std::string CheckArguments(std::string_view tool_name, const json& arguments) {
   }
   for (const json& name : schema["required"]) {
     if (!arguments.contains(name.get<std::string>())) {
-      return "missing required argument '" + name.get<std::string>() + "' of " + tool_text +
-             " (" + properties[name.get<std::string>()]["description"].get<std::string>() + ")";
+      return "missing required argument '" + name.get<std::string>() + "' of " + tool_text + " (" +
+             properties[name.get<std::string>()]["description"].get<std::string>() + ")";
     }
   }
   if (schema.contains("oneOf")) {

@@ -29,29 +29,47 @@ ToolResult BoxFailure(std::string_view what, const Status& status) {
                           : "\n(if the box is broken, call reset for a fresh one)"));
 }
 
+// What a cell's rich results may still add: images by count, texts by bytes (a cell may
+// display thousands of small values).
+struct ResultBudget {
+  uint32_t images = 0;
+  uint64_t text_bytes_left = 0;
+  bool texts_cut = false;
+};
+
 // One rich result of a cell: a checked image, else its text/plain.
-void AddCellResult(const CellResult& r, const SessionOptions& options, uint32_t* images,
+void AddCellResult(const CellResult& r, const SessionOptions& options, ResultBudget* budget,
                    ToolResult* result) {
   for (const char* mime : {"image/png", "image/jpeg"}) {
     const std::string* data = r.Get(mime);
     if (data == nullptr) continue;
-    if (*images >= options.max_images) {
+    if (budget->images >= options.max_images) {
       result->Text("[" + std::string(mime) + " left out: a result holds at most " +
                    std::to_string(options.max_images) + " images]");
       return;
     }
     auto image = CheckedImage(*data, mime, options.max_image_bytes);
     if (image.ok()) {
-      ++*images;
+      ++budget->images;
       result->Image(std::move(*image), mime);
       return;
     }
     result->Text("[" + std::string(mime) + " left out: " + image.status().message() + "]");
     return;
   }
-  if (const std::string* text = r.Get("text/plain")) {
-    result->Text(SafeText(*text, options.max_text_bytes));
+  const std::string* text = r.Get("text/plain");
+  if (text == nullptr || budget->texts_cut) return;
+  if (budget->text_bytes_left == 0) {
+    budget->texts_cut = true;
+    result->Text("[more results left out: a result keeps " +
+                 base::FormatSize(options.max_text_bytes) + " of result text]");
+    return;
   }
+  // A block costs its JSON wrapping too, so a flood of tiny values runs out as well.
+  constexpr uint64_t kBlockBytes = 32;
+  const uint64_t take = std::min<uint64_t>(text->size(), budget->text_bytes_left);
+  budget->text_bytes_left -= std::min(budget->text_bytes_left, take + kBlockBytes);
+  result->Text(SafeText(*text, take));
 }
 
 ToolResult RunPython(Box& box, const json& args, const SessionOptions& options) {
@@ -65,8 +83,8 @@ ToolResult RunPython(Box& box, const json& args, const SessionOptions& options) 
   if (!e.stderr_chunks.empty()) {
     result.Text("[stderr]\n" + SafeText(e.stderr_chunks, options.max_text_bytes));
   }
-  uint32_t images = 0;
-  for (const CellResult& r : e.results) AddCellResult(r, options, &images, &result);
+  ResultBudget budget{.text_bytes_left = options.max_text_bytes};
+  for (const CellResult& r : e.results) AddCellResult(r, options, &budget, &result);
   if (e.error) {
     const std::string& tb = e.error->traceback;
     result.Text("[error] " + SafeText(e.error->name + ": " + e.error->value, 4096) +
@@ -83,12 +101,19 @@ ToolResult RunPython(Box& box, const json& args, const SessionOptions& options) 
   return result;
 }
 
+// A run_command's process records its pid (its process group: the agent starts each exec in
+// a session of its own) where StopTool finds it. One path per box is enough: a session runs
+// one call at a time. What code in the box does to the file only aims the kill within it.
+constexpr char kCommandPidFile[] = "/tmp/.codebox-mcp-command.pid";
+
 ToolResult RunCommand(Box& box, const json& args, const SessionOptions& options) {
-  std::vector<std::string> argv;
+  std::vector<std::string> argv = {
+      "/bin/sh", "-c", std::string("echo $$ > ") + kCommandPidFile + " 2>/dev/null; exec \"$@\"",
+      "codebox-mcp"};
   if (args.contains("cmd")) {
-    argv = {"/bin/sh", "-c", args["cmd"].get<std::string>()};
+    argv.insert(argv.end(), {"/bin/sh", "-c", args["cmd"].get<std::string>()});
   } else {
-    argv = args["argv"].get<std::vector<std::string>>();
+    for (const json& a : args["argv"]) argv.push_back(a.get<std::string>());
   }
   ExecOptions exec;
   exec.timeout = ToolTimeout(args, options);
@@ -135,7 +160,8 @@ ToolResult ReadFile(Box& box, const json& args, const SessionOptions& options) {
     result.Text(path + ": " + type + ", " + std::to_string(data->size()) + " bytes");
     result.Image(EncodeBase64(*data), type);
   } else if (IsUtf8(*data) && data->find('\0') == std::string::npos) {
-    result.Text(data->empty() ? "(" + path + " is empty)" : SafeText(*data, options.max_text_bytes));
+    result.Text(data->empty() ? "(" + path + " is empty)"
+                              : SafeText(*data, options.max_text_bytes));
   } else {
     result.Text(path + " is binary (" + std::to_string(data->size()) +
                 " bytes, not UTF-8 text); not shown");
@@ -147,9 +173,12 @@ ToolResult ReadFile(Box& box, const json& args, const SessionOptions& options) {
 std::string OneLine(const std::string& name) {
   std::string out;
   for (char c : base::TerminalSafe(name, 4096)) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else
+      out += c;
   }
   return out;
 }
@@ -165,8 +194,8 @@ ToolResult ListFiles(Box& box, const json& args, const SessionOptions& options) 
   uint32_t shown = 0;
   for (const FileEntry& e : *entries) {
     if (shown++ == options.max_list_entries) {
-      text += "[" + std::to_string(entries->size() - options.max_list_entries) +
-              " more not shown]\n";
+      text +=
+          "[" + std::to_string(entries->size() - options.max_list_entries) + " more not shown]\n";
       break;
     }
     char line[64];
@@ -206,6 +235,16 @@ std::optional<std::chrono::milliseconds> ToolTimeout(const json& arguments,
   const double ms = it->get<double>() * 1000.0;
   if (!(ms < static_cast<double>(options.max_timeout.count()))) return options.max_timeout;
   return std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ms))));
+}
+
+Status StopTool(Box& box, std::string_view tool) {
+  if (tool == "run_python") return box.InterruptCode();
+  if (tool != "run_command") return Status::Ok();
+  ExecOptions kill;
+  kill.timeout = std::chrono::seconds(5);
+  auto killed = box.Exec(
+      {"/bin/sh", "-c", std::string("kill -KILL -\"$(cat ") + kCommandPidFile + ")\""}, kill);
+  return killed.ok() ? Status::Ok() : killed.status();
 }
 
 ToolResult RunTool(Box& box, std::string_view tool, const json& arguments,

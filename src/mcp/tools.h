@@ -45,6 +45,11 @@ std::optional<std::chrono::milliseconds> ToolTimeout(const nlohmann::json& argum
 ToolResult RunTool(Box& box, std::string_view tool, const nlohmann::json& arguments,
                    const SessionOptions& options);
 
+// Stops a call of `tool` running in `box` from another thread (notifications/cancelled):
+// run_python's cell is interrupted (KeyboardInterrupt, state kept); run_command's process
+// group is killed. Other tools end on their own soon.
+Status StopTool(Box& box, std::string_view tool);
+
 }  // namespace codebox::mcp
 
 #endif  // CODEBOX_MCP_TOOLS_H_

@@ -55,8 +55,8 @@ class ToolsTest : public ::testing::Test {
   std::unique_ptr<Session> session_;
 };
 
-#define START(...)                      \
-  Start(__VA_ARGS__);                   \
+#define START(...)    \
+  Start(__VA_ARGS__); \
   if (IsSkipped() || HasFatalFailure()) return
 
 TEST_F(ToolsTest, RunPythonKeepsStateBetweenCalls) {
@@ -130,8 +130,8 @@ TEST_F(ToolsTest, WriteReadAndListFiles) {
   EXPECT_EQ(read["isError"], false);
   EXPECT_EQ(read["content"][0]["text"], "héllo\nworld\n");
   // The file is the cell's too: one box per session.
-  EXPECT_EQ(Call("run_python", {{"code", "open('sub/notes.txt').read().split()[1]"}})
-                ["content"][0]["text"],
+  EXPECT_EQ(Call("run_python",
+                 {{"code", "open('sub/notes.txt').read().split()[1]"}})["content"][0]["text"],
             "'world'");
   json listed = Call("list_files", json::object());
   EXPECT_NE(Texts(listed).find("sub/"), std::string::npos) << listed;
@@ -140,6 +140,17 @@ TEST_F(ToolsTest, WriteReadAndListFiles) {
   json missing = Call("read_file", {{"path", "nope.txt"}});
   EXPECT_EQ(missing["isError"], true);
   Call("run_python", {{"code", "open('b.bin','wb').write(bytes(range(256)))"}});
+  // A PNG comes back as an image (the one written here is checked only for its header).
+  Call("run_python", {{"code",
+                       "import struct, zlib\n"
+                       "ihdr = struct.pack('>IIBBBBB', 2, 3, 8, 2, 0, 0, 0)\n"
+                       "open('tiny.png','wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + "
+                       "struct.pack('>I', 13) + b'IHDR' + ihdr + struct.pack('>I', "
+                       "zlib.crc32(b'IHDR' + ihdr)))"}});
+  json png = Call("read_file", {{"path", "tiny.png"}});
+  ASSERT_EQ(png["content"].size(), 2u) << png;
+  EXPECT_EQ(png["content"][1]["type"], "image") << png;
+  EXPECT_EQ(png["content"][1]["mimeType"], "image/png");
   json binary = Call("read_file", {{"path", "b.bin"}});
   EXPECT_EQ(binary["isError"], false);
   EXPECT_NE(Texts(binary).find("binary (256 bytes"), std::string::npos) << binary;
@@ -162,9 +173,10 @@ TEST_F(ToolsTest, HostileOutputStaysWithinTheCaps) {
   options.max_text_bytes = 4096;
   options.max_image_bytes = 64 << 10;
   START("python", options);
-  json flood = Call("run_python",
-                    {{"code", "import sys\nfor _ in range(100):\n  sys.stdout.write('x' * (1 << 20))"},
-                     {"timeout", 60}});
+  json flood =
+      Call("run_python",
+           {{"code", "import sys\nfor _ in range(100):\n  sys.stdout.write('x' * (1 << 20))"},
+            {"timeout", 60}});
   const std::string flooded = flood.dump();
   EXPECT_LT(flooded.size(), 16u << 10) << "a result must keep max_text_bytes of a text";
   EXPECT_NE(flooded.find("more bytes cut"), std::string::npos);
@@ -176,6 +188,10 @@ TEST_F(ToolsTest, HostileOutputStaysWithinTheCaps) {
                      "display({'image/png': base64.b64encode(b'\\x89PNG' * 40000).decode()},"
                      " raw=True)\nprint('\\x1b[31mred\\x1b[0m')"}});
   const std::string text = Texts(fake);
+  // Thousands of small displayed values: their text together stays within the cap.
+  json many = Call("run_python", {{"code", "for i in range(5000): display(i)"}});
+  EXPECT_LT(many.dump().size(), 32u << 10);
+  EXPECT_NE(Texts(many).find("more results left out"), std::string::npos);
   for (const json& c : fake["content"]) EXPECT_NE(c["type"], "image") << fake;
   EXPECT_NE(text.find("image/png left out: not a image/png"), std::string::npos) << text;
   EXPECT_NE(text.find("image/png left out: larger than"), std::string::npos) << text;
@@ -191,7 +207,8 @@ TEST_F(ToolsTest, CancelInterruptsARunningCellAndSendsNoAnswer) {
         {{"jsonrpc", "2.0"},
          {"id", "slow"},
          {"method", "tools/call"},
-         {"params", {{"name", "run_python"}, {"arguments", {{"code", "import time\ntime.sleep(60)"}}}}}});
+         {"params",
+          {{"name", "run_python"}, {"arguments", {{"code", "import time\ntime.sleep(60)"}}}}}});
   });
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const auto start = std::chrono::steady_clock::now();
@@ -202,6 +219,31 @@ TEST_F(ToolsTest, CancelInterruptsARunningCellAndSendsNoAnswer) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   EXPECT_FALSE(answer.has_value()) << "a cancelled request gets no answer: " << answer->dump();
   EXPECT_EQ(Call("run_python", {{"code", "w"}})["content"][0]["text"], "5");
+}
+
+TEST_F(ToolsTest, CancelKillsARunningCommandAndSendsNoAnswer) {
+  START("python");
+  std::optional<json> answer = json("not yet");
+  std::thread call([&] {
+    answer =
+        session_->Handle({{"jsonrpc", "2.0"},
+                          {"id", 77},
+                          {"method", "tools/call"},
+                          {"params",
+                           {{"name", "run_command"},
+                            {"arguments", {{"cmd", "sleep 50 & sleep 60"}, {"timeout", 90}}}}}});
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const auto start = std::chrono::steady_clock::now();
+  session_->Handle(
+      {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 77}}}});
+  call.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_FALSE(answer.has_value()) << answer->dump();
+  // The whole group is gone, the background sleep too.
+  json ps = Call("run_command", {{"cmd", "cat /proc/[0-9]*/comm"}});
+  EXPECT_NE(Texts(ps).find("codebox-agent"), std::string::npos) << ps;
+  EXPECT_EQ(Texts(ps).find("sleep"), std::string::npos) << ps;
 }
 
 }  // namespace
