@@ -21,6 +21,13 @@ const REQUEST_MS = 180_000; // one MCP request (the first starts the box and its
 const WHOLE_MS = 900_000; // the whole script
 const requireBox = process.env.CODEBOX_TESTS_REQUIRE_BOX === '1';
 
+// Servers this script started: killed however it exits, so that no server outlives the test
+// (and holds the test runner's output pipe open).
+const children = new Set();
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
 function fail(message) {
   console.error(`FAIL: ${message}`);
   process.exit(1);
@@ -221,6 +228,14 @@ async function testStdio() {
   const client = new sdk.Client({ name: 'codebox-mcp-client-test', version: '1.0.0' });
   await client.connect(transport, opts);
   const pid = transport.pid;
+  const killOnExit = () => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  };
+  process.on('exit', killOnExit);
   check(client.getServerVersion()?.name === 'codebox', 'serverInfo names codebox',
         client.getServerVersion());
   await exercise(client, 'stdio');
@@ -228,6 +243,7 @@ async function testStdio() {
   await client.close(); // stdin closed: the session ends, the box goes, the process exits
   await waitFor(`the box of codebox mcp (pid ${pid}) is gone after close`,
                 () => jailsOf(pid).length === 0, 30_000);
+  process.off('exit', killOnExit);
 }
 
 // `codebox serve` on a free loopback port; resolves to { url, child }.
@@ -236,6 +252,8 @@ function startServe() {
     const child = spawn(codebox, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'text',
                                   '--driver', 'jail', '--image', IMAGE],
                         { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+    children.add(child);
+    child.on('exit', () => children.delete(child));
     const timer = setTimeout(() => reject(new Error('codebox serve did not start in 60 s')),
                              60_000);
     child.on('exit', (code) => reject(new Error(`codebox serve exited (${code}) at start`)));
