@@ -183,6 +183,25 @@ async function exercise(client, name) {
                             opts);
   check(!r.isError && texts(r).includes('41'), 'the session goes on after bad calls', r);
 
+  step('a cancelled call is interrupted');
+  const started = Date.now();
+  let aborted = null;
+  try {
+    await client.callTool(
+        { name: 'run_python', arguments: { code: 'import time\ntime.sleep(120)' } }, undefined,
+        { ...opts, signal: AbortSignal.timeout(2_000) });
+  } catch (e) {
+    aborted = e;
+  }
+  check(aborted !== null, 'a call aborted by the client rejects');
+  // The client sent notifications/cancelled: the cell is interrupted, so the next call does not
+  // wait for the sleep.
+  r = await client.callTool({ name: 'run_python', arguments: { code: 'print(x * 2)' } },
+                            undefined, opts);
+  check(!r.isError && texts(r).includes('82'), 'the session goes on after a cancel', r);
+  check(Date.now() - started < 60_000, 'the cancelled cell was interrupted, not waited for',
+        `${(Date.now() - started) / 1000} s`);
+
   step('reset');
   r = await client.callTool({ name: 'reset', arguments: {} }, undefined, opts);
   check(!r.isError, 'reset', r);
