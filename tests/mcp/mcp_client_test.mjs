@@ -3,7 +3,8 @@
 // `codebox mcp` over stdio and to `codebox serve --listen 127.0.0.1:0` over Streamable HTTP at
 // /mcp, and on each transport: lists the tools, runs Python with state kept from call to call,
 // gets a matplotlib chart as an image, writes and reads a file, runs a command, sees bad calls
-// answered as the MCP specification says, and ends the session with its box gone.
+// answered as the MCP specification says, cancels a running cell, and ends the session with its
+// box gone.
 //
 //   node tests/mcp/mcp_client_test.mjs CODEBOX [--transport stdio|http|both]
 //
