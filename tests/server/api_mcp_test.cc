@@ -35,7 +35,7 @@ json Initialize(int id = 1) {
 }
 
 class McpHttpTest : public ::testing::Test {
- protected:
+ public:
   // What a test changes before Start.
   uint32_t max_boxes_ = 4;
   std::chrono::milliseconds idle_timeout_ = std::chrono::minutes(10);
@@ -233,24 +233,73 @@ TEST_F(McpHttpCapTest, SessionsAreCappedAndIdleOnesEnd) {
   EXPECT_EQ(status, 404) << "an idle session ends";
 }
 
+// run_python in `session`: the result (fails the test on an HTTP error).
+json RunPython(McpHttpTest& t, const std::string& session, const std::string& code);
+
 TEST_F(McpHttpTest, ToolCallRunsInARegisteredBoxThatEndsWithTheSession) {
   std::string skip;
   if (!MakeBoxOrSkipReason(TestBoxOptions(), &skip)) GTEST_SKIP() << skip;
-  std::string session = Open();
-  http::ClientResponse r = Post(
-      Request(2, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", "print(6 * 7)"}}}}),
-      session);
-  ASSERT_EQ(r.status, 200) << r.body;
-  json result = Body(r)["result"];
-  ASSERT_TRUE(result["content"].is_array()) << r.body;
-  EXPECT_NE(result["content"][0]["text"].get<std::string>().find("42"), std::string::npos)
-      << r.body;
-  EXPECT_NE(result.value("isError", false), true) << r.body;
-  std::vector<server::BoxRecord> boxes = registry_->List();
-  ASSERT_EQ(boxes.size(), 1u) << "the session's box is registered (counts in --max-boxes)";
-  EXPECT_EQ(Delete(session).status, 204);
-  EXPECT_TRUE(registry_->List().empty()) << "DELETE /mcp destroys the session's box";
+  std::string a = Open(), b = Open();
+  json result = RunPython(*this, a, "x = 6 * 7\nprint(x)");
+  EXPECT_NE(result.dump().find("42"), std::string::npos) << result;
+  EXPECT_NE(result.value("isError", false), true) << result;
+  ASSERT_EQ(registry_->List().size(), 1u)
+      << "the session's box is registered (counts in --max-boxes); b has made none yet";
+  result = RunPython(*this, b, "print(x)");
+  EXPECT_EQ(result.value("isError", false), true) << "each session has its own box: " << result;
+  EXPECT_NE(result.dump().find("NameError"), std::string::npos) << result;
+  EXPECT_EQ(registry_->List().size(), 2u);
+  EXPECT_EQ(Delete(a).status, 204);
+  EXPECT_EQ(registry_->List().size(), 1u) << "DELETE /mcp destroys the session's box";
+  EXPECT_EQ(Delete(b).status, 204);
   EXPECT_EQ(registry_->box_count(), 0u);
+}
+
+TEST_F(McpHttpTest, DeleteDuringACallDestroysTheBoxNow) {
+  std::string skip;
+  if (!MakeBoxOrSkipReason(TestBoxOptions(), &skip)) GTEST_SKIP() << skip;
+  std::string session = Open();
+  auto started = std::chrono::steady_clock::now();
+  json result;
+  std::thread call([&] { result = RunPython(*this, session, "import time\ntime.sleep(60)"); });
+  auto deadline = started + std::chrono::seconds(30);
+  while (registry_->box_count() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the cell is running
+  EXPECT_EQ(Delete(session).status, 204);
+  EXPECT_EQ(registry_->box_count(), 0u) << "the box goes at once, not after the call";
+  call.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(40))
+      << "the running call ended with its box";
+  EXPECT_EQ(result.value("isError", false), true) << result;
+}
+
+TEST_F(McpHttpCapTest, AnIdleSessionsBoxIsDestroyed) {
+  std::string skip;
+  if (!MakeBoxOrSkipReason(TestBoxOptions(), &skip)) GTEST_SKIP() << skip;
+  std::string session = Open();
+  json result = RunPython(*this, session, "print(1)");
+  EXPECT_NE(result.value("isError", false), true) << result;
+  EXPECT_EQ(registry_->List().size(), 1u);
+  // The registry's own idle timeout is 10 minutes here: only the session's end destroys it.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (registry_->box_count() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(registry_->box_count(), 0u) << "the idle session ended with its box";
+  EXPECT_EQ(Post(Request(9, "ping"), session).status, 404);
+}
+
+json RunPython(McpHttpTest& t, const std::string& session, const std::string& code) {
+  static int id = 100;
+  http::ClientResponse r =
+      t.Post(Request(++id, "tools/call", {{"name", "run_python"}, {"arguments", {{"code", code}}}}),
+             session);
+  EXPECT_EQ(r.status, 200) << r.body;
+  json result = json::parse(r.body, nullptr, false)["result"];
+  EXPECT_TRUE(result.is_object() && result["content"].is_array()) << r.body;
+  return result;
 }
 
 }  // namespace
