@@ -25,8 +25,9 @@ namespace {
 
 constexpr const char kServeHelp[] = R"(usage: codebox serve [options] [box options]
 
-Serves the codebox HTTP API (docs/server.md) until SIGTERM or SIGINT, then drains requests in
-flight, destroys every box and exits 0. Logs are JSON lines on stderr.
+Serves the codebox HTTP API (docs/server.md) and MCP over Streamable HTTP at /mcp
+(docs/mcp.md) until SIGTERM or SIGINT, then drains requests in flight, destroys every box and
+exits 0. Logs are JSON lines on stderr.
 
 options:
   --listen ADDR        where to listen (repeatable): unix:PATH, HOST:PORT, [::1]:PORT
@@ -37,7 +38,8 @@ options:
   --pool SPEC          a warm pool, IMAGE=N[,KEY=VALUE...] (repeatable), KEY a box option
                        (driver, memory, cpus, ...) or kernel=1 to start the kernel too
   --max-boxes N        boxes held at once, pool boxes included (default 256); past it 429
-  --idle-timeout S     destroy a box no request used for S seconds (default 600; none)
+  --idle-timeout S     destroy a box (end an MCP session) no request used for S seconds
+                       (default 600; none)
   --max-lifetime S     the longest a box lives (default 3600; none)
   --max-body MiB       the largest request body (default 64)
   --drain S            on SIGTERM, how long requests in flight may take (default 30)
@@ -247,6 +249,8 @@ int Serve(const ServeFlags& flags) {
   api_options.ask.base_url = flags.base_url;
   api_options.ask.configured = !flags.model.empty() || !flags.base_url.empty();
   if (const char* key = std::getenv("OPENAI_API_KEY")) api_options.ask.api_key = key;
+  api_options.idle_timeout = flags.idle_timeout;
+  api_options.tokens_required = !http_options.tokens.empty();
   const bool text_log = flags.text_log;
   api_options.hooks.on_request = [&metrics, text_log](const server::RequestReport& r) {
     metrics.ObserveRequest(r.request.method, r.route, r.status, r.seconds);

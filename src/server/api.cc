@@ -6,6 +6,8 @@
 
 #include "server/api_internal.h"
 #include "server/api_json.h"
+#include "server/api_origin.h"
+#include "server/api_request.h"
 
 namespace codebox::server {
 namespace {
@@ -40,6 +42,8 @@ constexpr Route kRoutes[] = {
     {"GET", "/", PlaygroundFile},
     {"GET", "/playground/playground.js", PlaygroundFile},
     {"GET", "/playground/playground.css", PlaygroundFile},
+    {"POST", "/mcp", McpPost},
+    {"DELETE", "/mcp", McpDelete},
 };
 
 std::vector<std::string_view> Segments(std::string_view path) {
@@ -146,6 +150,15 @@ void Call::ObserveExec(std::string_view kind, std::chrono::steady_clock::time_po
 Api::Api(ApiOptions options, BoxRegistry* registry) : context_(std::make_unique<Context>()) {
   context_->options = std::move(options);
   context_->registry = registry;
+  const ApiOptions& o = context_->options;
+  McpSessionsOptions mcp;
+  // An MCP session's box is the box POST /v1/boxes {} makes: the server's defaults, checked.
+  auto box_options = DecodeBoxOptions(nlohmann::json::object(), o.defaults, o.max_lifetime);
+  mcp.box_options = box_options.ok() ? *box_options : o.defaults;  // else Create says why
+  mcp.max_sessions = o.max_boxes;
+  mcp.idle_timeout = o.idle_timeout;
+  mcp.session.server_version = o.version;
+  context_->mcp = std::make_unique<McpSessions>(std::move(mcp), registry);
 }
 
 Api::~Api() = default;
@@ -175,7 +188,12 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   }
   std::string_view route_name = found ? found->pattern : "unmatched";
   Call call{*context_, request, recording, found ? id : std::string(), Status::Ok()};
-  if (found) {
+  // Before any route: a page of another site, or a rebound DNS name, gets nothing.
+  std::string refused = RefusedOrigin(request, context_->options.tokens_required);
+  if (!refused.empty()) {
+    call.NoteError(PermissionDenied(refused));
+    (void)recording.Respond(http::ErrorResponse(403, "forbidden", refused));
+  } else if (found) {
     found->handle(call);
   } else if (path_known) {
     // 405 names the methods the path takes (Allow, RFC 9110).

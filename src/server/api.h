@@ -63,7 +63,13 @@ struct ApiOptions {
   BoxOptions defaults;
   // A box_timeout a client asks for is capped to it.
   std::chrono::milliseconds max_lifetime{std::chrono::hours(1)};
-  uint32_t max_boxes = 256;
+  uint32_t max_boxes = 256;  // also the most MCP sessions at once (/mcp)
+  // An MCP session no request used for this long is ended and its box destroyed (the
+  // server's --idle-timeout; kNoTimeout: never).
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
+  // Whether requests need a bearer token (--token-file): without, a request's Host must be
+  // loopback (api_origin.h).
+  bool tokens_required = false;
   std::vector<std::string> listen;  // for GET /v1/status
   std::string version = "0.1.0";
   ApiHooks hooks;

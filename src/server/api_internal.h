@@ -11,12 +11,14 @@
 #include "http/server.h"
 #include "server/api.h"
 #include "server/box_registry.h"
+#include "server/mcp_sessions.h"
 
 namespace codebox::server {
 
 struct Api::Context {
   ApiOptions options;
   BoxRegistry* registry = nullptr;
+  std::unique_ptr<McpSessions> mcp;  // /mcp (api_mcp.cc)
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
@@ -61,6 +63,9 @@ void DeleteFile(Call& call);
 void PlaygroundFile(Call& call);
 // api_ask.cc: POST /v1/ask, the ask loop over server-sent events.
 void Ask(Call& call);
+// api_mcp.cc
+void McpPost(Call& call);
+void McpDelete(Call& call);
 
 }  // namespace codebox::server
 

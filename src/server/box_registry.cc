@@ -27,23 +27,26 @@ double Ms(Clock::duration d) {
 
 }  // namespace
 
-std::string NewBoxId() {
-  uint8_t bytes[8];
+std::string RandomHex(size_t bytes) {
+  std::string random(bytes, '\0');
   size_t got = 0;
-  while (got < sizeof bytes) {
-    ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+  while (got < bytes) {
+    ssize_t n = ::getrandom(random.data() + got, bytes - got, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) std::abort();  // no randomness: ids would be guessable; nothing safe to do
     got += static_cast<size_t>(n);
   }
   static const char kHex[] = "0123456789abcdef";
-  std::string id = "b-";
-  for (uint8_t b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 15];
+  std::string hex;
+  for (char c : random) {
+    auto b = static_cast<uint8_t>(c);
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
   }
-  return id;
+  return hex;
 }
+
+std::string NewBoxId() { return "b-" + RandomHex(8); }
 
 void DestroyBox(const std::string& id, const std::shared_ptr<Box>& box, std::string_view why) {
   Status st = box->Destroy();

@@ -98,6 +98,8 @@ struct BoxRegistry::State : std::enable_shared_from_this<BoxRegistry::State> {
   std::once_flag shutdown_once;
 };
 
+// `bytes` bytes from getrandom(2) as 2*bytes lower-case hex digits (ids no one can guess).
+std::string RandomHex(size_t bytes);
 // "b-" + 16 hex digits from getrandom(2).
 std::string NewBoxId();
 
