@@ -38,16 +38,18 @@ function(codebox_executable name)
   _codebox_internal(${name})
 endfunction()
 
-# codebox_test(NAME SOURCES... LIBS ...): a GoogleTest binary registered with CTest; nothing
-# unless CODEBOX_TESTS is on.
+# codebox_test(NAME [RUN_SERIAL] SOURCES... LIBS ...): a GoogleTest binary registered with
+# CTest; nothing unless CODEBOX_TESTS is on. RUN_SERIAL: its tests run with no other test at
+# once (for tests of host-wide state that any other test's first box would touch).
 function(codebox_test name)
   if(NOT CODEBOX_TESTS)
     return()
   endif()
-  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "RUN_SERIAL" "" "SOURCES;LIBS" ${ARGN})
   codebox_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600
+                       RUN_SERIAL ${T_RUN_SERIAL})
 endfunction()
 
 # The processes the library starts; linking codebox::box builds them. Global properties, so

@@ -70,6 +70,14 @@ std::string TailLines(const std::string& text, size_t max_lines) {
   return text.substr(pos, end - pos);
 }
 
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
 std::string FormatSize(uint64_t bytes) {
   char buf[32];
   double b = static_cast<double>(bytes);

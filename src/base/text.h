@@ -19,6 +19,9 @@ std::string TerminalSafe(std::string_view text, size_t max_bytes = 64u << 10);
 // The last `max_lines` lines of `text`, without trailing newlines (for error messages).
 std::string TailLines(const std::string& text, size_t max_lines);
 
+// `s` with A-Z made a-z (header names, hosts, media types; no locale).
+std::string AsciiLower(std::string_view s);
+
 // A size for people: "512 B", "3 KiB", "163 MiB", "1.2 GiB".
 std::string FormatSize(uint64_t bytes);
 

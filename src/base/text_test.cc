@@ -38,6 +38,12 @@ TEST(TailLinesTest, KeepsTheLastLinesWithoutTrailingNewlines) {
   EXPECT_EQ(TailLines("", 3), "");
 }
 
+TEST(AsciiLowerTest, LowersAsciiLettersOnly) {
+  EXPECT_EQ(AsciiLower("Content-Type: Application/JSON"), "content-type: application/json");
+  EXPECT_EQ(AsciiLower("[::1]:80 \xc3\x89"), "[::1]:80 \xc3\x89");  // bytes past ASCII stay
+  EXPECT_EQ(AsciiLower(""), "");
+}
+
 TEST(FormatSizeTest, PicksTheUnit) {
   EXPECT_EQ(FormatSize(512), "512 B");
   EXPECT_EQ(FormatSize(3 * 1024), "3 KiB");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/io.h"
+#include "base/text.h"
 
 namespace codebox::image {
 namespace {
@@ -17,11 +18,6 @@ std::vector<std::string> SplitWords(const std::string& s) {
   std::string w;
   while (in >> w) words.push_back(w);
   return words;
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::string StripComment(const std::string& line) {
@@ -43,7 +39,7 @@ void AddDeb822Stanza(const std::vector<std::pair<std::string, std::string>>& fie
     if (key == "suites") suites = SplitWords(value);
     if (key == "components") components = SplitWords(value);
     if (key == "enabled")
-      enabled = Lower(SplitWords(value).empty() ? "" : SplitWords(value)[0]) != "no";
+      enabled = base::AsciiLower(SplitWords(value).empty() ? "" : SplitWords(value)[0]) != "no";
   }
   if (!enabled || !Contains(types, "deb")) return;
   for (const std::string& uri : uris) out.push_back({uri, suites, components});
@@ -93,7 +89,8 @@ std::vector<AptSource> ParseDeb822Sources(const std::string& text) {
     }
     size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
-    fields.emplace_back(Lower(line.substr(0, colon)), StripComment(line.substr(colon + 1)));
+    fields.emplace_back(base::AsciiLower(line.substr(0, colon)),
+                        StripComment(line.substr(colon + 1)));
   }
   if (!fields.empty()) AddDeb822Stanza(fields, out);
   return out;

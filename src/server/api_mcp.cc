@@ -4,10 +4,10 @@
 // carries; notifications and responses get 202; DELETE ends the session. There is no
 // server-initiated stream: GET /mcp answers 405 (api.cc's table has no GET route for it).
 #include <algorithm>
-#include <cctype>
 #include <string>
 #include <string_view>
 
+#include "base/text.h"
 #include "mcp/session.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
@@ -19,13 +19,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int kServerError = -32000;  // JSON-RPC "server error": the transport refused it
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // A JSON-RPC error answer, as the HTTP error's body (the spec allows one; the SDK shows it).
 void RespondRpcError(Call& call, int status, const json& id, const Status& why) {
@@ -58,13 +51,13 @@ void RespondAccepted(Call& call) {
 std::string MediaType(std::string_view value) {
   std::string_view type = value.substr(0, value.find(';'));
   while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
-  return Lower(type);
+  return base::AsciiLower(type);
 }
 
 // Whether an Accept header lets us answer application/json (absent: anything goes).
 bool AcceptsJson(std::string_view accept) {
   if (accept.empty()) return true;
-  std::string all = Lower(accept);
+  std::string all = base::AsciiLower(accept);
   return all.find("application/json") != std::string::npos ||
          all.find("application/*") != std::string::npos || all.find("*/*") != std::string::npos;
 }

@@ -5,15 +5,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/text.h"
+
 namespace codebox::server {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool AllDigits(std::string_view s) {
   return !s.empty() &&
@@ -40,7 +35,7 @@ std::string HostPart(std::string_view host) {
 }  // namespace
 
 bool IsLoopbackNameOrIpLiteral(std::string_view host) {
-  std::string name = Lower(HostPart(host));
+  std::string name = base::AsciiLower(HostPart(host));
   if (name.empty()) return false;
   if (name == "localhost") return true;
   // An IP literal names no one's DNS: a rebinding attack needs a name.
@@ -53,7 +48,7 @@ std::string RefusedOrigin(const http::Request& request, bool tokens_required) {
   const std::string& host = request.Header("host");
   const std::string& origin = request.Header("origin");
   if (!origin.empty()) {
-    std::string o = Lower(origin), h = Lower(host);
+    std::string o = base::AsciiLower(origin), h = base::AsciiLower(host);
     if (h.empty() || (o != "http://" + h && o != "https://" + h)) {
       return "Origin " + origin + " is not this server's own (http://" + host +
              "): a page of another site may not use this API";
