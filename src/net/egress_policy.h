@@ -1,0 +1,100 @@
+// The host's decisions for a box's way out (docs/security.md, "Network"): which host names and
+// ports a box may reach, and which resolved addresses it never may. This is the policy half of
+// the egress proxy; the relay that applies it is not built yet, and no box has a network.
+//
+//   auto policy = net::EgressPolicy::Allow({"pypi.org", "*.pythonhosted.org", "10.0.0.5:8080"});
+//   net::Decision d = policy->CheckName("files.pythonhosted.org", 443);   // allowed
+//   ... resolve the name on the host, then for each address:
+//   d = policy->CheckAddress(address, 443);   // refused: loopback, private, link-local, ...
+//
+// Everything here judges text a box sent (a CONNECT authority, a Host header): names are
+// checked character by character, never passed to a resolver unchecked.
+#ifndef CODEBOX_NET_EGRESS_POLICY_H_
+#define CODEBOX_NET_EGRESS_POLICY_H_
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codebox/status.h"
+
+namespace codebox::net {
+
+enum class NetworkMode {
+  kNone,   // no way out (the default)
+  kAllow,  // the hosts of the allowlist only
+  kOpen,   // any public address; only when asked for by name
+};
+std::string_view NetworkModeName(NetworkMode mode);
+StatusOr<NetworkMode> ParseNetworkMode(std::string_view text);
+
+// One allowlist entry: "example.org", "*.example.org" (any name below it, not the name itself),
+// an IP literal ("10.0.0.5", "[fd00::1]"), each with an optional ":port". Without a port it
+// allows 80 and 443.
+struct HostPattern {
+  std::string host;         // lower case; without "*." and brackets
+  bool wildcard = false;    // "*.host"
+  bool ip_literal = false;  // host is an IPv4 or IPv6 address
+  std::optional<uint16_t> port;
+
+  std::string ToString() const;                                  // as it would be written
+  bool MatchesName(std::string_view name, uint16_t port) const;  // name: already normalized
+  bool MatchesPort(uint16_t port) const;
+};
+
+// Errors name the entry and show the accepted forms.
+StatusOr<HostPattern> ParseHostPattern(std::string_view text);
+
+// A host name as a box may ask for it, checked and normalized: lower case, no trailing dot,
+// labels of letters, digits, '-' and '_' of 1-63 bytes, at most 253 bytes in all. An IP literal
+// comes back as written by inet_ntop (IPv6 without brackets). Anything else is an error that
+// says what is wrong.
+StatusOr<std::string> NormalizeHost(std::string_view host);
+
+// Why an address may never be reached from a box unless the allowlist names it as a literal:
+// "loopback", "private", "link-local" (with the cloud metadata address 169.254.169.254),
+// "unspecified", "multicast", "broadcast", "carrier-grade NAT", "reserved", "documentation",
+// "unique local", "benchmarking"; an IPv4-mapped or NAT64 IPv6 address is judged by its IPv4
+// address. nullopt: a public address.
+std::optional<std::string> ForbiddenAddressClass(const in_addr& v4);
+std::optional<std::string> ForbiddenAddressClass(const in6_addr& v6);
+
+struct Decision {
+  bool allowed = false;
+  std::string reason;  // for the audit log and the box's error: why (not) allowed
+};
+
+class EgressPolicy {
+ public:
+  static EgressPolicy None();
+  static EgressPolicy Open();
+  // Each entry as ParseHostPattern takes it; an error names the first bad one.
+  static StatusOr<EgressPolicy> Allow(const std::vector<std::string>& entries);
+
+  NetworkMode mode() const { return mode_; }
+  const std::vector<HostPattern>& patterns() const { return patterns_; }
+
+  // Before resolving: may a box ask for `host` (as it sent it) on `port`?
+  Decision CheckName(std::string_view host, uint16_t port) const;
+  // After resolving, for each address the host would connect to. An address of a forbidden
+  // class is refused unless an allowlist entry names it as a literal (with the port).
+  Decision CheckAddress(const in_addr& address, uint16_t port) const;
+  Decision CheckAddress(const in6_addr& address, uint16_t port) const;
+
+ private:
+  EgressPolicy(NetworkMode mode, std::vector<HostPattern> patterns)
+      : mode_(mode), patterns_(std::move(patterns)) {}
+  Decision CheckAddressText(const std::string& text, std::optional<std::string> forbidden,
+                            uint16_t port) const;
+
+  NetworkMode mode_;
+  std::vector<HostPattern> patterns_;
+};
+
+}  // namespace codebox::net
+
+#endif  // CODEBOX_NET_EGRESS_POLICY_H_
