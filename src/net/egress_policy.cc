@@ -182,6 +182,30 @@ StatusOr<std::string> NormalizeHost(std::string_view host) {
   return name;
 }
 
+StatusOr<HostPort> SplitHostPort(std::string_view text) {
+  const std::string shown(text.substr(0, 300));
+  HostPort out;
+  std::string_view host = text;
+  if (!host.empty() && host.front() == '[') {
+    size_t close = host.find(']');
+    if (close == std::string_view::npos) {
+      return InvalidArgument("'" + shown + "': no ']' after the IPv6 address");
+    }
+    if (close + 1 < host.size()) {
+      if (host[close + 1] != ':')
+        return InvalidArgument("'" + shown + "': expected :PORT after ']'");
+      ASSIGN_OR_RETURN(out.port, ParsePort(host.substr(close + 2), shown));
+    }
+    host = host.substr(0, close + 1);
+  } else if (std::count(host.begin(), host.end(), ':') == 1) {
+    size_t colon = host.find(':');
+    ASSIGN_OR_RETURN(out.port, ParsePort(host.substr(colon + 1), shown));
+    host = host.substr(0, colon);
+  }
+  out.host = std::string(host);
+  return out;
+}
+
 std::string HostPattern::ToString() const {
   std::string out = wildcard ? "*." + host : host;
   if (ip_literal && host.find(':') != std::string::npos) out = "[" + host + "]";
@@ -210,23 +234,13 @@ StatusOr<HostPattern> ParseHostPattern(std::string_view text) {
     pattern.wildcard = true;
     host.remove_prefix(2);
   }
-  if (!host.empty() && host.front() == '[') {
-    size_t close = host.find(']');
-    if (close == std::string_view::npos) {
-      return InvalidArgument("'" + entry + "': no ']' after the IPv6 address; " + kPatternForms);
-    }
-    if (close + 1 < host.size()) {
-      if (host[close + 1] != ':') {
-        return InvalidArgument("'" + entry + "': expected :PORT after ']'; " + kPatternForms);
-      }
-      ASSIGN_OR_RETURN(pattern.port, ParsePort(host.substr(close + 2), entry));
-    }
-    host = host.substr(0, close + 1);
-  } else if (std::count(host.begin(), host.end(), ':') == 1) {
-    size_t colon = host.find(':');
-    ASSIGN_OR_RETURN(pattern.port, ParsePort(host.substr(colon + 1), entry));
-    host = host.substr(0, colon);
+  auto split = SplitHostPort(host);
+  if (!split.ok()) {
+    return InvalidArgument("allowlist entry '" + entry + "': " + split.status().message() + "; " +
+                           kPatternForms);
   }
+  pattern.port = split->port;
+  host = split->host;
   auto normalized = NormalizeHost(host);
   if (!normalized.ok()) {
     return InvalidArgument("allowlist entry '" + entry + "': " + normalized.status().message() +

@@ -55,6 +55,14 @@ StatusOr<HostPattern> ParseHostPattern(std::string_view text);
 // says what is wrong.
 StatusOr<std::string> NormalizeHost(std::string_view host);
 
+// "host", "host:port", "[v6]", "[v6]:port" or a bare IPv6 address, split; the host as written
+// (NormalizeHost checks it). Errors name the text.
+struct HostPort {
+  std::string host;
+  std::optional<uint16_t> port;
+};
+StatusOr<HostPort> SplitHostPort(std::string_view text);
+
 // Why an address may never be reached from a box unless the allowlist names it as a literal:
 // "loopback", "private", "link-local" (with the cloud metadata address 169.254.169.254),
 // "unspecified", "multicast", "broadcast", "carrier-grade NAT", "reserved", "documentation",
