@@ -10,6 +10,7 @@
 #ifndef CODEBOX_BOX_H_
 #define CODEBOX_BOX_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,6 +29,30 @@ struct BoxInfo {
   std::string driver;                    // "jail", "vm/kvm", "vm/tcg"
   std::vector<std::string> limits;       // e.g. "memory 512 MiB (cgroup v1)"
   std::vector<std::string> limits_not_enforced;  // with the reason
+  // The box's way out: "none", "allow: pypi.org, *.pythonhosted.org" or "open (any public
+  // address)".
+  std::string network = "none";
+};
+
+// One connection a box opened through its egress proxy (docs/security.md, "Network"), allowed
+// or refused: the box's audit trail.
+struct EgressRecord {
+  std::string host;  // as the box asked for it ("" when its request was not understood)
+  uint16_t port = 0;
+  bool allowed = false;
+  std::string reason;       // why allowed or refused, or how the relay ended
+  std::string address;      // the address connected to ("" when none)
+  uint64_t bytes_up = 0;    // box -> upstream
+  uint64_t bytes_down = 0;  // upstream -> box
+};
+
+// How Box::InstallPackages runs pip in the box.
+struct InstallOptions {
+  // The package index (pip's --index-url); empty: the public Python package index. Its host
+  // (and, for the public index, the host its files come from) is allowed for this install
+  // only.
+  std::string index_url = {};
+  std::chrono::milliseconds timeout{300'000};
 };
 
 // How Box::CopyOut treats what comes out of the box (all of it is the box's choice).
@@ -136,6 +161,15 @@ class Box {
   Status Remove(const std::string& box_path);
 
   const BoxInfo& info() const;
+  // Every connection the box opened through its egress proxy so far, oldest first (the last
+  // 1000). Empty for a box without a network.
+  std::vector<EgressRecord> EgressLog() const;
+  // `pip install --user` of `packages` in the box, through its egress proxy. Needs a network
+  // policy (BoxOptions::network or allow_hosts): a box without one fails with
+  // kFailedPrecondition. A package pip cannot find or install is the ExecResult's non-zero
+  // exit code and pip's stderr; a refused host is named in it.
+  StatusOr<ExecResult> InstallPackages(const std::vector<std::string>& packages,
+                                       const InstallOptions& options = {});
   // Ends the box now; later calls fail with a clear error. The destructor calls it.
   Status Destroy();
 

@@ -26,6 +26,15 @@ enum class DriverKind {
 std::string_view DriverKindName(DriverKind kind);
 StatusOr<DriverKind> ParseDriverKind(std::string_view name);
 
+// A box's way out (docs/security.md, "Network"). Every connection goes through the host's
+// egress proxy, which judges the host name, resolves it on the host and refuses internal
+// addresses; the box itself has no route to anything.
+enum class NetworkMode {
+  kNone,   // no network at all (the default)
+  kAllow,  // the hosts of BoxOptions::allow_hosts only
+  kOpen,   // any public address; only when asked for by name
+};
+
 // An explicit "no limit" for BoxOptions::exec_timeout, box_timeout and ExecOptions::timeout.
 // A zero or negative timeout is an error, never a silent "no limit".
 inline constexpr std::chrono::milliseconds kNoTimeout = std::chrono::milliseconds::max();
@@ -61,6 +70,18 @@ struct BoxOptions {
   std::string workdir = "/work";
   // Bytes of stdout and of stderr kept per exec; the rest is dropped and flagged.
   uint64_t output_limit_bytes = 16ull << 20;
+  // The box's way out. allow_hosts given with kNone means kAllow. With kAllow or kOpen, a proxy
+  // at 127.0.0.1:3128 in the box (HTTP_PROXY, HTTPS_PROXY and their lower-case forms point at
+  // it) is the only way out.
+  NetworkMode network = NetworkMode::kNone;
+  // Host patterns: "pypi.org", "*.example.org" (names below it), "10.0.0.5" or "[fd00::1]"
+  // (an internal address is reached only when named as a literal), each with an optional
+  // ":port"; without one, ports 80 and 443.
+  std::vector<std::string> allow_hosts = {};
+  // Bytes all the box's connections may move, both ways together; past it they are cut.
+  uint64_t network_max_bytes = 1ull << 30;
+  // Bytes per second one connection may move, both ways together; 0: no limit.
+  uint64_t network_rate_bytes = 0;
   // jail driver: keep one started, never-used spare jail with these options, so the next
   // Box::Create with the same options takes it instead of waiting for a start (~10 ms).
   // The spare is an idle box (about 1 MiB of host memory) for as long as this process runs.
@@ -78,6 +99,14 @@ struct BoxOptions {
   // Checks every field against the option schema; the error names the field.
   Status Validate() const;
 };
+
+// The mode a box gets: allow_hosts with kNone is kAllow.
+inline NetworkMode EffectiveNetwork(const BoxOptions& options) {
+  if (options.network == NetworkMode::kNone && !options.allow_hosts.empty()) {
+    return NetworkMode::kAllow;
+  }
+  return options.network;
+}
 
 // Every name non-empty without '=' or NUL, every value without NUL, each "K=V" within
 // kMaxArgBytes and all of them within kMaxEnvironmentBytes; used for BoxOptions::env and

@@ -51,6 +51,7 @@ struct ExecRequest {
 };
 
 class RunningExec;
+class EgressStream;
 struct Pending;  // a request in flight (agent_connection.h)
 
 // The longest a request waits without a frame on its stream (see docs/protocol.md).
@@ -98,6 +99,11 @@ class AgentClient {
   Status Remove(const std::string& box_path);
   // Asks the agent to end every process and exit; waits for its answer up to `wait`.
   Status Shutdown(std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
+
+  // Opens one egress_accept stream (docs/protocol.md): the handle reports the next connection
+  // a program in the box makes to 127.0.0.1:3128 there, and carries its bytes. The handle
+  // must not outlive this client.
+  StatusOr<std::unique_ptr<EgressStream>> AcceptEgress();
 
   // OK while the connection is up; else why it ended.
   Status connection_status() const;
@@ -153,6 +159,49 @@ class RunningExec {
   std::shared_ptr<State> state_;
   std::shared_ptr<Pending> pending_;
   bool waited_ = false;
+};
+
+// One egress connection from the host's side (AgentClient::AcceptEgress). Made for one
+// thread that polls wake_fd() (the box's bridge), but every method is thread-safe. The host
+// checks the agent's side of the flow control: data past the window or an ack for bytes never
+// sent ends the agent connection with kProtocolError. Destroying the handle before the stream
+// ended cancels it (the agent closes the socket).
+class EgressStream {
+ public:
+  ~EgressStream();
+  EgressStream(const EgressStream&) = delete;
+  EgressStream& operator=(const EgressStream&) = delete;
+
+  // An eventfd, readable whenever Take() may return something new (the reader thread signals
+  // it); Take() drains it.
+  int wake_fd() const;
+
+  struct State {
+    bool connected = false;  // the program in the box opened the connection
+    std::string data;        // the box's bytes since the last Take (at most the window)
+    bool box_eof = false;    // the box ended its sending (after `data`)
+    uint64_t send_credit = 0;  // bytes Send may send now
+    bool ended = false;      // the stream is over (done, error, connection lost): see status
+    Status status;           // why it ended; OK for done
+  };
+  State Take();
+
+  // The host passed `bytes` of the box's data on (1..kEgressWindow per call).
+  Status Ack(uint64_t bytes);
+  // At most State::send_credit bytes; cut into data frames here.
+  Status Send(std::string_view data);
+  Status SendEof();
+  // Cancels the stream in the agent (the program's connection is reset); idempotent.
+  void Close();
+
+  struct Shared;
+
+ private:
+  friend class AgentClient;
+  EgressStream(AgentClient::Impl* client, uint32_t stream, std::shared_ptr<Shared> shared);
+  AgentClient::Impl* client_;
+  const uint32_t stream_;
+  std::shared_ptr<Shared> shared_;
 };
 
 }  // namespace codebox::protocol

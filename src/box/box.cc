@@ -245,6 +245,12 @@ class LocalBox final : public Box::Impl {
   }
 
   const BoxInfo& info() const override { return info_; }
+  // Issue 14 in progress: filled in by the egress service and the install path.
+  std::vector<EgressRecord> EgressLog() const override { return {}; }
+  StatusOr<ExecResult> InstallPackages(const std::vector<std::string>&,
+                                       const InstallOptions&) override {
+    return FailedPrecondition("install packages: not built yet");
+  }
 
   // python3 starts while the kernel does; then both are awaited.
   Status Prewarm(const PrewarmOptions& options) override {
@@ -486,6 +492,11 @@ StatusOr<std::vector<FileEntry>> Box::ListDir(const std::string& box_path) {
 Status Box::Remove(const std::string& box_path) { return impl_->Remove(box_path); }
 
 const BoxInfo& Box::info() const { return impl_->info(); }
+std::vector<EgressRecord> Box::EgressLog() const { return impl_->EgressLog(); }
+StatusOr<ExecResult> Box::InstallPackages(const std::vector<std::string>& packages,
+                                          const InstallOptions& options) {
+  return impl_->InstallPackages(packages, options);
+}
 Status Box::Destroy() { return impl_->Destroy(); }
 
 }  // namespace codebox

@@ -42,6 +42,9 @@ class Box::Impl {
   virtual Status Remove(const std::string& box_path) = 0;
   virtual Status Destroy() = 0;
   virtual const BoxInfo& info() const = 0;
+  virtual std::vector<EgressRecord> EgressLog() const = 0;
+  virtual StatusOr<ExecResult> InstallPackages(const std::vector<std::string>& packages,
+                                               const InstallOptions& options) = 0;
 
   // Box's constructor is private; Impl, a member, may call it.
   static std::unique_ptr<Box> Wrap(std::unique_ptr<Impl> impl);

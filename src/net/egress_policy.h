@@ -20,15 +20,13 @@
 #include <string_view>
 #include <vector>
 
+#include "codebox/options.h"
 #include "codebox/status.h"
 
 namespace codebox::net {
 
-enum class NetworkMode {
-  kNone,   // no way out (the default)
-  kAllow,  // the hosts of the allowlist only
-  kOpen,   // any public address; only when asked for by name
-};
+// none, allow, open: the public enum (codebox/options.h).
+using NetworkMode = ::codebox::NetworkMode;
 std::string_view NetworkModeName(NetworkMode mode);
 StatusOr<NetworkMode> ParseNetworkMode(std::string_view text);
 

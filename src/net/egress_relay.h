@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "codebox/box.h"
 #include "codebox/status.h"
 #include "net/egress_policy.h"
 
@@ -49,15 +50,7 @@ class EgressBudget {
 };
 
 // What happened to one connection: for the box's info, the --json result and the server's log.
-struct EgressRecord {
-  std::string host;  // as the box asked for it ("" when its request was not understood)
-  uint16_t port = 0;
-  bool allowed = false;
-  std::string reason;       // why allowed or refused, or how the relay ended
-  std::string address;      // the address connected to ("" when none)
-  uint64_t bytes_up = 0;    // box -> upstream (after the head)
-  uint64_t bytes_down = 0;  // upstream -> box
-};
+using EgressRecord = ::codebox::EgressRecord;
 
 // The host's resolver: the addresses for `host` (a normalized name), or an error. Tests pass
 // their own (an allowed name that resolves to 127.0.0.1: rebinding).

@@ -190,12 +190,14 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 std::string_view RequestName(const Request& request) {
   static constexpr std::string_view kNames[] = {"exec",     "write_file", "read_file",
                                                 "list_dir", "mkdir",      "kill",
-                                                "shutdown", "cancel",     "remove"};
+                                                "shutdown", "cancel",     "remove",
+                                                "egress_accept", "ack"};
   return kNames[request.index()];
 }
 
 std::string_view EventName(const Event& event) {
-  static constexpr std::string_view kNames[] = {"exit", "done", "file", "entries", "error"};
+  static constexpr std::string_view kNames[] = {"exit",  "done",      "file", "entries",
+                                                "error", "connected", "ack"};
   return kNames[event.index()];
 }
 
@@ -259,6 +261,12 @@ std::string EncodeRequest(const Request& request) {
           [](const Remove& r) {
             return Json{{"op", "remove"}, {"path", r.path}};
           },
+          [](const EgressAccept&) {
+            return Json{{"op", "egress_accept"}};
+          },
+          [](const EgressAck& a) {
+            return Json{{"op", "ack"}, {"bytes", a.bytes}};
+          },
       },
       request);
   return DumpControl(j);
@@ -298,6 +306,17 @@ StatusOr<Request> DecodeRequest(const Json& m) {
     RETURN_IF_ERROR(r.CheckNoUnknown());
     return Request(Shutdown{});
   }
+  if (op == "egress_accept") {
+    Reader r(m, "egress_accept request");
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Request(EgressAccept{});
+  }
+  if (op == "ack") {
+    Reader r(m, "ack request");
+    ASSIGN_OR_RETURN(int64_t bytes, r.Int("bytes", 1, static_cast<int64_t>(kEgressWindow)));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Request(EgressAck{static_cast<uint64_t>(bytes)});
+  }
   return ProtocolError("unknown op \"" + base::TerminalSafe(op, 64) + "\"");
 }
 
@@ -334,6 +353,12 @@ std::string EncodeEvent(const Event& event) {
                      [](const Error& e) {
                        return Json{{"event", "error"}, {"code", e.code}, {"message", e.message}};
                      },
+                     [](const Connected&) {
+                       return Json{{"event", "connected"}};
+                     },
+                     [](const Ack& a) {
+                       return Json{{"event", "ack"}, {"bytes", a.bytes}};
+                     },
                  },
                  event);
   return DumpControl(j);
@@ -368,6 +393,15 @@ StatusOr<Event> DecodeEvent(const Json& m) {
   if (name == "done") {
     RETURN_IF_ERROR(r.CheckNoUnknown());
     return Event(Done{});
+  }
+  if (name == "connected") {
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Event(Connected{});
+  }
+  if (name == "ack") {
+    ASSIGN_OR_RETURN(int64_t bytes, r.Int("bytes", 1, static_cast<int64_t>(kEgressWindow)));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Event(Ack{static_cast<uint64_t>(bytes)});
   }
   if (name == "file") {
     File f;

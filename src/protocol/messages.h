@@ -36,6 +36,10 @@ inline constexpr int64_t kMaxExitCode = 255;
 inline constexpr int64_t kMinExitCode = -1;
 inline constexpr int64_t kMaxSignal = 64;
 inline constexpr int64_t kMaxMode = 07777;
+// The box's egress port (127.0.0.1 in the box) and the most bytes of data either side may send
+// on an egress stream before the other acknowledges them (docs/protocol.md, "egress_accept").
+inline constexpr uint16_t kEgressPort = 3128;
+inline constexpr uint64_t kEgressWindow = 1u << 20;
 
 // Both directions: the host sends `client`, the agent `agent` and `pid`.
 struct Hello {
@@ -85,8 +89,16 @@ struct Cancel {
 struct Remove {
   std::string path;
 };
-using Request =
-    std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel, Remove>;
+// The box's way out: the agent listens on 127.0.0.1:kEgressPort (from the first of these on)
+// and ties the next connection a program makes there to this stream.
+struct EgressAccept {};
+// Sent on an open egress stream, not a new one: the host passed `bytes` (1..kEgressWindow) of
+// the box's data on, so the agent may send that many more.
+struct EgressAck {
+  uint64_t bytes = 0;
+};
+using Request = std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel,
+                             Remove, EgressAccept, EgressAck>;
 
 // Events.
 struct Exit {
@@ -111,7 +123,13 @@ struct Error {
   std::string code;  // not_found, invalid_argument, permission_denied, io_error, protocol_error
   std::string message;
 };
-using Event = std::variant<Exit, Done, File, Entries, Error>;
+// An egress stream's connection was made by a program in the box.
+struct Connected {};
+// On an egress stream: the agent passed `bytes` (1..kEgressWindow) of the host's data on.
+struct Ack {
+  uint64_t bytes = 0;
+};
+using Event = std::variant<Exit, Done, File, Entries, Error, Connected, Ack>;
 
 std::string_view RequestName(const Request& request);  // "exec", "write_file", ...
 std::string_view EventName(const Event& event);        // "exit", "done", ...

@@ -282,6 +282,12 @@ class RemoteBox final : public Box::Impl {
   }
 
   const BoxInfo& info() const override { return info_; }
+  // Issue 14 in progress: filled in by the egress service and the install path.
+  std::vector<EgressRecord> EgressLog() const override { return {}; }
+  StatusOr<ExecResult> InstallPackages(const std::vector<std::string>&,
+                                       const InstallOptions&) override {
+    return FailedPrecondition("install packages: not built yet");
+  }
 
  private:
   bool IsDestroyed() {

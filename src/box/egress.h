@@ -1,0 +1,61 @@
+// The host half of a box's network (docs/security.md, "Network"), made only for a box with a
+// network policy. It keeps kMaxConnections egress_accept streams open on the box's agent; each
+// connection a program in the box makes to 127.0.0.1:3128 there is served on threads of its
+// own: its stream is bridged to one end of a socketpair, and net::ServeEgressConnection serves
+// the other end (reads the proxy request, judges it, resolves on the host, connects, relays
+// within the box's budget). Every connection leaves an EgressRecord in the box's log.
+//
+//   ASSIGN_OR_RETURN(auto egress, box::EgressService::Start(agent, policy, limits, budget_bytes,
+//                                                           net::SystemResolver(10s)));
+//   ... egress->Log() ...
+//   { auto scope = egress->AllowForAWhile(index_patterns); pip install ...; }
+#ifndef CODEBOX_BOX_EGRESS_H_
+#define CODEBOX_BOX_EGRESS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent_client/agent_client.h"
+#include "codebox/box.h"
+#include "codebox/status.h"
+#include "net/egress_policy.h"
+#include "net/egress_relay.h"
+
+namespace codebox::box {
+
+class EgressService {
+ public:
+  static constexpr int kMaxConnections = 16;  // open at once; more wait in the box's backlog
+  static constexpr size_t kMaxLogRecords = 1000;  // the oldest are dropped past it
+
+  // Opens the accept streams on `agent`, which must outlive the service.
+  static StatusOr<std::unique_ptr<EgressService>> Start(protocol::AgentClient& agent,
+                                                        net::EgressPolicy policy,
+                                                        net::EgressLimits limits,
+                                                        uint64_t max_total_bytes,
+                                                        net::Resolver resolve);
+  // Ends every connection and joins every thread; call before the agent client goes.
+  virtual ~EgressService() = default;
+
+  virtual std::vector<EgressRecord> Log() const = 0;
+
+  // While the returned scope lives, names matching `patterns` are allowed too (an install's
+  // package index); connections made meanwhile keep running after it ends.
+  class Allowance {
+   public:
+    virtual ~Allowance() = default;
+  };
+  virtual std::unique_ptr<Allowance> AllowForAWhile(std::vector<net::HostPattern> patterns) = 0;
+};
+
+// The environment a box with a network policy gives every exec: HTTP_PROXY, HTTPS_PROXY,
+// http_proxy, https_proxy (curl reads only the lower-case http_proxy) pointing at
+// http://127.0.0.1:3128, and NO_PROXY / no_proxy for the box's own loopback.
+std::map<std::string, std::string> ProxyEnvironment();
+
+}  // namespace codebox::box
+
+#endif  // CODEBOX_BOX_EGRESS_H_
