@@ -196,9 +196,12 @@ class EgressServiceImpl final : public EgressService {
           waiting_.erase(waiting_.begin() + static_cast<ptrdiff_t>(i));
           Connect(std::move(stream), std::move(state));
         } else if (state.ended) {
-          // Not replaced: an agent that fails its accept streams must not make a loop.
-          CODEBOX_LOG(kWarn, "egress: an accept stream ended before a connection: "
-                                 << base::TerminalSafe(state.status.ToString()));
+          // Not replaced: an agent that fails its accept streams must not make a loop. When
+          // the box is going (its connection closed) every stream ends so: nothing to say.
+          if (agent_.connection_status().ok()) {
+            CODEBOX_LOG(kWarn, "egress: an accept stream ended before a connection: "
+                                   << base::TerminalSafe(state.status.ToString()));
+          }
           waiting_.erase(waiting_.begin() + static_cast<ptrdiff_t>(i));
         }
       }
