@@ -89,7 +89,8 @@ class PolicyState {
     }
     auto policy = net::EgressPolicy::Allow(entries);
     if (!policy.ok()) {  // each entry came from a parsed pattern: not expected
-      CODEBOX_LOG(kError, "egress: cannot widen the box's allowlist: " << policy.status().message());
+      CODEBOX_LOG(kError,
+                  "egress: cannot widen the box's allowlist: " << policy.status().message());
       current_ = std::make_shared<net::EgressPolicy>(base_);
       return;
     }
@@ -364,8 +365,8 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
     }
     int timeout = -1;
     if (linger_until) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*linger_until -
-                                                                        Clock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*linger_until - Clock::now());
       timeout = static_cast<int>(std::max<int64_t>(left.count(), 0));
     }
     int ready = ::poll(fds, n, timeout);
@@ -387,8 +388,8 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       credit = state.send_credit;
       ended = state.ended;
       if (ended && !state.status.ok()) {
-        CODEBOX_LOG(kInfo, "egress: connection ended: "
-                               << base::TerminalSafe(state.status.ToString()));
+        CODEBOX_LOG(kInfo,
+                    "egress: connection ended: " << base::TerminalSafe(state.status.ToString()));
       }
     }
     if (done_index >= 0 && fds[done_index].revents != 0) relay_done = true;
@@ -408,7 +409,7 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
   if (!failure.ok()) {
     CODEBOX_LOG(kInfo, "egress: connection cut: " << base::TerminalSafe(failure.ToString()));
   }
-  stream.Close();  // a no-op once the stream ended
+  stream.Close();               // a no-op once the stream ended
   ::shutdown(sock, SHUT_RDWR);  // the relay, if still running, sees the box gone
 }
 
@@ -468,7 +469,7 @@ std::string NetworkDescription(const BoxOptions& options) {
 std::map<std::string, std::string> ProxyEnvironment() {
   const std::string proxy = "http://127.0.0.1:" + std::to_string(protocol::msg::kEgressPort);
   const std::string no_proxy = "localhost,127.0.0.1,::1";
-  return {{"HTTP_PROXY", proxy}, {"HTTPS_PROXY", proxy}, {"http_proxy", proxy},
+  return {{"HTTP_PROXY", proxy},  {"HTTPS_PROXY", proxy}, {"http_proxy", proxy},
           {"https_proxy", proxy}, {"NO_PROXY", no_proxy}, {"no_proxy", no_proxy}};
 }
 

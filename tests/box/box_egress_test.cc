@@ -54,9 +54,10 @@ std::string Urllib(Box& box, const std::string& url) {
       "import sys, urllib.request, urllib.error\n"
       "try:\n"
       "    print(urllib.request.urlopen(sys.argv[1] if len(sys.argv) > 1 else '" +
-          url + "', timeout=20).read().decode(), end='')\n"
-      "except urllib.error.HTTPError as e:\n"
-      "    print('HTTPError', e.code, e.read().decode())\n",
+          url +
+          "', timeout=20).read().decode(), end='')\n"
+          "except urllib.error.HTTPError as e:\n"
+          "    print('HTTPError', e.code, e.read().decode())\n",
       ThroughProxy());
   if (!r.ok()) return "exec failed: " + r.status().ToString();
   return r->stdout_data + r->stderr_data;
@@ -78,7 +79,7 @@ TEST(BoxEgressTest, AnAllowedLoopbackServerIsReachedByCurlAndUrllib) {
   EXPECT_EQ(box->info().network, "allow: " + server.where());
 
   const std::string url = "http://" + server.where() + "/hello";
-  EXPECT_EQ(Curl(*box, url), kHello);                // plain HTTP, absolute URI
+  EXPECT_EQ(Curl(*box, url), kHello);                   // plain HTTP, absolute URI
   EXPECT_EQ(Curl(*box, url, "--proxytunnel"), kHello);  // CONNECT
   EXPECT_EQ(Urllib(*box, url), kHello);
   EXPECT_EQ(server.requests(), 3);
@@ -95,7 +96,6 @@ TEST(BoxEgressTest, AnAllowedLoopbackServerIsReachedByCurlAndUrllib) {
   }
   EXPECT_GT(up, 0u);  // the tunnel's request (a plain request's head is not counted)
 }
-
 
 TEST(BoxEgressTest, AHostOffTheListIsRefusedWithTheProxysReason) {
   HttpTestServer allowed(Hello()), other(Hello());
@@ -210,14 +210,16 @@ TEST(BoxEgressTest, NoRouteNoRawSocketsNoDnsInABoxWithANetwork) {
       "        print(name, 'failed', type(e).__name__)\n"
       "attempt('direct', lambda: socket.create_connection(('1.1.1.1', 80), timeout=5))\n"
       "attempt('host-loopback', lambda: socket.create_connection(('127.0.0.1', " +
-      std::to_string(server.port()) + "), timeout=5))\n"
-      "attempt('raw', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))\n"
+      std::to_string(server.port()) +
+      "), timeout=5))\n"
+      "attempt('raw', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, "
+      "socket.IPPROTO_ICMP))\n"
       "attempt('packet', lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW))\n"
       "attempt('dns', lambda: socket.getaddrinfo('example.org', 80))\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data.find("worked"), std::string::npos) << r->stdout_data;
-  for (const char* what : {"direct failed", "host-loopback failed", "raw failed", "packet failed",
-                           "dns failed"}) {
+  for (const char* what :
+       {"direct failed", "host-loopback failed", "raw failed", "packet failed", "dns failed"}) {
     EXPECT_NE(r->stdout_data.find(what), std::string::npos) << what << "\n" << r->stdout_data;
   }
   EXPECT_EQ(server.requests(), 0);
@@ -235,7 +237,8 @@ TEST(BoxEgressTest, TheByteCapCutsALargeDownload) {
                      ThroughProxy());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data.find("exit 0"), std::string::npos) << r->stdout_data;
-  size_t got = std::stoul(r->stdout_data.substr(r->stdout_data.rfind('\n', r->stdout_data.size() - 2) + 1));
+  size_t got =
+      std::stoul(r->stdout_data.substr(r->stdout_data.rfind('\n', r->stdout_data.size() - 2) + 1));
   EXPECT_LE(got, 256u << 10);
   auto records = RecordsFor(*box, static_cast<uint16_t>(server.port()));
   ASSERT_EQ(records.size(), 1u);
@@ -288,11 +291,12 @@ TEST(BoxEgressTest, MoreConnectionsThanAcceptStreamsAreAllServed) {
   auto r = box->RunPython(
       "import concurrent.futures, urllib.request\n"
       "def get(i):\n"
-      "    return urllib.request.urlopen('http://" + server.where() +
+      "    return urllib.request.urlopen('http://" +
+          server.where() +
           "/hello', timeout=30).read()\n"
-      "with concurrent.futures.ThreadPoolExecutor(40) as pool:\n"
-      "    print(sum(1 for b in pool.map(get, range(40)) if b == b'" + "hello from the host\\n" +
-          "'))\n",
+          "with concurrent.futures.ThreadPoolExecutor(40) as pool:\n"
+          "    print(sum(1 for b in pool.map(get, range(40)) if b == b'" +
+          "hello from the host\\n" + "'))\n",
       ThroughProxy());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data, "40\n") << r->stderr_data;

@@ -1,8 +1,6 @@
 // EgressService with the real agent as an ordinary child (tests/agent/agent_harness.h, the
 // agent's egress port ephemeral): no root, image or jail. The programs "in the box" are this
 // test's TCP connections to the agent's port; the upstreams are loopback servers of the test.
-#include "box/egress.h"
-
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -11,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "box/egress.h"
 #include "tests/agent/agent_harness.h"
 #include "tests/agent/egress_test_util.h"
 #include "tests/box/egress_test_server.h"
@@ -48,8 +47,8 @@ class EgressServiceTest : public ::testing::Test {
     ASSERT_TRUE(policy.ok()) << policy.status().ToString();
     net::EgressLimits limits;
     limits.head_timeout = 2s;
-    auto service = EgressService::Start(*client_, std::move(*policy), limits, budget,
-                                        net::SystemResolver(2s));
+    auto service =
+        EgressService::Start(*client_, std::move(*policy), limits, budget, net::SystemResolver(2s));
     ASSERT_TRUE(service.ok()) << service.status().ToString();
     service_ = std::move(*service);
     auto port = agent_->EgressPort(5s);
@@ -104,8 +103,8 @@ TEST_F(EgressServiceTest, AnAllowanceWidensThePolicyOnlyWhileItLives) {
     EXPECT_NE(got.find("hello\n"), std::string::npos) << got;
     // A tunnel opened now outlives the allowance.
     tunnel = Connect();
-    ASSERT_TRUE(testing::SendAllBytes(tunnel.get(), "CONNECT " + index.where() +
-                                                        " HTTP/1.1\r\n\r\n").ok());
+    ASSERT_TRUE(
+        testing::SendAllBytes(tunnel.get(), "CONNECT " + index.where() + " HTTP/1.1\r\n\r\n").ok());
     EXPECT_EQ(ReadWithin(tunnel.get(), 5s), "HTTP/1.1 200 Connection established\r\n\r\n");
   }
   EXPECT_NE(Get(index.where(), "/hello").find("403 Forbidden"), std::string::npos);
