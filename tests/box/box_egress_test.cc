@@ -252,6 +252,22 @@ TEST(BoxEgressTest, TheByteCapCutsALargeDownload) {
   EXPECT_LE(total, 256u << 10);
 }
 
+TEST(BoxEgressTest, TheRateLimitSlowsADownload) {
+  HttpTestServer server(Hello());
+  ASSERT_TRUE(server.ok());
+  BoxOptions o = AllowOptions({server.where()});
+  o.network_rate_bytes = 256 << 10;
+  CODEBOX_MAKE_BOX_OR_SKIP(box, o);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = box->Exec({"curl", "-sS", "--max-time", "20", "-o", "/dev/null", "-w",
+                      "%{size_download}", "http://" + server.where() + "/bytes/524288"},
+                     ThroughProxy());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "524288") << r->stderr_data;
+  // 512 KiB at 256 KiB/s: about two seconds (the first chunk goes at once).
+  EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+}
+
 TEST(BoxEgressTest, ABoxWithoutANetworkHasNoProxy) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
   EXPECT_EQ(box->info().network, "none");
