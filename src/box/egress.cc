@@ -124,6 +124,8 @@ struct Connection {
   base::UniqueFd relay_done;  // eventfd: the relay returned (it shut relay_end down first)
   std::thread bridge;
   std::thread relay;
+  // Set by the relay before it shuts relay_end down: it had connected upstream.
+  std::atomic<bool> relay_allowed{false};
   std::atomic<int> running{2};
   std::atomic<bool> finished{false};
 };
@@ -230,6 +232,7 @@ class EgressServiceImpl final : public EgressService {
     raw->relay = std::thread([this, raw, policy] {
       EgressRecord record =
           net::ServeEgressConnection(raw->relay_end.get(), *policy, limits_, budget_, resolve_);
+      raw->relay_allowed = record.allowed;
       ::shutdown(raw->relay_end.get(), SHUT_RDWR);
       Signal(raw->relay_done.get());
       Record(std::move(record));
@@ -346,6 +349,10 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       ::shutdown(sock, SHUT_WR);
       box_eof_passed = true;
     }
+    // The relay returned before the box ended its sending: an allowed connection was cut (the
+    // budget, the idle time, an upstream error). The program sees a reset, so that a cut
+    // download never looks complete; a refusal's answer ends cleanly instead.
+    if (relay_done && relay_eof && !box_eof_passed && c.relay_allowed) break;
     if (relay_done && relay_eof && !linger_until) linger_until = Clock::now() + kLinger;
 
     pollfd fds[4] = {{stop_.get(), POLLIN, 0}, {stream.wake_fd(), POLLIN, 0}};
@@ -401,8 +408,9 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
         failure = stream.Send(std::string_view(buffer.data(), static_cast<size_t>(got)));
         credit -= static_cast<uint64_t>(got);
       } else if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        failure = stream.SendEof();
         relay_eof = true;
+        // Not a clean end when the relay was cut (see above): no EOF, a reset.
+        if (!(c.relay_allowed && !box_eof_passed)) failure = stream.SendEof();
       }
     }
   }

@@ -252,6 +252,34 @@ TEST(BoxEgressTest, TheByteCapCutsALargeDownload) {
   EXPECT_LE(total, 256u << 10);
 }
 
+// A connection the budget cuts is reset, not ended: through a tunnel (as TLS would be) the
+// program cannot take the cut for the end of the answer.
+TEST(BoxEgressTest, ACutConnectionIsResetNotEnded) {
+  HttpTestServer server(Hello());
+  ASSERT_TRUE(server.ok());
+  BoxOptions o = AllowOptions({server.where()});
+  o.network_max_bytes = 256 << 10;
+  CODEBOX_MAKE_BOX_OR_SKIP(box, o);
+  auto r = box->RunPython(
+      "import socket\n"
+      "s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n"
+      "s.sendall(b'CONNECT " +
+      server.where() +
+      " HTTP/1.1\\r\\n\\r\\nGET /bytes/4194304 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+      "n = 0\n"
+      "try:\n"
+      "    while True:\n"
+      "        b = s.recv(65536)\n"
+      "        if not b:\n"
+      "            print('end of file after', n)\n"
+      "            break\n"
+      "        n += len(b)\n"
+      "except ConnectionResetError:\n"
+      "    print('reset after', n)\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data.rfind("reset after ", 0), 0u) << r->stdout_data << r->stderr_data;
+}
+
 TEST(BoxEgressTest, TheRateLimitSlowsADownload) {
   HttpTestServer server(Hello());
   ASSERT_TRUE(server.ok());
