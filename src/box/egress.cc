@@ -28,10 +28,9 @@ namespace {
 using protocol::EgressStream;
 using Clock = std::chrono::steady_clock;
 
-// After the host's side of a connection is over (the relay ended and everything it sent was
-// passed to the box), how long the box may take to close its end before the stream is
-// cancelled: a program that keeps a dead connection open must not hold one of the box's
-// kMaxConnections for ever.
+// After the relay ended, how long the box may go without taking any of what is left for it
+// (or, once it has it all, without closing its end) before the stream is cancelled: a program
+// that keeps a dead connection open must not hold one of the box's kMaxConnections for ever.
 constexpr std::chrono::seconds kLinger{30};
 // Acks are batched: one per this many bytes passed on, or when the buffer drains.
 constexpr uint64_t kAckBatch = 64u << 10;
@@ -353,7 +352,7 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
     // budget, the idle time, an upstream error). The program sees a reset, so that a cut
     // download never looks complete; a refusal's answer ends cleanly instead.
     if (relay_done && relay_eof && !box_eof_passed && c.relay_allowed) break;
-    if (relay_done && relay_eof && !linger_until) linger_until = Clock::now() + kLinger;
+    if (relay_done && !linger_until) linger_until = Clock::now() + kLinger;
 
     pollfd fds[4] = {{stop_.get(), POLLIN, 0}, {stream.wake_fd(), POLLIN, 0}};
     nfds_t n = 2;
@@ -383,13 +382,15 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       break;
     }
     if (ready == 0) {
-      CODEBOX_LOG(kInfo, "egress: the box kept a finished connection open for "
-                             << kLinger.count() << " s; closing it");
+      CODEBOX_LOG(kInfo, "egress: a finished connection: the box neither read nor closed it for "
+                             << kLinger.count() << " s; cancelled");
       break;
     }
     if (fds[0].revents != 0) break;  // the service ends
     if (fds[1].revents != 0) {
       EgressStream::State state = stream.Take();
+      // The box took more of the relay's bytes: it is still reading, so it gets more time.
+      if (linger_until && state.send_credit > credit) linger_until = Clock::now() + kLinger;
       to_relay += state.data;
       box_eof = box_eof || state.box_eof;
       credit = state.send_credit;
