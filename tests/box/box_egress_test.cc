@@ -296,6 +296,18 @@ TEST(BoxEgressTest, TheRateLimitSlowsADownload) {
   EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
 }
 
+TEST(BoxEgressTest, TheImagesCarryPipAndCurl) {
+  for (const char* image : {"python", "python-data"}) {
+    BoxOptions o = TestBoxOptions();
+    o.image = image;
+    CODEBOX_MAKE_BOX_OR_SKIP(box, o);
+    auto r = box->Exec({"sh", "-c", "python3 -m pip --version >/dev/null && curl --version"});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->exit_code, 0) << image << ": " << r->stderr_data;
+    EXPECT_EQ(r->stdout_data.rfind("curl ", 0), 0u) << image << ": " << r->stdout_data;
+  }
+}
+
 TEST(BoxEgressTest, ABoxWithoutANetworkHasNoProxy) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
   EXPECT_EQ(box->info().network, "none");
