@@ -12,6 +12,7 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "base/io.h"
@@ -161,7 +162,11 @@ class EgressServiceImpl final : public EgressService {
       if (!stream.ok()) return stream.status().WithContext("start the box's egress proxy");
       waiting_.push_back(std::move(*stream));
     }
-    acceptor_ = std::thread([this] { Accept(); });
+    try {
+      acceptor_ = std::thread([this] { Accept(); });
+    } catch (const std::system_error& e) {
+      return ResourceExhausted(std::string("start the box's egress proxy: no thread: ") + e.what());
+    }
     return Status::Ok();
   }
 
@@ -188,9 +193,11 @@ class EgressServiceImpl final : public EgressService {
         return;
       }
       if (fds[0].revents != 0) return;
+      // The streams polled; Reap and Connect may add new ones after them.
+      const size_t polled = fds.size() - 2;
       if (fds[1].revents != 0) Reap();
       // Backwards, so that erasing keeps the indexes of the rest.
-      for (size_t i = waiting_.size(); i-- > 0;) {
+      for (size_t i = polled; i-- > 0;) {
         if (fds[i + 2].revents == 0) continue;
         EgressStream::State state = waiting_[i]->Take();
         if (state.connected) {  // also when it ended at once: its threads see that
@@ -228,19 +235,34 @@ class EgressServiceImpl final : public EgressService {
     Connection* raw = c.get();
     // The policy as it is now: an allowance that ends later does not cut this connection.
     std::shared_ptr<const net::EgressPolicy> policy = policy_->Current();
-    raw->relay = std::thread([this, raw, policy] {
-      EgressRecord record =
-          net::ServeEgressConnection(raw->relay_end.get(), *policy, limits_, budget_, resolve_);
-      raw->relay_allowed = record.allowed;
-      ::shutdown(raw->relay_end.get(), SHUT_RDWR);
-      Signal(raw->relay_done.get());
-      Record(std::move(record));
+    // A host out of threads cuts this connection (the program sees a reset), not the service.
+    try {
+      raw->relay = std::thread([this, raw, policy] {
+        EgressRecord record =
+            net::ServeEgressConnection(raw->relay_end.get(), *policy, limits_, budget_, resolve_);
+        raw->relay_allowed = record.allowed;
+        ::shutdown(raw->relay_end.get(), SHUT_RDWR);
+        Signal(raw->relay_done.get());
+        Record(std::move(record));
+        Finish(*raw);
+      });
+    } catch (const std::system_error& e) {
+      CODEBOX_LOG(kError, "egress: cannot serve a connection: no thread: " << e.what());
+      c->stream->Close();
+      Replace();
+      return;
+    }
+    try {
+      raw->bridge = std::thread([this, raw, first = std::move(first)]() mutable {
+        Bridge(*raw, std::move(first));
+        Finish(*raw);
+      });
+    } catch (const std::system_error& e) {
+      CODEBOX_LOG(kError, "egress: cannot serve a connection: no thread: " << e.what());
+      raw->stream->Close();
+      ::shutdown(raw->bridge_end.get(), SHUT_RDWR);  // the relay ends; Reap joins it
       Finish(*raw);
-    });
-    raw->bridge = std::thread([this, raw, first = std::move(first)]() mutable {
-      Bridge(*raw, std::move(first));
-      Finish(*raw);
-    });
+    }
     connections_.push_back(std::move(c));
   }
 
@@ -259,7 +281,7 @@ class EgressServiceImpl final : public EgressService {
         ++it;
         continue;
       }
-      (*it)->bridge.join();
+      if ((*it)->bridge.joinable()) (*it)->bridge.join();
       (*it)->relay.join();
       it = connections_.erase(it);
       Replace();
@@ -433,53 +455,6 @@ StatusOr<std::unique_ptr<EgressService>> EgressService::Start(protocol::AgentCli
                                                      max_total_bytes, std::move(resolve));
   RETURN_IF_ERROR(service->Start());
   return std::unique_ptr<EgressService>(std::move(service));
-}
-
-StatusOr<std::unique_ptr<EgressService>> StartNetwork(protocol::AgentClient& agent,
-                                                      const BoxOptions& options,
-                                                      net::Resolver resolve) {
-  net::EgressPolicy policy = net::EgressPolicy::None();
-  switch (EffectiveNetwork(options)) {
-    case NetworkMode::kNone:
-      return FailedPrecondition("the box has no network policy");
-    case NetworkMode::kOpen:
-      policy = net::EgressPolicy::Open();
-      break;
-    case NetworkMode::kAllow: {
-      auto allow = net::EgressPolicy::Allow(options.allow_hosts);
-      if (!allow.ok()) return allow.status().WithContext("allow_hosts");
-      policy = std::move(*allow);
-      break;
-    }
-  }
-  net::EgressLimits limits;
-  limits.rate_bytes_per_second = options.network_rate_bytes;
-  return EgressService::Start(agent, std::move(policy), limits, options.network_max_bytes,
-                              std::move(resolve));
-}
-
-std::string NetworkDescription(const BoxOptions& options) {
-  switch (EffectiveNetwork(options)) {
-    case NetworkMode::kNone:
-      return "none";
-    case NetworkMode::kOpen:
-      return "open (any public address)";
-    case NetworkMode::kAllow:
-      break;
-  }
-  if (options.allow_hosts.empty()) return "allow: no hosts (only an install's package index)";
-  std::string text = "allow: ";
-  for (size_t i = 0; i < options.allow_hosts.size(); ++i) {
-    text += (i > 0 ? ", " : "") + options.allow_hosts[i];
-  }
-  return text;
-}
-
-std::map<std::string, std::string> ProxyEnvironment() {
-  const std::string proxy = "http://127.0.0.1:" + std::to_string(protocol::msg::kEgressPort);
-  const std::string no_proxy = "localhost,127.0.0.1,::1";
-  return {{"HTTP_PROXY", proxy},  {"HTTPS_PROXY", proxy}, {"http_proxy", proxy},
-          {"https_proxy", proxy}, {"NO_PROXY", no_proxy}, {"no_proxy", no_proxy}};
 }
 
 }  // namespace codebox::box
