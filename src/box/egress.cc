@@ -336,7 +336,8 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
   bool box_eof = first.box_eof;                  // the box ended its sending
   bool box_eof_passed = false;                   // ... and the relay was told (SHUT_WR)
   uint64_t credit = first.send_credit;           // what Send may send now
-  bool ended = first.ended;
+  bool ended = first.ended;                      // the stream is over (see end_ok)
+  bool end_ok = first.status.ok();               // ... with `done`: what the box sent counts
   bool relay_eof = false;   // the relay ended its sending, and the box was told
   bool relay_done = false;  // the relay returned: nothing reads what the box sends
   uint64_t unacked = 0;
@@ -344,7 +345,7 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
   std::string buffer(protocol::kDataChunk, '\0');
   Status failure;
 
-  while (!ended && failure.ok()) {
+  while (failure.ok()) {
     if (!to_relay.empty() && !relay_done) {
       ssize_t n = ::send(sock, to_relay.data(), to_relay.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n > 0) {
@@ -358,7 +359,7 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       unacked += to_relay.size();
       to_relay.clear();
     }
-    if (unacked >= kAckBatch || (unacked > 0 && to_relay.empty())) {
+    if (!ended && (unacked >= kAckBatch || (unacked > 0 && to_relay.empty()))) {
       while (unacked > 0 && failure.ok()) {
         uint64_t n = std::min<uint64_t>(unacked, protocol::msg::kEgressWindow);
         failure = stream.Ack(n);
@@ -370,17 +371,21 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       ::shutdown(sock, SHUT_WR);
       box_eof_passed = true;
     }
+    // A stream that ended with `done` may still have brought bytes for the relay: they are
+    // written first (the relay's own deadlines bound that).
+    if (ended && (!end_ok || to_relay.empty() || relay_done)) break;
     // The relay returned before the box ended its sending: an allowed connection was cut (the
     // budget, the idle time, an upstream error). The program sees a reset, so that a cut
     // download never looks complete; a refusal's answer ends cleanly instead.
     if (relay_done && relay_eof && !box_eof_passed && c.relay_allowed) break;
     if (relay_done && !linger_until) linger_until = Clock::now() + kLinger;
 
-    pollfd fds[4] = {{stop_.get(), POLLIN, 0}, {stream.wake_fd(), POLLIN, 0}};
+    // An ended stream has nothing more to say (a negative fd is not polled).
+    pollfd fds[4] = {{stop_.get(), POLLIN, 0}, {ended ? -1 : stream.wake_fd(), POLLIN, 0}};
     nfds_t n = 2;
     short events = 0;
     if (!to_relay.empty() && !relay_done) events |= POLLOUT;
-    if (!relay_eof && credit > 0) events |= POLLIN;
+    if (!relay_eof && credit > 0 && !ended) events |= POLLIN;
     int sock_index = -1, done_index = -1;
     // Polled only when there is something to do on it: a hung-up socket is always ready.
     if (events != 0) {
@@ -417,6 +422,7 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       box_eof = box_eof || state.box_eof;
       credit = state.send_credit;
       ended = state.ended;
+      end_ok = state.status.ok();
       if (ended && !state.status.ok()) {
         CODEBOX_LOG(kInfo,
                     "egress: connection ended: " << base::TerminalSafe(state.status.ToString()));

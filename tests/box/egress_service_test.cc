@@ -151,6 +151,41 @@ TEST_F(EgressServiceTest, AtMostMaxConnectionsAreServedAtOnce) {
   EXPECT_EQ(ReadWithin(waiting.get(), 5s), "HTTP/1.1 200 Connection established\r\n\r\n");
 }
 
+// The upstream half-closes first (a greeting, then end of file); the program then sends its
+// part and closes. What it sent reaches the upstream, also when the agent's `done` comes in the
+// same breath as the last bytes.
+TEST_F(EgressServiceTest, BytesSentAfterTheUpstreamsEndStillArrive) {
+  auto listener = testing::ListenOnLoopback();
+  ASSERT_TRUE(listener.ok());
+  const std::string where = "127.0.0.1:" + std::to_string(listener->port);
+  StartService({where});
+  for (int round = 0; round < 5; ++round) {
+    std::string received;
+    std::thread upstream([&] {
+      pollfd p{listener->fd.get(), POLLIN, 0};
+      if (::poll(&p, 1, 10'000) <= 0) return;
+      base::UniqueFd conn(::accept4(listener->fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn.valid()) return;
+      (void)testing::SendAllBytes(conn.get(), "greeting");
+      ::shutdown(conn.get(), SHUT_WR);
+      timeval tv{10, 0};
+      ::setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      auto all = testing::ReadToEof(conn.get());
+      if (all.ok()) received = *all;
+    });
+    base::UniqueFd program = Connect();
+    ASSERT_TRUE(
+        testing::SendAllBytes(program.get(), "CONNECT " + where + " HTTP/1.1\r\n\r\n").ok());
+    auto got = testing::ReadToEof(program.get());
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, "HTTP/1.1 200 Connection established\r\n\r\ngreeting");
+    ASSERT_TRUE(testing::SendAllBytes(program.get(), "the program's part").ok());
+    program.reset();
+    upstream.join();
+    EXPECT_EQ(received, "the program's part") << "round " << round;
+  }
+}
+
 TEST_F(EgressServiceTest, TheLogKeepsTheNewestRecords) {
   StartService({});
   const size_t total = EgressService::kMaxLogRecords + 10;
