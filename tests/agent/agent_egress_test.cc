@@ -248,6 +248,26 @@ TEST_F(AgentEgressTest, TheAgentsExitClosesItsConnections) {
   EXPECT_TRUE(!got.ok() || got->empty()) << "the connection stayed open";
 }
 
+// Programs never inherit the listener or a connection: one that did could accept the box's
+// connections itself, or read another program's.
+TEST_F(AgentEgressTest, ExecsInheritNoEgressSocket) {
+  auto carrying = Accept();  // the older stream takes the connection
+  auto waiting = Accept();
+  ASSERT_TRUE(waiting && carrying);
+  base::UniqueFd program = Connect();
+  ASSERT_TRUE(program.valid());
+  HostEnd host(*carrying);
+  ASSERT_TRUE(host.Until([&] { return host.connected; }));
+  protocol::ExecRequest r;
+  r.argv = {"/bin/sh", "-c", "ls -l /proc/$$/fd"};
+  r.env = {{"PATH", "/usr/bin:/bin"}};
+  r.timeout = 10s;
+  auto res = client_->Exec(r);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_NE(res->stdout_data.find("pipe:"), std::string::npos) << res->stdout_data;
+  EXPECT_EQ(res->stdout_data.find("socket:"), std::string::npos) << res->stdout_data;
+}
+
 // The caller's own mistakes are errors, not frames that would break the protocol.
 TEST_F(AgentEgressTest, CallerMistakesAreInvalidArguments) {
   auto stream = Accept();
