@@ -188,13 +188,14 @@ TEST_F(AgentEgressTest, TheSeventeenthConnectionWaitsForAStream) {
   for (int i = 0; i <= kStreams; ++i) {
     programs.push_back(Connect());
     ASSERT_TRUE(programs.back().valid()) << i;
-    ASSERT_TRUE(SendAllBytes(programs.back().get(), "program " + std::to_string(i)).ok());
+    ASSERT_TRUE(SendAllBytes(programs.back().get(), "program " + std::to_string(i) + ";").ok());
   }
   std::vector<HostEnd> hosts;
   for (auto& s : streams) hosts.emplace_back(*s);
   std::set<std::string> seen;
   for (HostEnd& h : hosts) {
-    ASSERT_TRUE(h.Until([&] { return h.received.size() >= 9; })) << h.status.ToString();
+    ASSERT_TRUE(h.Until([&] { return h.received.find(';') != std::string::npos; }))
+        << h.status.ToString();
     seen.insert(h.received);
   }
   EXPECT_EQ(seen.size(), static_cast<size_t>(kStreams));
@@ -202,7 +203,8 @@ TEST_F(AgentEgressTest, TheSeventeenthConnectionWaitsForAStream) {
   std::this_thread::sleep_for(200ms);
   std::string late;
   for (int i = 0; i <= kStreams; ++i) {
-    if (!seen.count("program " + std::to_string(i))) late = "program " + std::to_string(i);
+    std::string name = "program " + std::to_string(i) + ";";
+    if (!seen.count(name)) late = name;
   }
   ASSERT_FALSE(late.empty());
   // One connection ends (closed by the host); a new accept stream takes the waiting one.
@@ -246,6 +248,26 @@ TEST_F(AgentEgressTest, TheAgentsExitClosesItsConnections) {
   ASSERT_NE(agent_->WaitExit(5000), -1);
   auto got = ReadToEof(program.get());
   EXPECT_TRUE(!got.ok() || got->empty()) << "the connection stayed open";
+}
+
+// Programs never inherit the listener or a connection: one that did could accept the box's
+// connections itself, or read another program's.
+TEST_F(AgentEgressTest, ExecsInheritNoEgressSocket) {
+  auto carrying = Accept();  // the older stream takes the connection
+  auto waiting = Accept();
+  ASSERT_TRUE(waiting && carrying);
+  base::UniqueFd program = Connect();
+  ASSERT_TRUE(program.valid());
+  HostEnd host(*carrying);
+  ASSERT_TRUE(host.Until([&] { return host.connected; }));
+  protocol::ExecRequest r;
+  r.argv = {"/bin/sh", "-c", "ls -l /proc/$$/fd"};
+  r.env = {{"PATH", "/usr/bin:/bin"}};
+  r.timeout = 10s;
+  auto res = client_->Exec(r);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_NE(res->stdout_data.find("pipe:"), std::string::npos) << res->stdout_data;
+  EXPECT_EQ(res->stdout_data.find("socket:"), std::string::npos) << res->stdout_data;
 }
 
 // The caller's own mistakes are errors, not frames that would break the protocol.
