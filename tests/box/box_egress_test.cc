@@ -9,6 +9,7 @@
 #include <string>
 
 #include "box/box_internal.h"
+#include "image/sha256.h"
 #include "tests/box/box_test_util.h"
 #include "tests/box/egress_test_server.h"
 
@@ -20,10 +21,17 @@ using testing::TestBoxOptions;
 
 constexpr char kHello[] = "hello from the host\n";
 
+// N bytes that are not all alike, so that a lost or repeated piece changes their hash.
+std::string Pattern(size_t n) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<char>((i * 7 + i / 4096) % 251);
+  return out;
+}
+
 HttpTestServer::Handler Hello() {
   return [](const std::string& path) -> std::optional<std::string> {
     if (path == "/hello") return std::string(kHello);
-    if (path.rfind("/bytes/", 0) == 0) return std::string(std::stoul(path.substr(7)), 'x');
+    if (path.rfind("/bytes/", 0) == 0) return Pattern(std::stoul(path.substr(7)));
     return std::nullopt;
   };
 }
@@ -95,6 +103,23 @@ TEST(BoxEgressTest, AnAllowedLoopbackServerIsReachedByCurlAndUrllib) {
     up += r.bytes_up;
   }
   EXPECT_GT(up, 0u);  // the tunnel's request (a plain request's head is not counted)
+}
+
+// Many windows' worth, both through a tunnel and as plain HTTP, arrive whole and in order.
+TEST(BoxEgressTest, ALargeDownloadArrivesWhole) {
+  HttpTestServer server(Hello());
+  ASSERT_TRUE(server.ok());
+  CODEBOX_MAKE_BOX_OR_SKIP(box, AllowOptions({server.where()}));
+  const size_t size = 24u << 20;
+  const std::string url = "http://" + server.where() + "/bytes/" + std::to_string(size);
+  const std::string want = image::Sha256Hex(Pattern(size));
+  for (const char* flags : {"", "--proxytunnel"}) {
+    auto r = box->Exec(
+        {"sh", "-c", std::string("curl -sS --max-time 60 ") + flags + " '" + url + "' | sha256sum"},
+        ThroughProxy());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_data.substr(0, 64), want) << flags << r->stderr_data;
+  }
 }
 
 TEST(BoxEgressTest, AHostOffTheListIsRefusedWithTheProxysReason) {
