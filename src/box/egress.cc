@@ -28,10 +28,9 @@ namespace {
 using protocol::EgressStream;
 using Clock = std::chrono::steady_clock;
 
-// After the host's side of a connection is over (the relay ended and everything it sent was
-// passed to the box), how long the box may take to close its end before the stream is
-// cancelled: a program that keeps a dead connection open must not hold one of the box's
-// kMaxConnections for ever.
+// After the relay ended, how long the box may go without taking any of what is left for it
+// (or, once it has it all, without closing its end) before the stream is cancelled: a program
+// that keeps a dead connection open must not hold one of the box's kMaxConnections for ever.
 constexpr std::chrono::seconds kLinger{30};
 // Acks are batched: one per this many bytes passed on, or when the buffer drains.
 constexpr uint64_t kAckBatch = 64u << 10;
@@ -89,7 +88,8 @@ class PolicyState {
     }
     auto policy = net::EgressPolicy::Allow(entries);
     if (!policy.ok()) {  // each entry came from a parsed pattern: not expected
-      CODEBOX_LOG(kError, "egress: cannot widen the box's allowlist: " << policy.status().message());
+      CODEBOX_LOG(kError,
+                  "egress: cannot widen the box's allowlist: " << policy.status().message());
       current_ = std::make_shared<net::EgressPolicy>(base_);
       return;
     }
@@ -123,6 +123,8 @@ struct Connection {
   base::UniqueFd relay_done;  // eventfd: the relay returned (it shut relay_end down first)
   std::thread bridge;
   std::thread relay;
+  // Set by the relay before it shuts relay_end down: it had connected upstream.
+  std::atomic<bool> relay_allowed{false};
   std::atomic<int> running{2};
   std::atomic<bool> finished{false};
 };
@@ -229,6 +231,7 @@ class EgressServiceImpl final : public EgressService {
     raw->relay = std::thread([this, raw, policy] {
       EgressRecord record =
           net::ServeEgressConnection(raw->relay_end.get(), *policy, limits_, budget_, resolve_);
+      raw->relay_allowed = record.allowed;
       ::shutdown(raw->relay_end.get(), SHUT_RDWR);
       Signal(raw->relay_done.get());
       Record(std::move(record));
@@ -345,7 +348,11 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       ::shutdown(sock, SHUT_WR);
       box_eof_passed = true;
     }
-    if (relay_done && relay_eof && !linger_until) linger_until = Clock::now() + kLinger;
+    // The relay returned before the box ended its sending: an allowed connection was cut (the
+    // budget, the idle time, an upstream error). The program sees a reset, so that a cut
+    // download never looks complete; a refusal's answer ends cleanly instead.
+    if (relay_done && relay_eof && !box_eof_passed && c.relay_allowed) break;
+    if (relay_done && !linger_until) linger_until = Clock::now() + kLinger;
 
     pollfd fds[4] = {{stop_.get(), POLLIN, 0}, {stream.wake_fd(), POLLIN, 0}};
     nfds_t n = 2;
@@ -364,8 +371,8 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
     }
     int timeout = -1;
     if (linger_until) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*linger_until -
-                                                                        Clock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*linger_until - Clock::now());
       timeout = static_cast<int>(std::max<int64_t>(left.count(), 0));
     }
     int ready = ::poll(fds, n, timeout);
@@ -375,20 +382,22 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       break;
     }
     if (ready == 0) {
-      CODEBOX_LOG(kInfo, "egress: the box kept a finished connection open for "
-                             << kLinger.count() << " s; closing it");
+      CODEBOX_LOG(kInfo, "egress: a finished connection: the box neither read nor closed it for "
+                             << kLinger.count() << " s; cancelled");
       break;
     }
     if (fds[0].revents != 0) break;  // the service ends
     if (fds[1].revents != 0) {
       EgressStream::State state = stream.Take();
+      // The box took more of the relay's bytes: it is still reading, so it gets more time.
+      if (linger_until && state.send_credit > credit) linger_until = Clock::now() + kLinger;
       to_relay += state.data;
       box_eof = box_eof || state.box_eof;
       credit = state.send_credit;
       ended = state.ended;
       if (ended && !state.status.ok()) {
-        CODEBOX_LOG(kInfo, "egress: connection ended: "
-                               << base::TerminalSafe(state.status.ToString()));
+        CODEBOX_LOG(kInfo,
+                    "egress: connection ended: " << base::TerminalSafe(state.status.ToString()));
       }
     }
     if (done_index >= 0 && fds[done_index].revents != 0) relay_done = true;
@@ -400,15 +409,16 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
         failure = stream.Send(std::string_view(buffer.data(), static_cast<size_t>(got)));
         credit -= static_cast<uint64_t>(got);
       } else if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        failure = stream.SendEof();
         relay_eof = true;
+        // Not a clean end when the relay was cut (see above): no EOF, a reset.
+        if (!(c.relay_allowed && !box_eof_passed)) failure = stream.SendEof();
       }
     }
   }
   if (!failure.ok()) {
     CODEBOX_LOG(kInfo, "egress: connection cut: " << base::TerminalSafe(failure.ToString()));
   }
-  stream.Close();  // a no-op once the stream ended
+  stream.Close();               // a no-op once the stream ended
   ::shutdown(sock, SHUT_RDWR);  // the relay, if still running, sees the box gone
 }
 
@@ -468,7 +478,7 @@ std::string NetworkDescription(const BoxOptions& options) {
 std::map<std::string, std::string> ProxyEnvironment() {
   const std::string proxy = "http://127.0.0.1:" + std::to_string(protocol::msg::kEgressPort);
   const std::string no_proxy = "localhost,127.0.0.1,::1";
-  return {{"HTTP_PROXY", proxy}, {"HTTPS_PROXY", proxy}, {"http_proxy", proxy},
+  return {{"HTTP_PROXY", proxy},  {"HTTPS_PROXY", proxy}, {"http_proxy", proxy},
           {"https_proxy", proxy}, {"NO_PROXY", no_proxy}, {"no_proxy", no_proxy}};
 }
 

@@ -84,7 +84,10 @@ class HttpTestServer {
     std::optional<std::string> body = handler_(path);
     std::string answer = body ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.1 404 Not Found\r\n";
     if (!body) body = "not found\n";
-    answer += "Content-Length: " + std::to_string(body->size()) +
+    // pip reads an index page only as HTML.
+    const bool page = !path.empty() && path.back() == '/';
+    answer += std::string("Content-Type: ") + (page ? "text/html" : "application/octet-stream") +
+              "\r\nContent-Length: " + std::to_string(body->size()) +
               "\r\nConnection: close\r\n\r\n" + *body;
     // Written with a deadline per chunk: a reader that stops (a budget cut) ends it.
     size_t off = 0;
