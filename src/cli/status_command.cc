@@ -71,13 +71,13 @@ void PrintTable(const json& status) {
   }
   const json boxes = Array(status, "boxes");
   if (!boxes.empty()) {
-    std::printf("\n%-20s %-12s %-8s %-5s %-5s %8s  %s\n", "BOX", "IMAGE", "DRIVER", "STATE", "POOL",
-                "REQUESTS", "CREATED");
+    std::printf("\n%-20s %-12s %-8s %-5s %-5s %8s  %-20s  %s\n", "BOX", "IMAGE", "DRIVER",
+                "STATE", "POOL", "REQUESTS", "CREATED", "NETWORK");
     for (const json& b : boxes) {
-      std::printf("%-20s %-12s %-8s %-5s %-5s %8s  %s\n", Text(b, "id").c_str(),
+      std::printf("%-20s %-12s %-8s %-5s %-5s %8s  %-20s  %s\n", Text(b, "id").c_str(),
                   Text(b, "image").c_str(), Text(b, "driver").c_str(), Text(b, "state").c_str(),
                   Text(b, "from_pool") == "true" ? "yes" : "no", Text(b, "requests").c_str(),
-                  Text(b, "created_at").c_str());
+                  Text(b, "created_at").c_str(), Text(b, "network").c_str());
     }
   }
 }
