@@ -57,8 +57,9 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def require(problem):
-    """Skips with `problem` (what is missing), or fails under CODEBOX_TESTS_REQUIRE_BOX=1."""
-    if problem is None:
+    """Skips with `problem` (what is missing), or fails under CODEBOX_TESTS_REQUIRE_BOX=1;
+    nothing when `problem` is None or False."""
+    if not problem:
         return
     if os.environ.get("CODEBOX_TESTS_REQUIRE_BOX") == "1":
         pytest.fail(f"{problem} (CODEBOX_TESTS_REQUIRE_BOX=1)")
