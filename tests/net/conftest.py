@@ -3,7 +3,8 @@ own before anything else runs (netns.py), then a session fixture makes a CA, a p
 the servers and a test /etc/hosts. Every codebox process the tests start (the CLI, or boxes of
 the Python module imported here) inherits that namespace, so nothing leaves it.
 
-Run: /usr/bin/python3 -m pytest -q tests/net   (as root; ctest runs it with CODEBOX_BIN set).
+Run: /usr/bin/python3 -m pytest -q tests/net   (as root, after ninja -C build/release codebox
+_codebox; ctest runs each file with CODEBOX_BIN and PYTHONPATH set for its build).
 Exit status 77 (CTest's skip) when every test skipped, with the reasons printed.
 """
 import json
@@ -19,6 +20,9 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+if "PYTHONPATH" not in os.environ:  # a manual run: the package and the release build's module
+    for path in (REPO / "build" / "release" / "python", REPO / "python"):
+        sys.path.insert(0, str(path))
 
 import netns  # noqa: E402
 import package_index  # noqa: E402
