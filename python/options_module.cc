@@ -63,6 +63,16 @@ OptionValue EnvironmentFrom(py::handle value, const std::string& label) {
   return OptionValue(std::move(env));
 }
 
+// A list or tuple of str (not one str: allow_hosts="pypi.org" would be its letters).
+OptionValue ListFrom(py::handle value, const std::string& label) {
+  if (!(PyList_Check(value.ptr()) || PyTuple_Check(value.ptr()))) {
+    TypeErrorOf(label, "a list of strings", value);
+  }
+  OptionValue::List items;
+  for (py::handle item : value) items.push_back(Text(item, label + " entry"));
+  return OptionValue(std::move(items));
+}
+
 // The Python value as an OptionValue of a kind `spec` takes; TypeError otherwise.
 OptionValue FromPython(const OptionSpec& spec, py::handle value, const std::string& label) {
   OptionValue v;
@@ -88,6 +98,8 @@ OptionValue FromPython(const OptionSpec& spec, py::handle value, const std::stri
     v = OptionValue(Text(py::module_::import("os").attr("fspath")(value), label));
   } else if (spec.type == OptionType::kEnvironment) {
     v = EnvironmentFrom(value, label);
+  } else if (spec.type == OptionType::kList) {
+    v = ListFrom(value, label);
   } else {
     v = OptionValue(OptionValue::Environment{});  // a kind no other option takes
   }
@@ -121,6 +133,11 @@ py::object ToPython(const OptionSpec& spec, const OptionValue& v) {
       py::dict env;
       for (const auto& [k, value] : v.as_environment()) env[py::str(k)] = py::str(value);
       return env;
+    }
+    case K::kList: {
+      py::list items;
+      for (const std::string& item : v.as_list()) items.append(py::str(item));
+      return items;
     }
   }
   return py::none();

@@ -35,6 +35,7 @@ enum class OptionType {
   kChoice,       // one of `choices`
   kEnvironment,  // NAME=value pairs: a mapping or a list of pairs; CLI --env K=V, repeatable
   kData,         // bytes (an exec's stdin)
+  kList,         // strings: a list in Python and JSON; on the CLI the flag repeated, one each
 };
 std::string_view OptionTypeName(OptionType type);  // "bool", "integer", "size", ...
 
@@ -63,11 +64,14 @@ struct OptionSpec {
   bool allows_none = false;
   // What --help shows after the flag ("NAME", "DIR"); empty: from the type.
   std::string_view value_name = {};
+  // The CLI flag's name when it is not the option's (it must also be an alias): a list given
+  // one entry per flag reads better singular (allow_hosts: --allow-host HOST, repeated).
+  std::string_view flag_name = {};
   // The started box depends on it (spare jails are keyed on these); false for what Box
   // applies per exec or only uses to choose a driver.
   bool shapes_box = true;
 
-  // "--memory-mib": the CLI flag of the name.
+  // "--memory-mib": the CLI flag of the name (or of flag_name).
   std::string Flag() const;
   static std::string FlagOf(std::string_view name);  // "disk_size_gb" -> "--disk-size-gb"
 };
@@ -80,8 +84,9 @@ const OptionSchema& ExecOptionSchema();
 // JSON, CLI text). Null means "the default", except where the option documents otherwise.
 class OptionValue {
  public:
-  enum class Kind { kNull, kBool, kInteger, kNumber, kString, kEnvironment };
+  enum class Kind { kNull, kBool, kInteger, kNumber, kString, kEnvironment, kList };
   using Environment = std::vector<std::pair<std::string, std::string>>;
+  using List = std::vector<std::string>;
 
   OptionValue() = default;
   OptionValue(bool v) : v_(v) {}
@@ -94,6 +99,7 @@ class OptionValue {
   OptionValue(Environment v) : v_(std::move(v)) {}
   OptionValue(const std::map<std::string, std::string>& env)
       : v_(Environment(env.begin(), env.end())) {}
+  OptionValue(List v) : v_(std::move(v)) {}
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
   bool is_null() const { return kind() == Kind::kNull; }
@@ -102,6 +108,7 @@ class OptionValue {
   double as_number() const;  // an integer or a number
   const std::string& as_string() const { return std::get<std::string>(v_); }
   const Environment& as_environment() const { return std::get<Environment>(v_); }
+  const List& as_list() const { return std::get<List>(v_); }
   bool operator==(const OptionValue&) const = default;
 
   static std::string_view KindName(Kind kind);  // "null", "bool", "integer", ...
@@ -115,7 +122,7 @@ class OptionValue {
       return static_cast<int64_t>(v);
     }
   }
-  std::variant<std::monostate, bool, int64_t, double, std::string, Environment> v_;
+  std::variant<std::monostate, bool, int64_t, double, std::string, Environment, List> v_;
 };
 
 // An option by its name or one of its aliases, with underscores or dashes, with or without a
@@ -155,7 +162,7 @@ OptionValue GetBoxOption(const BoxOptions& options, std::string_view name);
 OptionValue GetExecOption(const ExecOptions& options, std::string_view name);
 
 // A value as text for help and docs: "512", "30", "none", "auto", "{}" for an empty
-// environment, "\"\"" for an empty string.
+// environment, "[]" for an empty list, "\"\"" for an empty string.
 std::string FormatOptionValue(const OptionValue& value);
 
 }  // namespace codebox

@@ -47,6 +47,8 @@ def sample(option: dict[str, Any]) -> Any:
         return option["choices"][-1]
     if kind == "environment":
         return {"A": "1", "B": "x y"}
+    if kind == "list":
+        return ["example.org", "*.example.net:8443"]
     assert option["name"] in STRING_SAMPLES, f"add a sample for option {option['name']}"
     return STRING_SAMPLES[option["name"]]
 
@@ -125,6 +127,15 @@ def test_boxlite_spellings() -> None:
         ({"timeout": 0}, ValueError, "timeout: must be at least 1 ms (at least 0.001 s), got 0 s"),
         ({"box_timeout": -1}, ValueError, "box_timeout: must be at least 1 ms (at least 0.001 s)"),
         ({"disk_size_gb": 4096}, ValueError, "disk_size_gb: must be at most 1048576 MiB"),
+        ({"allow_hosts": "pypi.org"}, TypeError,
+         "allow_hosts: must be a list of strings, got str 'pypi.org'"),
+        ({"allow_hosts": ["pypi.org", 3]}, TypeError, "allow_hosts entry: must be a str, got int 3"),
+        ({"allow_hosts": ["pypi.org", "-bad-"]}, ValueError,
+         "allow_hosts: allowlist entry '-bad-'"),
+        ({"network": "wide"}, ValueError, "network: network 'wide' is not one of none"),
+        ({"network": "open", "allow_hosts": ["pypi.org"]}, ValueError,
+         "allow_hosts: given with network open"),
+        ({"network_max_bytes": 0}, ValueError, "network_max_bytes: must be at least 1 bytes"),
     ],
 )
 def test_bad_options_fail_at_construction_naming_the_option(
@@ -134,6 +145,16 @@ def test_bad_options_fail_at_construction_naming_the_option(
         with pytest.raises(error) as info:
             cls(**kwargs)
         assert message in str(info.value)
+
+
+def test_network_keywords() -> None:
+    o = codebox.CodeBox(allow_hosts=("pypi.org", "*.example.org:8443"), network_max_bytes=1 << 20).options
+    assert o["allow_hosts"] == ["pypi.org", "*.example.org:8443"]
+    assert o["network"] == "none"  # allow_hosts alone: the box gets allow (EffectiveNetwork)
+    assert o["network_max_bytes"] == 1 << 20 and o["network_rate_bytes"] == 0
+    assert codebox.SyncCodeBox(network="open").options["network"] == "open"
+    assert codebox.SyncCodeBox(allow_host=["a.org"]).options["allow_hosts"] == ["a.org"]
+    assert codebox.SyncCodeBox().options["allow_hosts"] == []
 
 
 def test_positional_misuse_is_a_type_error() -> None:

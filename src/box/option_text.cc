@@ -96,6 +96,8 @@ StatusOr<OptionValue> ParseOptionText(const OptionSpec& spec, const OptionAlias*
         return InvalidArgument("wants K=V, got '" + text + "'");
       return OptionValue(OptionValue::Environment{{text.substr(0, eq), text.substr(eq + 1)}});
     }
+    case OptionType::kList:  // one entry; the CLI and pool specs add them up
+      return OptionValue(OptionValue::List{text});
     case OptionType::kString:
     case OptionType::kChoice:
     case OptionType::kData:

@@ -15,7 +15,7 @@ namespace codebox::box {
 
 // Text as a value of `spec` (given through `alias`, or its name when null): sizes as 512,
 // 512M, 2G in the unit of the name used; durations as seconds, 500ms, 2m or none; bools as
-// true/false/yes/no/1/0; the environment as K=V.
+// true/false/yes/no/1/0; the environment as K=V; a list as one entry.
 StatusOr<OptionValue> ParseOptionText(const OptionSpec& spec, const OptionAlias* alias,
                                       const std::string& text);
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "codebox/option_schema.h"
+#include "net/egress_policy.h"
 
 namespace codebox::box {
 
@@ -20,15 +21,16 @@ using Milliseconds = std::chrono::milliseconds;
 using EnvMap = std::map<std::string, std::string>;
 
 template <class S>
-using Field = std::variant<std::string S::*, bool S::*, double S::*, uint64_t S::*, uint32_t S::*,
-                           Milliseconds S::*, std::optional<Milliseconds> S::*, EnvMap S::*,
-                           DriverKind S::*, std::optional<std::string> S::*>;
+using Field =
+    std::variant<std::string S::*, bool S::*, double S::*, uint64_t S::*, uint32_t S::*,
+                 Milliseconds S::*, std::optional<Milliseconds> S::*, EnvMap S::*, DriverKind S::*,
+                 std::optional<std::string> S::*, NetworkMode S::*, std::vector<std::string> S::*>;
 
 template <class S>
 struct Entry {
   OptionSpec spec;
   Field<S> field;
-  Status (*check)(const std::string&) = nullptr;  // more checks of a string value
+  Status (*check)(const std::string&) = nullptr;  // more checks of a string (or list entry)
 };
 
 // Conversions of a checked-kind value to each field type; errors are "<label>: <why>".
@@ -40,6 +42,11 @@ StatusOr<Milliseconds> ToDuration(const OptionSpec& spec, const OptionValue& val
 StatusOr<EnvMap> ToEnvironment(const OptionValue& value, std::string_view label);
 StatusOr<std::string> ToString(const OptionSpec& spec, const OptionValue& value,
                                Status (*check)(const std::string&), std::string_view label);
+// Each entry through `check`; at most kMaxListEntries of them.
+inline constexpr size_t kMaxListEntries = 256;
+StatusOr<std::vector<std::string>> ToList(const OptionValue& value,
+                                          Status (*check)(const std::string&),
+                                          std::string_view label);
 OptionValue FromDuration(Milliseconds ms);  // seconds, or "none"
 
 template <class S>
@@ -62,7 +69,8 @@ Status AssignField(const Entry<S>& e, S* options, const OptionValue& value, doub
         // A box timeout has no fallback to be "the default" of: null is its "none".
         const bool null_is_none = std::is_same_v<T, Milliseconds> && e.spec.allows_none;
         if (value.is_null() && !null_is_none) {
-          out = S{}.*field;
+          static const S kDefaults{};  // (a temporary S{} here trips GCC 12's maybe-uninitialized)
+          out = kDefaults.*field;
           return Status::Ok();
         }
         if constexpr (std::is_same_v<T, bool>) {
@@ -80,6 +88,12 @@ Status AssignField(const Entry<S>& e, S* options, const OptionValue& value, doub
           auto kind = ParseDriverKind(value.as_string());
           if (!kind.ok()) return kind.status().WithContext(label);
           out = *kind;
+        } else if constexpr (std::is_same_v<T, NetworkMode>) {
+          auto mode = net::ParseNetworkMode(value.as_string());
+          if (!mode.ok()) return mode.status().WithContext(label);
+          out = *mode;
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          ASSIGN_OR_RETURN(out, ToList(value, e.check, label));
         } else if constexpr (std::is_same_v<T, std::string> ||
                              std::is_same_v<T, std::optional<std::string>>) {
           ASSIGN_OR_RETURN(out, ToString(e.spec, value, e.check, label));
@@ -120,6 +134,8 @@ OptionValue GetOption(const std::vector<Entry<S>>& entries, const S& options,
             return v ? OptionValue(*v) : OptionValue();
           } else if constexpr (std::is_same_v<T, DriverKind>) {
             return OptionValue(DriverKindName(v));
+          } else if constexpr (std::is_same_v<T, NetworkMode>) {
+            return OptionValue(net::NetworkModeName(v));
           } else {
             return OptionValue(v);
           }

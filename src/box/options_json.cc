@@ -14,8 +14,9 @@ StatusOr<Options> FromJson(const json& object, const OptionSchema& schema,
   }
   Options options;
   for (const auto& [key, value] : object.items()) {
-    if (!FindOption(schema, key)) return UnknownOptionError(schema, key);
-    ASSIGN_OR_RETURN(OptionValue v, OptionValueFromJson(value, key));
+    OptionMatch match = FindOption(schema, key);
+    if (!match) return UnknownOptionError(schema, key);
+    ASSIGN_OR_RETURN(OptionValue v, OptionValueFromJson(value, key, match.spec));
     RETURN_IF_ERROR(set(&options, key, v, key));
   }
   return options;
@@ -32,7 +33,23 @@ json ToJson(const Options& options, const OptionSchema& schema,
 
 }  // namespace
 
-StatusOr<OptionValue> OptionValueFromJson(const json& j, std::string_view label) {
+StatusOr<OptionValue> OptionValueFromJson(const json& j, std::string_view label,
+                                          const OptionSpec* spec) {
+  // A list option takes an array of strings; without the spec, so does an array whose first
+  // item is a string (an environment's is a [name, value] pair).
+  const bool list = j.is_array() && (spec != nullptr ? spec->type == OptionType::kList
+                                                     : !j.empty() && j.front().is_string());
+  if (list) {
+    OptionValue::List items;
+    for (const json& item : j) {
+      if (!item.is_string()) {
+        return InvalidArgument(std::string(label) + ": a list must hold strings, got " +
+                               item.dump());
+      }
+      items.push_back(item.get<std::string>());
+    }
+    return OptionValue(std::move(items));
+  }
   switch (j.type()) {
     case json::value_t::null:
       return OptionValue();
@@ -93,6 +110,8 @@ json OptionValueToJson(const OptionValue& value) {
       for (const auto& [k, v] : value.as_environment()) env[k] = v;
       return env;
     }
+    case K::kList:
+      return value.as_list();
   }
   return nullptr;
 }
@@ -124,6 +143,12 @@ std::string BoxShapeKey(const BoxOptions& options) {
     OptionValue v = GetBoxOption(options, spec.name);
     std::string value =
         v.kind() == OptionValue::Kind::kString ? v.as_string() : FormatOptionValue(v);
+    if (v.kind() == OptionValue::Kind::kList) {  // length-prefixed entries: two lists never
+      value.clear();                             // give one text
+      for (const std::string& item : v.as_list()) {
+        value += std::to_string(item.size()) + ' ' + item + ' ';
+      }
+    }
     key += std::string(spec.name) + ' ' + std::to_string(value.size()) + ' ' + value + '\n';
   }
   return key;

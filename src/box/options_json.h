@@ -12,8 +12,10 @@
 namespace codebox::box {
 
 // A JSON value as an OptionValue; an error (naming `label`) for arrays that are not
-// [name, value] string pairs, objects with non-string values, and numbers out of range.
-StatusOr<OptionValue> OptionValueFromJson(const nlohmann::json& j, std::string_view label);
+// [name, value] string pairs or (for a list option, or an array of strings) strings, objects
+// with non-string values, and numbers out of range. `spec`, when given, says which an array is.
+StatusOr<OptionValue> OptionValueFromJson(const nlohmann::json& j, std::string_view label,
+                                          const OptionSpec* spec = nullptr);
 nlohmann::json OptionValueToJson(const OptionValue& value);
 
 // Options from a JSON object: starts from the defaults, sets each key through the schema

@@ -3,8 +3,9 @@
 #include <cctype>
 
 #include "box/options_fields.h"
-#include "http/address.h"
 #include "codebox/option_schema.h"
+#include "http/address.h"
+#include "net/egress_policy.h"
 
 namespace codebox {
 namespace {
@@ -31,6 +32,12 @@ Status CheckServerAddress(const std::string& server) {
   if (server.empty()) return Status::Ok();
   auto address = http::ParseAddress(server);
   return address.ok() ? Status::Ok() : address.status();
+}
+
+// An allowlist entry as the egress policy takes it; its errors name the entry.
+Status CheckHostPattern(const std::string& entry) {
+  auto pattern = net::ParseHostPattern(entry);
+  return pattern.ok() ? Status::Ok() : pattern.status();
 }
 
 constexpr double kMaxMebibytes = 1 << 20;  // 1 TiB
@@ -140,6 +147,40 @@ const std::vector<Entry<BoxOptions>>& BoxEntries() {
         .max = kMaxMebibytes * (1 << 20),
         .shapes_box = false},
        &BoxOptions::output_limit_bytes},
+      {{.name = "network",
+        .type = OptionType::kChoice,
+        .help = "the box's way out, through the host's egress proxy: none (the default), allow "
+                "(only the hosts of allow_hosts; giving allow_hosts implies it) or open (any "
+                "public address; never internal ones)",
+        .choices = {"none", "allow", "open"}},
+       &BoxOptions::network},
+      {{.name = "allow_hosts",
+        .type = OptionType::kList,
+        .help = "a host the box may reach: pypi.org, *.example.org (names below it), an IP "
+                "literal (an internal address only this way), each with an optional :PORT "
+                "(else 80 and 443); at most 256; implies network allow",
+        .aliases = {{"allow_host"}},
+        .value_name = "HOST",
+        .flag_name = "allow_host"},
+       &BoxOptions::allow_hosts,
+       CheckHostPattern},
+      {{.name = "network_max_bytes",
+        .type = OptionType::kSize,
+        .unit = "bytes",
+        .help = "bytes all the box's connections may move, both ways together; past it they "
+                "are cut",
+        .has_bounds = true,
+        .min = 1,
+        .max = kMaxMebibytes * (1 << 20)},
+       &BoxOptions::network_max_bytes},
+      {{.name = "network_rate_bytes",
+        .type = OptionType::kSize,
+        .unit = "bytes/s",
+        .help = "bytes per second one connection may move, both ways together; 0: no limit",
+        .has_bounds = true,
+        .min = 0,
+        .max = kMaxMebibytes * (1 << 20)},
+       &BoxOptions::network_rate_bytes},
       {{.name = "prestart",
         .type = OptionType::kBool,
         .help = "jail driver: keep one started, never-used spare jail with these options, so "
@@ -243,6 +284,11 @@ Status BoxOptions::Validate() const {
   for (const OptionSpec& spec : BoxOptionSchema()) {
     BoxOptions scratch;
     RETURN_IF_ERROR(SetBoxOption(&scratch, spec.name, GetBoxOption(*this, spec.name)));
+  }
+  if (network == NetworkMode::kOpen && !allow_hosts.empty()) {
+    return InvalidArgument(
+        "allow_hosts: given with network open, which already allows any public address; give "
+        "network allow (or leave network out) to allow only these hosts, or drop allow_hosts");
   }
   return Status::Ok();
 }

@@ -11,12 +11,14 @@ namespace {
 // A valid value, different from the default, for every option of both schemas (in the
 // option's unit). A new option without one fails here, so it cannot go untested.
 OptionValue SampleOf(const OptionSpec& spec) {
+  // Not open: all samples together make one valid box, and open refuses allow_hosts.
+  if (spec.name == "network") return "allow";
   switch (spec.type) {
     case OptionType::kBool:
       return true;
     case OptionType::kInteger:
     case OptionType::kSize:
-      return static_cast<int64_t>(spec.min * 2);
+      return static_cast<int64_t>(spec.min > 0 ? spec.min * 2 : 4096);
     case OptionType::kNumber:
       return 2.5;
     case OptionType::kDuration:
@@ -27,6 +29,8 @@ OptionValue SampleOf(const OptionSpec& spec) {
       return OptionValue::Environment{{"A", "1"}, {"B", "x y"}};
     case OptionType::kData:
       return "some input";
+    case OptionType::kList:
+      return OptionValue::List{"example.org", "*.example.net:8443", "10.0.0.5"};
     case OptionType::kString:
       break;
   }
@@ -229,6 +233,49 @@ TEST(OptionSchemaTest, JsonTakesAliasesAndPairListsAndRefusesTheUnknown) {
   auto bad = box::BoxOptionsFromJson(nlohmann::json::parse(R"({"env": {"A": 1}})"));
   EXPECT_EQ(bad.status().message(), "env: the value of A must be a string, got number");
   EXPECT_FALSE(box::BoxOptionsFromJson(nlohmann::json::array()).ok());
+}
+
+TEST(OptionSchemaTest, NetworkOptionsTakeModesListsAndCheckEachHost) {
+  BoxOptions o;
+  ASSERT_TRUE(
+      SetBoxOption(&o, "--allow-host", OptionValue::List{"pypi.org", "*.example.org:8443"}).ok());
+  EXPECT_EQ(o.allow_hosts, (std::vector<std::string>{"pypi.org", "*.example.org:8443"}));
+  EXPECT_EQ(EffectiveNetwork(o), NetworkMode::kAllow);  // allow_hosts implies allow
+  EXPECT_EQ(GetBoxOption(o, "network"), OptionValue("none"));
+  Status bad = SetBoxOption(&o, "allow_hosts", OptionValue::List{"ok.org", "bad host"});
+  EXPECT_EQ(bad.message().rfind("allow_hosts: allowlist entry 'bad host'", 0), 0u) << bad.message();
+  EXPECT_EQ(o.allow_hosts.size(), 2u) << "a refused list changed the options";
+  EXPECT_EQ(SetBoxOption(&o, "allow_hosts", "pypi.org").message(),
+            "allow_hosts: must be a list of strings, got string 'pypi.org'");
+  EXPECT_NE(SetBoxOption(&o, "allow_hosts", OptionValue::List(257, "a.org"))
+                .message()
+                .find("at most 256 entries"),
+            std::string::npos);
+  EXPECT_NE(SetBoxOption(&o, "network", "wide").message().find("network: network 'wide' is not"),
+            std::string::npos);
+  ASSERT_TRUE(SetBoxOption(&o, "network", "open").ok());
+  EXPECT_EQ(o.network, NetworkMode::kOpen);
+  EXPECT_NE(o.Validate().message().find("allow_hosts: given with network open"), std::string::npos);
+  o.allow_hosts.clear();
+  EXPECT_TRUE(o.Validate().ok());
+  ASSERT_TRUE(SetBoxOption(&o, "network_rate_bytes", 0).ok());
+  EXPECT_FALSE(SetBoxOption(&o, "network_max_bytes", 0).ok());
+
+  // JSON: a list of strings; the spec decides, so an empty array is an empty list.
+  auto j = box::BoxOptionsFromJson(
+      nlohmann::json::parse(R"({"allow_hosts": ["a.org", "10.0.0.5:8080"], "network": "allow"})"));
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->allow_hosts, (std::vector<std::string>{"a.org", "10.0.0.5:8080"}));
+  EXPECT_EQ(box::BoxOptionsToJson(*j)["allow_hosts"], nlohmann::json({"a.org", "10.0.0.5:8080"}));
+  EXPECT_TRUE(box::BoxOptionsFromJson(nlohmann::json::parse(R"({"allow_hosts": []})")).ok());
+  auto not_strings = box::BoxOptionsFromJson(nlohmann::json::parse(R"({"allow_hosts": [1]})"));
+  EXPECT_EQ(not_strings.status().message(), "allow_hosts: a list must hold strings, got 1");
+
+  // Two allowlists never share a spare jail, however their entries are cut.
+  BoxOptions a, b;
+  a.allow_hosts = {"a.org", "b.org"};
+  b.allow_hosts = {"a.org, b.org"};
+  EXPECT_NE(box::BoxShapeKey(a), box::BoxShapeKey(b));
 }
 
 TEST(OptionSchemaTest, SpareKeyChangesWithEveryOptionThatShapesTheBox) {

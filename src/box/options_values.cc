@@ -73,6 +73,8 @@ std::string_view OptionValue::KindName(Kind kind) {
       return "string";
     case Kind::kEnvironment:
       return "environment";
+    case Kind::kList:
+      return "list";
   }
   return "unknown";
 }
@@ -97,6 +99,8 @@ std::string_view OptionTypeName(OptionType type) {
       return "environment";
     case OptionType::kData:
       return "data";
+    case OptionType::kList:
+      return "list";
   }
   return "unknown";
 }
@@ -107,7 +111,7 @@ std::string OptionSpec::FlagOf(std::string_view name) {
   return flag;
 }
 
-std::string OptionSpec::Flag() const { return FlagOf(name); }
+std::string OptionSpec::Flag() const { return FlagOf(flag_name.empty() ? name : flag_name); }
 
 OptionMatch FindOption(const OptionSchema& schema, std::string_view name) {
   std::string wanted = Normalized(name);
@@ -182,6 +186,10 @@ Status CheckOptionKind(const OptionSpec& spec, const OptionValue& value, std::st
       ok = ok || kind == K::kEnvironment;
       wants = "a mapping of variable names to strings, or a list of (name, value) pairs";
       break;
+    case OptionType::kList:
+      ok = ok || kind == K::kList;
+      wants = "a list of strings";
+      break;
   }
   if (ok) return Status::Ok();
   return Bad(label, "must be " + wants + ", got " + std::string(OptionValue::KindName(kind)) + " " +
@@ -206,6 +214,11 @@ std::string FormatOptionValue(const OptionValue& value) {
       for (const auto& [k, v] : value.as_environment())
         out += (out.empty() ? "" : ", ") + k + "=" + v;
       return "{" + out + "}";
+    }
+    case K::kList: {
+      std::string out;
+      for (const std::string& item : value.as_list()) out += (out.empty() ? "" : ", ") + item;
+      return "[" + out + "]";
     }
   }
   return "";
@@ -284,6 +297,24 @@ StatusOr<std::string> ToString(const OptionSpec& spec, const OptionValue& value,
     if (!st.ok()) return st.WithContext(label);
   }
   return s;
+}
+
+StatusOr<std::vector<std::string>> ToList(const OptionValue& value,
+                                          Status (*check)(const std::string&),
+                                          std::string_view label) {
+  const OptionValue::List& items = value.as_list();
+  if (items.size() > kMaxListEntries) {
+    return Bad(label, "must have at most " + std::to_string(kMaxListEntries) + " entries, got " +
+                          std::to_string(items.size()));
+  }
+  for (const std::string& item : items) {
+    if (item.find('\0') != std::string::npos) return Bad(label, "an entry has a NUL byte");
+    if (check != nullptr) {
+      Status st = check(item);
+      if (!st.ok()) return st.WithContext(label);
+    }
+  }
+  return items;
 }
 
 OptionValue FromDuration(Milliseconds ms) {

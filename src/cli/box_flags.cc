@@ -36,6 +36,10 @@ StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, Box
     }
     env.emplace_back(name, text_value);
     *value = OptionValue(std::move(env));
+  } else if (match.spec->type == OptionType::kList) {  // repeatable: one entry per flag
+    OptionValue::List items = GetBoxOption(*options, match.spec->name).as_list();
+    items.push_back(value->as_list().at(0));
+    *value = OptionValue(std::move(items));
   }
   RETURN_IF_ERROR(SetBoxOption(options, flag, *value, flag));
   return true;

@@ -84,6 +84,8 @@ Sample SampleFor(const OptionSpec& spec) {
       return {std::string(spec.choices.back()), std::string(spec.choices.back())};
     case OptionType::kEnvironment:
       return {"K=v=w", OptionValue::Environment{{"K", "v=w"}}};
+    case OptionType::kList:
+      return {"example.org:8080", OptionValue::List{"example.org:8080"}};
     case OptionType::kString:
     case OptionType::kData:
       break;
@@ -145,6 +147,23 @@ TEST(BoxFlagsTest, FlagsTheOldCliKnewStillWork) {
   EXPECT_EQ(o->driver, DriverKind::kVm);
   EXPECT_TRUE(o->allow_emulation);
   EXPECT_EQ(o->env, (std::map<std::string, std::string>{{"A", "1"}, {"B", "2"}}));
+}
+
+TEST(BoxFlagsTest, AllowHostRepeatsAndNetworkFlags) {
+  auto o = Parse({"--allow-host", "pypi.org", "--allow-host=*.example.org", "--allow-hosts",
+                  "[fd00::1]:8080", "--network", "allow", "--network-max-bytes", "10M",
+                  "--network-rate-bytes=1M"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->allow_hosts,
+            (std::vector<std::string>{"pypi.org", "*.example.org", "[fd00::1]:8080"}));
+  EXPECT_EQ(o->network, NetworkMode::kAllow);
+  EXPECT_EQ(o->network_max_bytes, 10u << 20);
+  EXPECT_EQ(o->network_rate_bytes, 1u << 20);
+  auto bad = Parse({"--allow-host", "pypi.org", "--allow-host", "http://pypi.org"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("--allow-host: allowlist entry 'http://pypi.org'", 0), 0u)
+      << bad.status().message();
+  EXPECT_NE(BoxFlagsHelp().find("  --allow-host, --allow-hosts HOST"), std::string::npos);
 }
 
 TEST(BoxFlagsTest, NewSpellingsAndUnits) {

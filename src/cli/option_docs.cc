@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "cli/box_flags.h"
 #include "codebox/option_schema.h"
@@ -29,6 +30,8 @@ std::string ValueName(const OptionSpec& spec) {
       return "T";
     case OptionType::kEnvironment:
       return "K=V";
+    case OptionType::kList:
+      return "VALUE";
     case OptionType::kChoice: {
       std::string out;
       for (std::string_view c : spec.choices) out += (out.empty() ? "" : "|") + std::string(c);
@@ -54,6 +57,17 @@ std::string DefaultOf(const OptionSchema& schema, const OptionSpec& spec) {
   if (&schema == &BoxOptionSchema())
     return FormatOptionValue(GetBoxOption(BoxOptions{}, spec.name));
   return FormatOptionValue(GetExecOption(ExecOptions{}, spec.name));
+}
+
+// The flags besides spec.Flag(): the name's (when flag_name differs) and each alias's.
+std::vector<std::string> OtherFlags(const OptionSpec& spec) {
+  std::vector<std::string> flags;
+  if (OptionSpec::FlagOf(spec.name) != spec.Flag()) flags.push_back(OptionSpec::FlagOf(spec.name));
+  for (const OptionAlias& alias : spec.aliases) {
+    if (OptionSpec::FlagOf(alias.name) != spec.Flag())
+      flags.push_back(OptionSpec::FlagOf(alias.name));
+  }
+  return flags;
 }
 
 // Joins words that must stay on one line ("(default 512)").
@@ -95,7 +109,7 @@ std::string BoxFlagsHelp() {
       "seconds, or 500ms, 2m, or none for no limit; see docs/options.md):\n";
   for (const OptionSpec& spec : BoxOptionSchema()) {
     std::string flags = "  " + spec.Flag();
-    for (const OptionAlias& alias : spec.aliases) flags += ", " + OptionSpec::FlagOf(alias.name);
+    for (const std::string& other : OtherFlags(spec)) flags += ", " + other;
     std::string value = ValueName(spec);
     if (!value.empty()) flags += " " + value;
     out += flags;
@@ -117,6 +131,9 @@ std::string BoxFlagsHelp() {
     }
     if (spec.has_bounds) details += (details.empty() ? "" : ", ") + Bounds(spec);
     if (spec.type == OptionType::kEnvironment) details += "repeatable";
+    if (spec.type == OptionType::kList) {
+      details += (details.empty() ? "" : ", ") + std::string("repeatable, one each");
+    }
     if (!details.empty()) text += "; " + details;
     text += " (default" + std::string(1, kGlue) + DefaultOf(BoxOptionSchema(), spec) + ")";
     Wrapped(&out, text, kIndent, kWidth);
@@ -146,7 +163,9 @@ std::string OptionsMarkdown() {
       for (const OptionAlias& alias : spec.aliases) {
         aliases += (aliases.empty() ? "`" : ", `") + std::string(alias.name) + "`";
         if (alias.scale != 1) aliases += " (" + std::string(alias.unit) + ")";
-        if (cli) flags += ", `" + OptionSpec::FlagOf(alias.name) + "`";
+      }
+      if (cli) {
+        for (const std::string& other : OtherFlags(spec)) flags += ", `" + other + "`";
       }
       std::string type(OptionTypeName(spec.type));
       if (spec.type == OptionType::kChoice) type += ": " + ValueName(spec);
@@ -155,8 +174,8 @@ std::string OptionsMarkdown() {
              " | " + (cli ? flags : "-") + " | " + Cell(std::string(spec.help)) + " |\n";
     }
   };
-  table("Box options (BoxOptions, CodeBox(...), codebox run/exec/ask/repl flags)", BoxOptionSchema(),
-        true);
+  table("Box options (BoxOptions, CodeBox(...), codebox run/exec/ask/repl flags)",
+        BoxOptionSchema(), true);
   table("Exec options (ExecOptions, box.exec(...))", ExecOptionSchema(), false);
   return out;
 }

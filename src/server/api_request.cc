@@ -79,7 +79,7 @@ Status SetBoxKey(BoxOptions* options, const std::string& key, const json& value)
   OptionMatch match = FindOption(BoxOptionSchema(), key);
   if (!match) return UnknownOptionError(BoxOptionSchema(), key, "box option");
   RETURN_IF_ERROR(RefuseServerOwned(*match.spec, key));
-  ASSIGN_OR_RETURN(OptionValue v, box::OptionValueFromJson(value, key));
+  ASSIGN_OR_RETURN(OptionValue v, box::OptionValueFromJson(value, key, match.spec));
   return SetBoxOption(options, key, v, key);
 }
 

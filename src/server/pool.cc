@@ -85,6 +85,10 @@ StatusOr<PoolSpec> ParsePoolSpec(std::string_view text, const BoxOptions& defaul
     if (match.spec->type == OptionType::kEnvironment) {  // env=A=1,env=B=2 add up
       env.push_back(v->as_environment().at(0));
       *v = OptionValue(env);
+    } else if (match.spec->type == OptionType::kList) {  // allow_hosts=a,allow_hosts=b add up
+      OptionValue::List items = GetBoxOption(spec.options, match.spec->name).as_list();
+      items.push_back(v->as_list().at(0));
+      *v = OptionValue(std::move(items));
     }
     RETURN_IF_ERROR(SetBoxOption(&spec.options, key, *v, key).WithContext(where));
   }
