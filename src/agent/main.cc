@@ -1,6 +1,7 @@
 // codebox-agent: runs inside every box and serves docs/protocol.md on one stream.
 //
 //   codebox-agent --fd N [--mount TYPE:TARGET[:OPTIONS]]...   (jail driver, tests)
+//                 [--egress-port N]   (tests on the host: another port, 0 = any free one)
 //   codebox-agent                                           (as PID 1: /init of a vm box)
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,11 +37,12 @@ void NotDumpable(int, char**, char**) { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 struct Args {
   int fd = -1;
   std::vector<std::string> mounts;
+  std::optional<uint16_t> egress_port;
 };
 
 void Usage() {
   std::fputs(
-      "usage: codebox-agent --fd N [--mount TYPE:TARGET[:OPTIONS]]...\n"
+      "usage: codebox-agent --fd N [--mount TYPE:TARGET[:OPTIONS]]... [--egress-port N]\n"
       "       codebox-agent            (as PID 1 of a vm box)\n",
       stderr);
 }
@@ -48,12 +51,21 @@ StatusOr<Args> ParseArgs(int argc, char** argv) {
   Args args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if ((a == "--fd" || a == "--mount") && i + 1 >= argc) return InvalidArgument(a + " needs a value");
+    if ((a == "--fd" || a == "--mount" || a == "--egress-port") && i + 1 >= argc) {
+      return InvalidArgument(a + " needs a value");
+    }
     if (a == "--fd") {
       char* end = nullptr;
       long fd = std::strtol(argv[++i], &end, 10);
       if (*end != '\0' || fd < 0 || fd > 1 << 20) return InvalidArgument("bad --fd " + std::string(argv[i]));
       args.fd = static_cast<int>(fd);
+    } else if (a == "--egress-port") {
+      char* end = nullptr;
+      long port = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || port < 0 || port > 65535) {
+        return InvalidArgument("bad --egress-port " + std::string(argv[i]));
+      }
+      args.egress_port = static_cast<uint16_t>(port);
     } else if (a == "--mount") {
       args.mounts.push_back(argv[++i]);
     } else {
@@ -123,7 +135,14 @@ int Main(int argc, char** argv) {
     // init, so timeouts and shutdown can still find and kill them.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   }
-  int code = Server(std::move(conn), is_init).Run();
+  Server server(std::move(conn), is_init);
+  if (args->egress_port) {
+    // Tests read the port (an ephemeral one with 0) from this line.
+    server.set_egress_port(*args->egress_port, [](uint16_t port) {
+      std::fprintf(stderr, "codebox-agent: egress port 127.0.0.1:%u\n", port);
+    });
+  }
+  int code = server.Run();
   if (vm_guest) PowerOffVmGuest();
   return code;
 }

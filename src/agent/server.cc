@@ -51,11 +51,7 @@ int Server::Run() {
   Send(FrameType::kHello, 0, protocol::msg::EncodeHello(hello));
 
   std::vector<pollfd> fds;
-  struct Slot {
-    uint32_t stream;
-    int which;  // 0 connection, 1 signalfd, 2 stdout, 3 stderr, 4 stdin
-  };
-  std::vector<Slot> slots;
+  std::vector<PollSlot> slots;
   while (!quit_) {
     fds.clear();
     slots.clear();
@@ -80,6 +76,7 @@ int Server::Run() {
         slots.push_back({stream, 4});
       }
     }
+    AddEgressPolls(fds, slots);
     int n = ::poll(fds.data(), fds.size(), PollTimeoutMs(Clock::now()));
     if (n < 0 && errno != EINTR) {
       Fatal(1, base::ErrnoStatus("poll"));
@@ -87,7 +84,7 @@ int Server::Run() {
     }
     for (size_t i = 0; n > 0 && i < fds.size() && !quit_; ++i) {
       if (fds[i].revents == 0) continue;
-      const Slot& slot = slots[i];
+      const PollSlot& slot = slots[i];
       if (slot.which == 1) {
         HandleSignals();
         continue;
@@ -97,6 +94,14 @@ int Server::Run() {
           if (!Flush()) break;
         }
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadConnection();
+        continue;
+      }
+      if (slot.which == 5) {
+        AcceptEgress();
+        continue;
+      }
+      if (slot.which == 6) {
+        PumpEgress(slot.stream, fds[i].revents);
         continue;
       }
       // The exec may have been finished by an earlier slot of this round.
@@ -119,6 +124,7 @@ int Server::Run() {
     if (!Flush()) break;
   }
   KillEverything();
+  CloseAllEgress();
   FlushBlocking(std::chrono::milliseconds(2000));
   return exit_code_;
 }
@@ -293,7 +299,10 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
     SendError(0, InvalidArgument("request \"" + *op + "\" on stream 0; use a new stream id"));
     return;
   }
-  if (execs_.count(stream) || uploads_.count(stream) || downloads_.count(stream)) {
+  // An ack is the one request sent on an open stream (its egress stream) rather than a new one.
+  if (*op == "ack") return HandleEgressAck(stream, request);
+  if (execs_.count(stream) || uploads_.count(stream) || downloads_.count(stream) ||
+      egress_.count(stream)) {
     SendError(stream, InvalidArgument("stream " + std::to_string(stream) + " is already in use"));
     return;
   }
@@ -315,6 +324,7 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
   if (std::holds_alternative<m::Shutdown>(*decoded)) return HandleShutdown(stream);
   if (auto* cancel = std::get_if<m::Cancel>(&*decoded)) return HandleCancel(stream, *cancel);
   if (auto* list = std::get_if<m::ListDir>(&*decoded)) return SendListing(stream, list->path);
+  if (std::holds_alternative<m::EgressAccept>(*decoded)) return StartEgress(stream);
   if (auto* mkdir = std::get_if<m::MakeDir>(&*decoded)) {
     Status st = agent::MakeDir(mkdir->path, mkdir->mode, mkdir->parents);
     return st.ok() ? SendEvent(stream, m::Done{}) : SendError(stream, st);
@@ -352,6 +362,7 @@ void Server::StartWrite(uint32_t stream, const protocol::msg::WriteFile& request
 }
 
 void Server::HandleData(uint32_t stream, std::string_view payload) {
+  if (HandleEgressData(stream, payload)) return;
   auto it = uploads_.find(stream);
   if (it == uploads_.end()) return;  // a write_file that already failed and was answered
   Upload& upload = it->second;

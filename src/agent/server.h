@@ -5,14 +5,19 @@
 #ifndef CODEBOX_AGENT_SERVER_H_
 #define CODEBOX_AGENT_SERVER_H_
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/exec.h"
 #include "agent/files.h"
@@ -34,6 +39,13 @@ class Server {
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
+
+  // The port of the box's egress proxy on 127.0.0.1 (default kEgressPort): tests on the host
+  // pick another one, or 0 for an ephemeral one. `on_listen` is told the port once the agent
+  // listens (at the first egress_accept). Call before Run().
+  void set_egress_port(uint16_t port, std::function<void(uint16_t)> on_listen = {});
+  // The port asked for, or the bound one once listening.
+  uint16_t egress_port() const { return egress_port_; }
 
   // Serves until the host hangs up, asks for shutdown, or breaks the protocol; every process
   // the agent started is killed before it returns. The result is the agent's exit status:
@@ -62,6 +74,22 @@ class Server {
     std::optional<FileWriter> writer;
     Status error;  // first failure; the remaining data frames are then dropped
   };
+  // One egress_accept stream (server_egress.cc): waiting for a connection, then carrying it.
+  struct Egress {
+    base::UniqueFd sock;           // invalid while the stream waits for a connection
+    uint64_t unacked = 0;          // bytes sent to the host that it has not acknowledged
+    std::string to_socket;         // the host's bytes not yet written to the socket
+    uint64_t written_unacked = 0;  // written to the socket, not yet acknowledged to the host
+    bool host_eof = false;         // the host ended its sending
+    bool shut_wr = false;          // the socket's writing side is shut (after host_eof)
+    bool box_eof = false;          // the program ended its sending (empty data frame sent)
+  };
+  // What one pollfd of the loop stands for.
+  struct PollSlot {
+    uint32_t stream;
+    // 0 connection, 1 signalfd, 2 stdout, 3 stderr, 4 stdin, 5 egress listener, 6 egress socket
+    int which;
+  };
 
   // Connection.
   void Send(protocol::FrameType type, uint32_t stream, std::string_view payload);
@@ -85,6 +113,20 @@ class Server {
   void HandleKill(uint32_t stream, const protocol::msg::Kill& request);
   void HandleShutdown(uint32_t stream);
   void HandleCancel(uint32_t stream, const protocol::msg::Cancel& request);
+
+  // The egress port (server_egress.cc).
+  void StartEgress(uint32_t stream);
+  void HandleEgressAck(uint32_t stream, const protocol::Json& request);
+  bool HandleEgressData(uint32_t stream, std::string_view payload);  // false: not an egress
+  bool CancelEgress(uint32_t target);                                // false: not an egress
+  void AddEgressPolls(std::vector<pollfd>& fds, std::vector<PollSlot>& slots) const;
+  void AcceptEgress();
+  void PumpEgress(uint32_t stream, short revents);
+  // Ends the stream with `why` (an error event; the program sees a reset), or, when why is
+  // OK, with done.
+  void EndEgress(uint32_t stream, const Status& why);
+  void ForgetEgress(uint32_t stream);  // erases it; its late frames are dropped from now on
+  void CloseAllEgress();
 
   // Execs (server_exec.cc).
   void HandleStdin(uint32_t stream, std::string_view payload);
@@ -113,6 +155,14 @@ class Server {
   std::map<uint32_t, Exec> execs_;
   std::map<uint32_t, Upload> uploads_;
   std::map<uint32_t, base::UniqueFd> downloads_;
+  std::map<uint32_t, Egress> egress_;
+  std::deque<uint32_t> egress_waiting_;  // streams without a connection, oldest first
+  base::UniqueFd egress_listener_;
+  uint16_t egress_port_ = protocol::msg::kEgressPort;
+  std::function<void(uint16_t)> on_egress_listen_;
+  // Egress streams that ended: the host's acks and data still in flight for them are dropped.
+  std::deque<uint32_t> egress_ended_order_;
+  std::set<uint32_t> egress_ended_;
   std::optional<uint32_t> shutdown_stream_;
   Clock::time_point shutdown_deadline_;
   bool quit_ = false;

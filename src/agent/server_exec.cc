@@ -246,6 +246,7 @@ void Server::HandleCancel(uint32_t stream, const protocol::msg::Cancel& request)
   // Whatever is still queued for the target goes out; the host drops it.
   downloads_.erase(request.target);
   uploads_.erase(request.target);  // the writer removes its temp file
+  CancelEgress(request.target);    // the program's connection is reset
   auto it = execs_.find(request.target);
   if (it != execs_.end() && !it->second.exited) KillExecTree(request.target, it->second);
   SendEvent(stream, protocol::msg::Done{});

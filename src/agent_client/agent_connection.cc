@@ -283,6 +283,7 @@ Status AgentClient::Impl::Dispatch(const Frame& frame) {
     if (!pending->finished) {
       pending->finished = true;
       pending->result = verdict.status;
+      if (pending->on_finish) pending->on_finish(pending->result);
     }
     if (pending_.erase(frame.stream) > 0) {
       if (verdict.kind == Verdict::kDone) {
@@ -303,6 +304,7 @@ void AgentClient::Impl::FailAll(const Status& why) {
   for (auto& [stream, pending] : pending_) {
     pending->finished = true;
     pending->result = dead_;
+    if (pending->on_finish) pending->on_finish(pending->result);
   }
   pending_.clear();
   cv_.notify_all();

@@ -75,6 +75,9 @@ using FrameHandler = std::function<Verdict(const Frame&, const msg::Event* event
 // One request in flight; `result` is final once `finished` is set.
 struct Pending {
   FrameHandler on_frame;
+  // Called (under the connection's lock, so it must not call back into it) once `finished` is
+  // set, by whatever set it: a terminal event, an error event, the connection's end.
+  std::function<void(const Status&)> on_finish;
   bool finished = false;
   bool in_handler = false;  // the reader is running on_frame (user callbacks) right now
   Status result;
@@ -147,9 +150,12 @@ class AgentClient::Impl {
   uint32_t NewStream() { return next_stream_.fetch_add(2); }
 
   // Registers a request before its first frame goes out, so no answer can be missed.
-  StatusOr<std::shared_ptr<Pending>> Register(uint32_t stream, FrameHandler on_frame) {
+  StatusOr<std::shared_ptr<Pending>> Register(
+      uint32_t stream, FrameHandler on_frame,
+      std::function<void(const Status&)> on_finish = nullptr) {
     auto pending = std::make_shared<Pending>();
     pending->on_frame = std::move(on_frame);
+    pending->on_finish = std::move(on_finish);
     pending->last_frame = Clock::now();
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;

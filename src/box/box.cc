@@ -13,7 +13,9 @@
 #include "box/backend.h"
 #include "box/box_internal.h"
 #include "box/copy.h"
+#include "box/egress.h"
 #include "box/host_files.h"
+#include "box/install.h"
 #include "box/warm_python.h"
 #include "image/store.h"
 #include "agent_client/agent_client.h"
@@ -73,7 +75,7 @@ class LocalBox final : public Box::Impl {
       : options_(std::move(options)),
         backend_(std::move(backend)),
         agent_(std::move(agent)),
-        info_(backend_->Info()) {
+        info_(WithNetwork(backend_->Info(), options_)) {
     if (options_.box_timeout != kNoTimeout) {
       deadline_ = std::chrono::steady_clock::now() + options_.box_timeout;
       watchdog_ = std::thread([this] { Watchdog(); });
@@ -245,11 +247,27 @@ class LocalBox final : public Box::Impl {
   }
 
   const BoxInfo& info() const override { return info_; }
-  // Issue 14 in progress: filled in by the egress service and the install path.
-  std::vector<EgressRecord> EgressLog() const override { return {}; }
-  StatusOr<ExecResult> InstallPackages(const std::vector<std::string>&,
-                                       const InstallOptions&) override {
-    return FailedPrecondition("install packages: not built yet");
+  std::vector<EgressRecord> EgressLog() const override {
+    return egress_ ? egress_->Log() : std::vector<EgressRecord>{};
+  }
+
+  // pip in the box, through its proxy, with the index's host allowed while it runs.
+  StatusOr<ExecResult> InstallPackages(const std::vector<std::string>& packages,
+                                       const InstallOptions& options) override {
+    if (!egress_) {
+      return FailedPrecondition(
+          "install packages: this box has no network; create it with allow_hosts=[...] or "
+          "network='allow'");
+    }
+    ASSIGN_OR_RETURN(box::PipInstall plan, box::PlanPipInstall(packages, options.index_url));
+    RETURN_IF_ERROR(ValidateTimeout(options.timeout, "install packages: timeout"));
+    auto allowance = egress_->AllowForAWhile(std::move(plan.allow));
+    ExecOptions exec;
+    exec.timeout = options.timeout;
+    // Every host pip reaches is the host's, through the proxy: an index on the host's
+    // loopback (allowed for the install) must not be taken for the box's own.
+    exec.env = {{"NO_PROXY", ""}, {"no_proxy", ""}};
+    return Exec(std::move(plan.argv), exec);
   }
 
   // python3 starts while the kernel does; then both are awaited.
@@ -258,6 +276,14 @@ class LocalBox final : public Box::Impl {
     if (options.python) RETURN_IF_ERROR(warm_python_->Start());
     if (options.kernel) RETURN_IF_ERROR(session_->Start().WithContext("prewarm"));
     if (options.python) RETURN_IF_ERROR(Explain(warm_python_->AwaitReady(), ""));
+    return Status::Ok();
+  }
+
+  // Before anything runs in the box: the agent listens on the proxy port from the first accept
+  // stream on, so no program can take the port first.
+  Status StartNetwork(const box::BoxEnv& env) {
+    if (EffectiveNetwork(options_) == NetworkMode::kNone) return Status::Ok();
+    ASSIGN_OR_RETURN(egress_, box::StartNetwork(*agent_, options_, env.resolver()));
     return Status::Ok();
   }
 
@@ -274,6 +300,7 @@ class LocalBox final : public Box::Impl {
         {"HOME", "/root"},
         {"LANG", "C.UTF-8"},
         {"MPLBACKEND", "Agg"}};  // charts render to files; there is no display
+    if (EffectiveNetwork(options_) != NetworkMode::kNone) env.merge(box::ProxyEnvironment());
     for (const auto& [k, v] : options_.env) env[k] = v;
     return env;
   }
@@ -355,9 +382,16 @@ class LocalBox final : public Box::Impl {
     (void)backend_->Destroy();
   }
 
+  static BoxInfo WithNetwork(BoxInfo info, const BoxOptions& options) {
+    info.network = box::NetworkDescription(options);
+    return info;
+  }
+
   const BoxOptions options_;
   std::unique_ptr<box::Backend> backend_;
   std::unique_ptr<protocol::AgentClient> agent_;
+  // Set before the box is handed out; destroyed before the agent connection its threads use.
+  std::unique_ptr<box::EgressService> egress_;
   const BoxInfo info_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::mutex mu_;
@@ -382,6 +416,7 @@ std::chrono::milliseconds BoxEnv::handshake_timeout() const { return kHandshakeT
 std::chrono::milliseconds BoxEnv::agent_idle_timeout() const {
   return protocol::kDefaultIdleTimeout;
 }
+net::Resolver BoxEnv::resolver() const { return net::SystemResolver(net::EgressLimits{}.resolve_timeout); }
 
 namespace {
 
@@ -423,6 +458,7 @@ StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env)
   }
   (*agent)->set_idle_timeout(env.agent_idle_timeout());
   auto impl = std::make_unique<LocalBox>(options, std::move(*backend), std::move(*agent));
+  RETURN_IF_ERROR(impl->StartNetwork(env).WithContext("create box"));
   RETURN_IF_ERROR(impl->PrepareWorkdir().WithContext("create box"));
   return Box::Impl::Wrap(std::move(impl));
 }
@@ -439,64 +475,5 @@ StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
   }
   return box::CreateBox(options, box::BoxEnv::Default());
 }
-
-Box::Box(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Box::~Box() = default;
-
-StatusOr<ExecResult> Box::Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
-  return impl_->Exec(argv, options);
-}
-
-StatusOr<ExecResult> Box::RunPython(std::string_view code, const ExecOptions& options) {
-  return impl_->RunPython(code, options);
-}
-
-StatusOr<std::string> Box::Run(std::string_view code) {
-  ASSIGN_OR_RETURN(ExecResult result, RunPython(code));
-  if (result.timed_out) {
-    return DeadlineExceeded("the code timed out after " +
-                            std::to_string(result.duration.count()) + " ms; stdout so far: " +
-                            result.stdout_data.substr(0, 2000));
-  }
-  return std::move(result.stdout_data);
-}
-
-StatusOr<Execution> Box::RunCode(std::string_view code, const RunCodeOptions& options) {
-  return impl_->RunCode(code, options);
-}
-Status Box::RestartKernel() { return impl_->RestartKernel(); }
-Status Box::InterruptCode() { return impl_->InterruptCode(); }
-Status Box::Prewarm(const PrewarmOptions& options) { return impl_->Prewarm(options); }
-
-Status Box::CopyIn(const std::string& host_path, const std::string& box_path) {
-  return impl_->CopyIn(host_path, box_path);
-}
-
-Status Box::CopyOut(const std::string& box_path, const std::string& host_path,
-                    const CopyOutOptions& options) {
-  return impl_->CopyOut(box_path, host_path, options);
-}
-
-Status Box::WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) {
-  return impl_->WriteFile(box_path, data, mode);
-}
-
-StatusOr<std::string> Box::ReadFile(const std::string& box_path, uint64_t max_bytes) {
-  return impl_->ReadFile(box_path, max_bytes);
-}
-
-StatusOr<std::vector<FileEntry>> Box::ListDir(const std::string& box_path) {
-  return impl_->ListDir(box_path);
-}
-
-Status Box::Remove(const std::string& box_path) { return impl_->Remove(box_path); }
-
-const BoxInfo& Box::info() const { return impl_->info(); }
-std::vector<EgressRecord> Box::EgressLog() const { return impl_->EgressLog(); }
-StatusOr<ExecResult> Box::InstallPackages(const std::vector<std::string>& packages,
-                                          const InstallOptions& options) {
-  return impl_->InstallPackages(packages, options);
-}
-Status Box::Destroy() { return impl_->Destroy(); }
 
 }  // namespace codebox

@@ -16,6 +16,7 @@
 #include "codebox/box.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
+#include "net/egress_relay.h"
 
 namespace codebox {
 
@@ -66,6 +67,9 @@ class BoxEnv {
   virtual std::chrono::milliseconds handshake_timeout() const;
   // The longest any request to the agent waits without a frame (AgentClient::set_idle_timeout).
   virtual std::chrono::milliseconds agent_idle_timeout() const;
+  // How a box's egress proxy resolves names on the host (net::SystemResolver); tests answer
+  // names themselves (an allowed name that resolves to 127.0.0.1: rebinding).
+  virtual net::Resolver resolver() const;
 
   // The image store and the real drivers (ChooseDriver, StartBackend).
   static BoxEnv& Default();

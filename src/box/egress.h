@@ -20,6 +20,7 @@
 
 #include "agent_client/agent_client.h"
 #include "codebox/box.h"
+#include "codebox/options.h"
 #include "codebox/status.h"
 #include "net/egress_policy.h"
 #include "net/egress_relay.h"
@@ -50,6 +51,16 @@ class EgressService {
   };
   virtual std::unique_ptr<Allowance> AllowForAWhile(std::vector<net::HostPattern> patterns) = 0;
 };
+
+// The service of a box with a network policy (EffectiveNetwork(options) != kNone): the
+// allowlist (or open), the per-connection rate and the box's byte budget from `options`.
+StatusOr<std::unique_ptr<EgressService>> StartNetwork(protocol::AgentClient& agent,
+                                                      const BoxOptions& options,
+                                                      net::Resolver resolve);
+
+// BoxInfo::network: "none", "allow: pypi.org, *.pythonhosted.org" or "open (any public
+// address)".
+std::string NetworkDescription(const BoxOptions& options);
 
 // The environment a box with a network policy gives every exec: HTTP_PROXY, HTTPS_PROXY,
 // http_proxy, https_proxy (curl reads only the lower-case http_proxy) pointing at

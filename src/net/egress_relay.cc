@@ -165,12 +165,23 @@ std::string Relay(Pipe up, Pipe down, const EgressLimits& limits, EgressBudget& 
         index[n++] = i * 2;
       }
     }
+    // Once the box ended its sending, a hang-up of its connection (both ways shut: the box is
+    // going) ends the relay at once instead of after an idle upstream's idle_timeout.
+    constexpr int kBoxHangUp = 4;
+    if (up.eof && up.pending.empty() && !down.eof) {
+      fds[n] = {up.from, 0, 0};  // POLLHUP and POLLERR are reported whatever is asked
+      index[n++] = kBoxHangUp;
+    }
     int ready = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(limits.idle_timeout.count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) return std::string("poll: ") + strerror(errno);
     if (ready == 0) return "idle for " + std::to_string(limits.idle_timeout.count()) + " ms";
     for (int k = 0; k < n; ++k) {
       if (fds[k].revents == 0) continue;
+      if (index[k] == kBoxHangUp) {
+        if ((fds[k].revents & (POLLHUP | POLLERR)) != 0) return "the box closed the connection";
+        continue;
+      }
       Pipe& p = *pipes[index[k] / 2];
       if (index[k] % 2 == 0) {  // readable
         ssize_t got = ::recv(p.from, chunk, sizeof chunk, MSG_DONTWAIT);

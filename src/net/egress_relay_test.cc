@@ -90,6 +90,7 @@ class Connection {
   }
   void Send(std::string_view bytes) { ASSERT_TRUE(base::WriteAll(box_.get(), bytes).ok()); }
   void CloseWrite() { ::shutdown(box_.get(), SHUT_WR); }
+  void Close() { box_.reset(); }
   // What one read gives (waiting at most 10 s).
   std::string ReadSome() {
     char buf[4096];
@@ -148,6 +149,28 @@ TEST(EgressRelayTest, ConnectToAnAddressAllowedByLiteralRelaysBothWays) {
   EXPECT_EQ(budget.used(), 8u);
   upstream.Join();
   EXPECT_EQ(upstream.received(), "ping");
+}
+
+// A box that goes (its end closed both ways) while the upstream says nothing: the relay ends
+// at once, not after the idle timeout (a box's teardown waits for its relays).
+TEST(EgressRelayTest, TheBoxHangingUpEndsTheRelayWhileTheUpstreamIsIdle) {
+  auto listener = testing::ListenOnLoopback();  // never accepts: connected, and silent
+  ASSERT_TRUE(listener.ok());
+  auto policy = *EgressPolicy::Allow({"127.0.0.1:" + std::to_string(listener->port)});
+  EgressBudget budget(1 << 20);
+  EgressLimits limits = Quick();
+  limits.idle_timeout = milliseconds(60'000);
+  Connection c(policy, limits, budget);
+  c.Send("CONNECT 127.0.0.1:" + std::to_string(listener->port) + " HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(c.ReadSome(), "HTTP/1.1 200 Connection established\r\n\r\n");
+  c.CloseWrite();
+  std::this_thread::sleep_for(milliseconds(200));  // the relay is waiting on the upstream now
+  const auto start = std::chrono::steady_clock::now();
+  c.Close();
+  const EgressRecord& r = c.Finish();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(r.allowed);
+  EXPECT_NE(r.reason.find("the box closed the connection"), std::string::npos) << r.reason;
 }
 
 TEST(EgressRelayTest, PlainHttpGoesUpstreamInOriginForm) {

@@ -13,13 +13,19 @@
 
 namespace codebox::testing {
 
-StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start() {
+StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start(std::vector<std::string> extra_args) {
   auto agent = std::make_unique<AgentProcess>();
   ASSIGN_OR_RETURN(auto pair, base::SocketPair());
   char path[] = "/tmp/codebox-agent-test-stderr-XXXXXX";
   base::UniqueFd err(::mkostemp(path, O_CLOEXEC));
   if (!err.valid()) return base::ErrnoStatus("mkstemp");
   agent->stderr_path_ = path;
+  // Built before fork: the child only calls async-signal-safe functions.
+  std::vector<std::string> args = {"codebox-agent", "--fd", "3"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   int child_fd = pair.second.get();
   int err_fd = err.get();
   pid_t pid = ::fork();
@@ -27,7 +33,7 @@ StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start() {
   if (pid == 0) {
     // dup2 onto fd 3 clears close-on-exec; only async-signal-safe calls here.
     if (::dup2(child_fd, 3) < 0 || ::dup2(err_fd, STDERR_FILENO) < 0) ::_exit(126);
-    ::execl(CODEBOX_AGENT_PATH, "codebox-agent", "--fd", "3", static_cast<char*>(nullptr));
+    ::execv(CODEBOX_AGENT_PATH, argv.data());
     ::_exit(127);
   }
   agent->pid_ = pid;
@@ -64,6 +70,23 @@ int AgentProcess::WaitExit(int timeout_ms) {
 std::string AgentProcess::StderrText() const {
   auto text = base::ReadFile(stderr_path_);
   return text.ok() ? *text : "";
+}
+
+StatusOr<uint16_t> AgentProcess::EgressPort(std::chrono::milliseconds wait) const {
+  static constexpr char kLine[] = "codebox-agent: egress port 127.0.0.1:";
+  auto end = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    std::string text = StderrText();
+    size_t at = text.find(kLine);
+    size_t eol = at == std::string::npos ? at : text.find('\n', at);
+    if (eol != std::string::npos) {
+      return static_cast<uint16_t>(std::stoi(text.substr(at + sizeof kLine - 1)));
+    }
+    if (std::chrono::steady_clock::now() >= end) {
+      return DeadlineExceeded("the agent did not announce its egress port; its stderr: " + text);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 int AgentProcess::CountDescendants() const {

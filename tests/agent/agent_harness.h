@@ -5,8 +5,11 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/unique_fd.h"
 #include "codebox/status.h"
@@ -16,8 +19,9 @@ namespace codebox::testing {
 
 class AgentProcess {
  public:
-  // Forks the agent with its end of a socketpair as --fd 3 and its stderr in a temp file.
-  static StatusOr<std::unique_ptr<AgentProcess>> Start();
+  // Forks the agent with its end of a socketpair as --fd 3 and its stderr in a temp file;
+  // `extra_args` follow (e.g. {"--egress-port", "0"}).
+  static StatusOr<std::unique_ptr<AgentProcess>> Start(std::vector<std::string> extra_args = {});
   ~AgentProcess();  // kills the agent if it still runs
 
   pid_t pid() const { return pid_; }
@@ -27,6 +31,9 @@ class AgentProcess {
   // Waits for the agent to exit; returns its wait status, or -1 if it had not exited in time.
   int WaitExit(int timeout_ms);
   std::string StderrText() const;
+  // The egress port the agent (started with --egress-port) announced on its stderr once it
+  // listens (at the first egress_accept); kDeadlineExceeded if it did not within `wait`.
+  StatusOr<uint16_t> EgressPort(std::chrono::milliseconds wait) const;
   // Live (non-zombie) processes whose parent chain reaches the agent.
   int CountDescendants() const;
 

@@ -1,0 +1,67 @@
+// codebox::Box's methods: each forwards to the Impl that runs the box (box.cc's LocalBox or
+// src/remote's RemoteBox).
+#include "box/box_internal.h"
+#include "codebox/box.h"
+
+namespace codebox {
+
+Box::Box(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Box::~Box() = default;
+
+StatusOr<ExecResult> Box::Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
+  return impl_->Exec(argv, options);
+}
+
+StatusOr<ExecResult> Box::RunPython(std::string_view code, const ExecOptions& options) {
+  return impl_->RunPython(code, options);
+}
+
+StatusOr<std::string> Box::Run(std::string_view code) {
+  ASSIGN_OR_RETURN(ExecResult result, RunPython(code));
+  if (result.timed_out) {
+    return DeadlineExceeded("the code timed out after " +
+                            std::to_string(result.duration.count()) + " ms; stdout so far: " +
+                            result.stdout_data.substr(0, 2000));
+  }
+  return std::move(result.stdout_data);
+}
+
+StatusOr<Execution> Box::RunCode(std::string_view code, const RunCodeOptions& options) {
+  return impl_->RunCode(code, options);
+}
+Status Box::RestartKernel() { return impl_->RestartKernel(); }
+Status Box::InterruptCode() { return impl_->InterruptCode(); }
+Status Box::Prewarm(const PrewarmOptions& options) { return impl_->Prewarm(options); }
+
+Status Box::CopyIn(const std::string& host_path, const std::string& box_path) {
+  return impl_->CopyIn(host_path, box_path);
+}
+
+Status Box::CopyOut(const std::string& box_path, const std::string& host_path,
+                    const CopyOutOptions& options) {
+  return impl_->CopyOut(box_path, host_path, options);
+}
+
+Status Box::WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) {
+  return impl_->WriteFile(box_path, data, mode);
+}
+
+StatusOr<std::string> Box::ReadFile(const std::string& box_path, uint64_t max_bytes) {
+  return impl_->ReadFile(box_path, max_bytes);
+}
+
+StatusOr<std::vector<FileEntry>> Box::ListDir(const std::string& box_path) {
+  return impl_->ListDir(box_path);
+}
+
+Status Box::Remove(const std::string& box_path) { return impl_->Remove(box_path); }
+
+const BoxInfo& Box::info() const { return impl_->info(); }
+std::vector<EgressRecord> Box::EgressLog() const { return impl_->EgressLog(); }
+StatusOr<ExecResult> Box::InstallPackages(const std::vector<std::string>& packages,
+                                          const InstallOptions& options) {
+  return impl_->InstallPackages(packages, options);
+}
+Status Box::Destroy() { return impl_->Destroy(); }
+
+}  // namespace codebox
