@@ -66,6 +66,43 @@ py::list ListDir(PyBox& box, const std::string& path) {
   return out;
 }
 
+// pip install in the box through its egress proxy (Box::InstallPackages); timeout in seconds.
+ExecResult InstallPackages(PyBox& box, const std::vector<std::string>& packages,
+                           const std::string& index_url, double timeout) {
+  InstallOptions options;
+  options.index_url = index_url;
+  options.timeout = Seconds(timeout, "timeout");
+  return Blocking(box, [&](Box& b) { return b.InstallPackages(packages, options); });
+}
+
+// The box's egress records as dicts (host and reason are the box's text: str with
+// replacement characters where not UTF-8).
+py::list EgressLog(PyBox& box) {
+  std::vector<EgressRecord> records;
+  {
+    Box& b = box.Live();
+    py::gil_scoped_release release;
+    records = b.EgressLog();
+  }
+  auto text = [](const std::string& s) {
+    return py::reinterpret_steal<py::object>(
+        PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+  };
+  py::list out;
+  for (const EgressRecord& r : records) {
+    py::dict d;
+    d["host"] = text(r.host);
+    d["port"] = r.port;
+    d["allowed"] = r.allowed;
+    d["reason"] = text(r.reason);
+    d["address"] = text(r.address);
+    d["bytes_up"] = r.bytes_up;
+    d["bytes_down"] = r.bytes_down;
+    out.append(d);
+  }
+  return out;
+}
+
 std::shared_ptr<PyBox> CreateBox(const py::kwargs& kwargs) {
   BoxOptions options = BoxOptionsFromDict(kwargs);
   StatusOr<std::unique_ptr<Box>> box = Status(StatusCode::kInternal, "not started");
@@ -166,6 +203,9 @@ void BindBox(py::module_& m) {
           py::arg("box_path"), py::arg("host_path"), py::arg("max_bytes") = 0)
       .def("write_file", &WriteFile, py::arg("path"), py::arg("data"), py::arg("mode") = 0644)
       .def("read_file", &ReadFile, py::arg("path"), py::arg("max_bytes") = 0)
+      .def("install_packages", &InstallPackages, py::arg("packages"), py::arg("index_url"),
+           py::arg("timeout"))
+      .def("egress_log", &EgressLog)
       .def("list_dir", &ListDir, py::arg("path"))
       .def(
           "remove",
@@ -189,6 +229,7 @@ void BindBox(py::module_& m) {
         d["driver"] = info.driver;
         d["limits"] = info.limits;
         d["limits_not_enforced"] = info.limits_not_enforced;
+        d["network"] = info.network;
         return d;
       });
 }

@@ -37,6 +37,7 @@ from .errors import (
     BoxInvalidArgumentError,
     BoxKernelUnavailableError,
     BoxLimitExceededError,
+    BoxNetworkError,
     BoxTimeoutError,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "BoxInvalidArgumentError",
     "BoxKernelUnavailableError",
     "BoxLimitExceededError",
+    "BoxNetworkError",
     "BoxTimeoutError",
     "CodeBox",
     "EntryInfo",

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from ._execution import Execution, Result
 from ._files import Files, SyncFiles
+from ._network import _AsyncNetwork, _SyncNetwork
 from ._session import _await_cell, _cell_call
 from ._sinks import _end, _raise_first_error, _text_sink
 from ._threads import _EXECUTOR, _destroy_when_created
@@ -34,7 +35,6 @@ from .errors import BoxClosedError, BoxError, BoxFileNotFoundError
 Callback = Optional[Callable[[str], Any]]
 
 T = TypeVar("T")
-
 
 
 class _Base:
@@ -77,6 +77,7 @@ class _Base:
             timeout=o["exec_timeout"],
             disk_mib=o["disk_mib"],
             options=_shown_options(o),
+            network=raw.get("network", "none"),
         )
 
     def _live(self) -> Any:
@@ -153,7 +154,7 @@ class _Base:
         return f"<{type(self).__name__} image={o['image']!r} driver={o['driver']!r} {state}>"
 
 
-class SyncCodeBox(_Base):
+class SyncCodeBox(_SyncNetwork, _Base):
     """A disposable isolated box, blocking API.
 
     ::
@@ -282,7 +283,7 @@ class SyncCodeBox(_Base):
         self._copy_call("out", box_path, host_path, max_bytes)()
 
 
-class CodeBox(_Base):
+class CodeBox(_AsyncNetwork, _Base):
     """A disposable isolated box for untrusted code, asyncio API.
 
     ::

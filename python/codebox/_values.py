@@ -103,6 +103,9 @@ class BoxInfo:
     disk_mib: int
     options: Mapping[str, Any] = field(default_factory=dict)
     """Every box option by its name, as the C++ core resolved it (defaults filled in)."""
+    network: str = "none"
+    """The box's way out: ``"none"``, ``"allow: pypi.org, *.example.org"`` or
+    ``"open (any public address)"``."""
 
 
 # CodeBox's positional parameters, in their historical order; every option is also a keyword.

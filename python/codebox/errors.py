@@ -39,6 +39,11 @@ class BoxKernelUnavailableError(BoxError):
     The message names the image and what to use instead."""
 
 
+class BoxNetworkError(BoxError):
+    """A call needs a network the box was not given: ``install_package`` on a box made
+    without ``allow_hosts=[...]`` or ``network="allow"``/``"open"``."""
+
+
 class BoxLimitExceededError(BoxError):
     """What a box sent passed a host-side limit (a copied-out file or listing too large)."""
 

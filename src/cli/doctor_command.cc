@@ -16,6 +16,22 @@ void Line(const char* what, bool ok, const std::string& detail) {
   std::printf("  %-14s %-4s %s\n", what, ok ? "yes" : "no", detail.c_str());
 }
 
+// The network the options ask for, in words.
+std::string NetworkSummary(const BoxOptions& options) {
+  switch (EffectiveNetwork(options)) {
+    case NetworkMode::kNone:
+      return "none";
+    case NetworkMode::kOpen:
+      return "OPEN: any public address (asked for with --network open)";
+    case NetworkMode::kAllow:
+      break;
+  }
+  std::string hosts;
+  for (const std::string& h : options.allow_hosts) hosts += (hosts.empty() ? "" : ", ") + h;
+  return "allow: " +
+         (hosts.empty() ? std::string("no hosts (only a --pip install's index)") : hosts);
+}
+
 }  // namespace
 
 int DoctorCommand(const std::vector<std::string>& args) {
@@ -23,8 +39,8 @@ int DoctorCommand(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
       std::puts(
-          "usage: codebox doctor [--image NAME]\n\nReports which isolation drivers run on "
-          "this host, which limits a box gets here, and why anything is missing.");
+          "usage: codebox doctor [box options]\n\nReports which isolation drivers run on "
+          "this host, which limits and network a box gets here, and why anything is missing.");
       return 0;
     }
     auto parsed = ParseBoxFlag(args, &i, &options);
@@ -60,6 +76,16 @@ int DoctorCommand(const std::vector<std::string>& args) {
               std::string(DriverKindName(options.driver)).c_str());
   for (const HostLimit& l : host.limits) Line(l.name.c_str(), l.enforced, l.detail);
 
+  std::printf(
+      "\nnetwork of a box (--network, --allow-host; docs/security.md, \"Network\"):\n"
+      "  none           the default: no route, no DNS, nothing listens for it\n"
+      "  allow          only the hosts of --allow-host (giving one implies allow), through an\n"
+      "                 HTTP proxy in the box (HTTP_PROXY, HTTPS_PROXY); the host resolves each\n"
+      "                 name and refuses internal addresses unless allowed as a literal\n"
+      "  open           any public address, through the same proxy; only when asked for by name\n"
+      "  this request:  %s\n",
+      NetworkSummary(options).c_str());
+
   std::printf("\nimage stores, in search order:\n");
   for (const HostStore& s : host.stores) {
     std::printf("  %-14s %s%s\n", s.kind.c_str(), s.path.c_str(),
@@ -89,6 +115,7 @@ int DoctorCommand(const std::vector<std::string>& args) {
     return 1;
   }
   std::printf("  driver:        %s\n", (*box)->info().driver.c_str());
+  std::printf("  network:       %s\n", (*box)->info().network.c_str());
   for (const std::string& l : (*box)->info().limits)
     std::printf("  enforced:      %s\n", l.c_str());
   for (const std::string& l : (*box)->info().limits_not_enforced) {

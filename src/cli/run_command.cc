@@ -13,6 +13,7 @@
 #include "cli/box_flags.h"
 #include "cli/cell_output.h"
 #include "cli/commands.h"
+#include "cli/run_network.h"
 #include "codebox/box.h"
 #include "remote/remote_box.h"
 #include "server/api_json.h"
@@ -42,13 +43,15 @@ struct Invocation {
   CopyOutOptions copy_out_options;    // max_bytes 0: the box's disk size
   bool json = false;
   bool local = false;                 // --local: never through a server
+  PipInstall pip;                     // --pip, --index-url: installed before anything runs
 };
 
 constexpr const char kRunHelp[] = R"(usage: codebox run [options] CODE | - | --file F
        codebox run --session [options] FILE...
 
 Runs Python code (python3 -c) in a fresh box and prints what it prints. `-` reads the code
-from stdin. The exit status is the code's; 124 if it timed out, 125 if codebox could not run it.
+from stdin. The exit status is the code's; 124 if it timed out, 125 if codebox could not run it,
+126 if a --pip install failed.
 
 With --session, each FILE runs in turn as a cell of one IPython session in the box, as a
 notebook's "run all" does: variables persist from file to file, and the value of each cell's
@@ -65,14 +68,17 @@ options:
   --copy-out BOX:HOST  copy a box file or directory out afterwards (repeatable)
   --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
                        suffix (default: the box's --disk size)
-  --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...
+  --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...,
+                       network (none, allow, open), egress (the box's connections: host,
+                       port, allowed, reason, address, bytes_up, bytes_down) and install
+                       (pip's result, with --pip)
   --local              run in this process even when a codebox server is set or answers
 )";
 
 constexpr const char kExecHelp[] = R"(usage: codebox exec [options] -- CMD [ARGS...]
 
 Runs a command in a fresh box. The exit status is the command's; 124 if it timed out,
-125 if codebox could not run it.
+125 if codebox could not run it, 126 if a --pip install failed.
 
 options:
   --stdin              forward this process's stdin to the command
@@ -80,7 +86,10 @@ options:
   --copy-out BOX:HOST  copy a box file or directory out afterwards (repeatable)
   --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
                        suffix (default: the box's --disk size)
-  --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...
+  --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...,
+                       network (none, allow, open), egress (the box's connections: host,
+                       port, allowed, reason, address, bytes_up, bytes_down) and install
+                       (pip's result, with --pip)
   --local              run in this process even when a codebox server is set or answers
 )";
 
@@ -125,6 +134,7 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::fputs(is_exec ? kExecHelp : kRunHelp, stdout);
+      std::fputs(kPipFlagsHelp, stdout);
       std::fputs(BoxFlagsHelp().c_str(), stdout);
       return false;
     }
@@ -134,6 +144,8 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
     }
     ASSIGN_OR_RETURN(bool was_box_flag, ParseBoxFlag(args, &i, &inv->box));
     if (was_box_flag) continue;
+    ASSIGN_OR_RETURN(bool was_pip_flag, ParsePipFlag(args, &i, &inv->pip));
+    if (was_pip_flag) continue;
     auto value = [&]() -> StatusOr<std::string> {
       if (i + 1 >= args.size()) return InvalidArgument(a + " needs a value");
       return args[++i];
@@ -168,6 +180,7 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
       rest->push_back(a);
     }
   }
+  RETURN_IF_ERROR(ApplyPip(inv->pip, &inv->box));
   if (is_exec) {
     if (rest->empty()) return InvalidArgument("no command given; usage: codebox exec [options] -- CMD ARGS...");
     inv->argv = *rest;
@@ -216,16 +229,27 @@ int ExitStatusOf(const ExecResult& r) {
   return r.exit_code;
 }
 
-// A box with the --copy-in files in it; nullptr once the error is printed.
-std::unique_ptr<Box> StartBox(const std::string& command, const Invocation& inv) {
+// A box with the --pip packages installed and the --copy-in files in it; nullptr once the
+// error is printed, with *status the exit status (125, or 126 when the install failed).
+std::unique_ptr<Box> StartBox(const std::string& command, Invocation& inv, int* status) {
+  *status = kExitCodeboxError;
   auto box = Box::Create(inv.box);
   if (!box.ok()) {
     PrintError(command, box.status());
     return nullptr;
   }
+  if ((*status = InstallFirst(command, box->get(), &inv.pip, inv.json)) != 0) {
+    if (inv.json && inv.pip.result) {  // pip's result is the answer: the code did not run
+      nlohmann::json j = nlohmann::json::object();
+      AddNetworkJson(inv.box, box->get(), inv.pip, &j);
+      PrintJson(j);
+    }
+    return nullptr;
+  }
   for (const Copy& c : inv.copy_in) {
     if (Status st = (*box)->CopyIn(c.from, c.to); !st.ok()) {
       PrintError(command, st);
+      *status = kExitCodeboxError;
       return nullptr;
     }
   }
@@ -245,7 +269,7 @@ int FinishBox(const std::string& command, const Invocation& inv, Box* box, int s
 }
 
 // run --session: the files as cells of one kernel, stopping at the first that raises.
-int RunCells(const std::string& command, const Invocation& inv) {
+int RunCells(const std::string& command, Invocation& inv) {
   std::optional<std::string> images;  // the directory they go to
   if (!inv.out_dir.empty()) {
     if (Status st = base::MakeDirs(inv.out_dir); !st.ok()) {
@@ -254,8 +278,9 @@ int RunCells(const std::string& command, const Invocation& inv) {
     }
     images = inv.out_dir;
   }
-  std::unique_ptr<Box> box = StartBox(command, inv);
-  if (box == nullptr) return kExitCodeboxError;
+  int start_status = 0;
+  std::unique_ptr<Box> box = StartBox(command, inv, &start_status);
+  if (box == nullptr) return start_status;
   CellPrinter printer({[](std::string_view t) { WriteOut(stdout, t); },
                        [](std::string_view t) { WriteOut(stderr, t); }},
                       std::move(images));
@@ -281,14 +306,19 @@ int RunCells(const std::string& command, const Invocation& inv) {
       break;
     }
   }
+  ReportNetwork(inv.box, *box);
   return FinishBox(command, inv, box.get(), status);
 }
 
 // Prints what --json or the limits call for (the output itself was streamed); the exit status.
-int Report(const Invocation& inv, ExecResult& result) {
+// `box` is null for a one-shot run on a server.
+int Report(const Invocation& inv, ExecResult& result, const Box* box) {
   if (inv.json) {
-    PrintJson(server::ExecResultJson(result));  // the same fields as the HTTP API's
+    nlohmann::json j = server::ExecResultJson(result);  // the same fields as the HTTP API's
+    AddNetworkJson(inv.box, box, inv.pip, &j);
+    PrintJson(j);
   } else {
+    if (box != nullptr) ReportNetwork(inv.box, *box);
     // Say plainly when a limit ended it, so empty output is never a mystery.
     if (result.timed_out) {
       std::fprintf(stderr, "codebox: timed out after %.1f s (--timeout to change)\n",
@@ -305,7 +335,7 @@ int Report(const Invocation& inv, ExecResult& result) {
   return ExitStatusOf(result);
 }
 
-int Execute(const std::string& command, const Invocation& inv) {
+int Execute(const std::string& command, Invocation& inv) {
   if (!inv.cells.empty()) return RunCells(command, inv);
   ExecOptions exec;
   exec.stdin_data = inv.stdin_data;
@@ -313,24 +343,26 @@ int Execute(const std::string& command, const Invocation& inv) {
     exec.on_stdout = [](std::string_view d) { WriteOut(stdout, d); };
     exec.on_stderr = [](std::string_view d) { WriteOut(stderr, d); };
   }
-  // `run CODE` on a server with nothing to copy: one request, a warm pool box.
+  // `run CODE` on a server with nothing to copy or install and no network: one request, a
+  // warm pool box.
   if (command == "run" && !inv.box.server.empty() && inv.copy_in.empty() &&
-      inv.copy_out.empty()) {
+      inv.copy_out.empty() && EffectiveNetwork(inv.box) == NetworkMode::kNone) {
     auto result = remote::RunOnServer(inv.box, inv.argv[2], exec);
     if (!result.ok()) {
       PrintError(command, result.status());
       return kExitCodeboxError;
     }
-    return Report(inv, *result);
+    return Report(inv, *result, nullptr);
   }
-  std::unique_ptr<Box> box = StartBox(command, inv);
-  if (box == nullptr) return kExitCodeboxError;
+  int start_status = 0;
+  std::unique_ptr<Box> box = StartBox(command, inv, &start_status);
+  if (box == nullptr) return start_status;
   auto result = box->Exec(inv.argv, exec);
   if (!result.ok()) {
     PrintError(command, result.status());
     return kExitCodeboxError;
   }
-  return FinishBox(command, inv, box.get(), Report(inv, *result));
+  return FinishBox(command, inv, box.get(), Report(inv, *result, box.get()));
 }
 
 int Main(const std::string& command, const std::vector<std::string>& args, bool is_exec) {

@@ -58,6 +58,7 @@ json BoxJson(const BoxRecord& b) {
           {"driver", b.info.driver},
           {"limits", b.info.limits},
           {"limits_not_enforced", b.info.limits_not_enforced},
+          {"network", b.info.network},
           {"state", b.state},
           {"from_pool", b.from_pool},
           {"created_at", UtcSeconds(b.created_at)},
@@ -73,6 +74,18 @@ json PoolJson(const PoolStatus& p) {
 
 json FileEntryJson(const FileEntry& f) {
   return {{"name", f.name}, {"path", f.path}, {"type", f.type}, {"size", f.size}, {"mode", f.mode}};
+}
+
+json EgressRecordJson(const EgressRecord& r) {
+  return {{"host", r.host},         {"port", r.port},       {"allowed", r.allowed},
+          {"reason", r.reason},     {"address", r.address}, {"bytes_up", r.bytes_up},
+          {"bytes_down", r.bytes_down}};
+}
+
+json EgressLogJson(const std::vector<EgressRecord>& records) {
+  json out = json::array();
+  for (const EgressRecord& r : records) out.push_back(EgressRecordJson(r));
+  return out;
 }
 
 json ErrorJson(const Status& status) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "codebox/box.h"
 #include "codebox/execution.h"
@@ -26,6 +27,10 @@ nlohmann::json ExecutionJson(const Execution& execution);
 nlohmann::json BoxJson(const BoxRecord& record);
 nlohmann::json PoolJson(const PoolStatus& pool);
 nlohmann::json FileEntryJson(const FileEntry& entry);
+// One connection of a box's egress proxy: host, port, allowed, reason, address, bytes_up,
+// bytes_down; and a box's whole log as an array of them.
+nlohmann::json EgressRecordJson(const EgressRecord& record);
+nlohmann::json EgressLogJson(const std::vector<EgressRecord>& records);
 // {"error": {"code": "<StatusCodeName>", "message": "..."}}
 nlohmann::json ErrorJson(const Status& status);
 

@@ -1,0 +1,125 @@
+"""A box's network from Python: installing packages with pip through its egress proxy
+(BoxLite's ``install_package`` / ``install_packages``) and its audit trail (``egress_log``).
+
+Mixed into both box twins; kept apart from ``_box.py`` so each twin states only its calling
+style (a coroutine or a blocking call) around one shared check of the arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable, Sequence
+
+from ._threads import _EXECUTOR
+from ._values import ExecResult
+from .errors import BoxError, BoxNetworkError
+
+_DEFAULT_INSTALL_TIMEOUT = 300.0
+
+
+def _install_call(live: Callable[[], Any], options: dict[str, Any], packages: Any,
+                  index_url: Any, timeout: Any) -> Callable[[], ExecResult]:
+    """Checks the arguments here, in the caller's thread, before the box (``live()``, which
+    raises when it is not started); returns the blocking call."""
+    if isinstance(packages, (str, bytes)) or not isinstance(packages, (list, tuple)):
+        raise TypeError(
+            f"packages must be a list of str (install_package takes one), got {packages!r}"
+        )
+    if not packages:
+        raise ValueError("packages is empty: name at least one package to install")
+    for name in packages:
+        if not isinstance(name, str):
+            raise TypeError(f"each package must be a str, got {type(name).__name__} {name!r}")
+    if index_url is not None and not isinstance(index_url, str):
+        raise TypeError(f"index_url must be a str or None, got {index_url!r}")
+    if timeout is None:
+        timeout = _DEFAULT_INSTALL_TIMEOUT
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if options["network"] == "none" and not options["allow_hosts"]:
+        raise BoxNetworkError(
+            "install_package: this box has no network; create it with allow_hosts=[...] or "
+            'network="allow" (the package index is then allowed for the install only)',
+            "failed_precondition",
+        )
+    names = list(packages)
+    box = live()
+
+    def call() -> ExecResult:
+        try:
+            raw = box.install_packages(names, index_url or "", float(timeout))
+        except BoxError as e:
+            if e.code == "failed_precondition":  # no network policy, said by the box itself
+                raise BoxNetworkError(str(e), e.code) from None
+            raise
+        return ExecResult._from_core(raw)
+
+    return call
+
+
+class _SyncNetwork:
+    """install_package(s) and egress_log of :class:`SyncCodeBox`."""
+
+    _options: dict[str, Any]
+    _live: Callable[[], Any]
+
+    def install_package(self, name: str, *, index_url: str | None = None,
+                        timeout: float | None = None) -> ExecResult:
+        """``pip install --user NAME`` in the box, through its egress proxy; see
+        :meth:`install_packages`."""
+        return self.install_packages([name], index_url=index_url, timeout=timeout)
+
+    def install_packages(self, names: Sequence[str], *, index_url: str | None = None,
+                         timeout: float | None = None) -> ExecResult:
+        """Installs packages with pip in the box (``pip install --user``; later ``python3``
+        and ``run_code`` cells import them) and returns pip's :class:`ExecResult`.
+
+        The box needs a network policy (``allow_hosts=[...]``, or ``network="allow"`` /
+        ``"open"``), else this raises :class:`BoxNetworkError`. ``index_url`` is pip's
+        ``--index-url`` (default: the public Python package index); its host is allowed for
+        this install only. A package pip cannot find, or a host the policy refuses, is a
+        non-zero ``exit_code`` with pip's reason in ``stderr``. ``timeout``: seconds
+        (default 300).
+        """
+        return _install_call(self._live, self._options, names, index_url, timeout)()
+
+    def egress_log(self) -> list[dict[str, Any]]:
+        """Every connection the box opened through its egress proxy so far, oldest first (the
+        last 1000): dicts with host, port, allowed, reason, address, bytes_up, bytes_down.
+        Empty for a box without a network."""
+        return list(self._live().egress_log())
+
+
+class _AsyncNetwork:
+    """install_package(s) and egress_log of :class:`CodeBox` (coroutines)."""
+
+    _options: dict[str, Any]
+    _live: Callable[[], Any]
+
+    async def install_package(self, name: str, *, index_url: str | None = None,
+                              timeout: float | None = None) -> ExecResult:
+        """``pip install --user NAME`` in the box, through its egress proxy; see
+        :meth:`install_packages`."""
+        return await self.install_packages([name], index_url=index_url, timeout=timeout)
+
+    async def install_packages(self, names: Sequence[str], *, index_url: str | None = None,
+                               timeout: float | None = None) -> ExecResult:
+        """Installs packages with pip in the box (``pip install --user``; later ``python3``
+        and ``run_code`` cells import them) and returns pip's :class:`ExecResult`.
+
+        The box needs a network policy (``allow_hosts=[...]``, or ``network="allow"`` /
+        ``"open"``), else this raises :class:`BoxNetworkError`. ``index_url`` is pip's
+        ``--index-url`` (default: the public Python package index); its host is allowed for
+        this install only. A package pip cannot find, or a host the policy refuses, is a
+        non-zero ``exit_code`` with pip's reason in ``stderr``. ``timeout``: seconds
+        (default 300).
+        """
+        call = _install_call(self._live, self._options, names, index_url, timeout)
+        return await asyncio.get_running_loop().run_in_executor(_EXECUTOR, call)
+
+    def egress_log(self) -> list[dict[str, Any]]:
+        """Every connection the box opened through its egress proxy so far, oldest first (the
+        last 1000): dicts with host, port, allowed, reason, address, bytes_up, bytes_down.
+        Empty for a box without a network. (Not a coroutine: a quick read, one request for a
+        box on a server.)"""
+        return list(self._live().egress_log())
