@@ -140,7 +140,7 @@ def test_json_has_the_network_and_the_egress_records(codebox_bin, net):
             "--allow-host", net.host["web"], "--json")
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
-    assert "allow" in result["network"] and net.host["web"] in result["network"], result
+    assert result["network"] == "allow", result
     records = {rec["host"]: rec for rec in result["egress"]}
     assert set(records) == {net.host["web"], net.host["other"]}, result["egress"]
     web, other = records[net.host["web"]], records[net.host["other"]]
@@ -162,7 +162,8 @@ def test_a_box_without_a_network_has_none(codebox_bin, net):
 
 
 def test_pip_in_the_box_reaches_an_allowed_index(codebox_bin, net, need_pip):
-    install = (f"python3 -m pip install --user --no-input --disable-pip-version-check "
+    install = (f"python3 -m pip install --user --break-system-packages --no-input "
+               f"--disable-pip-version-check "
                f"--index-url {net.index_url('https')} {net.PACKAGE} && "
                f"python3 -c 'import {net.MODULE} as m; print(m.TOKEN)'")
     r = exec_(codebox_bin, ["sh", "-c", install], "--allow-host", net.host["index"],
