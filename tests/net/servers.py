@@ -1,7 +1,7 @@
 """The test's servers: plain HTTP and HTTPS (a certificate of the test's own CA), both serving
 
   /hello          "hello from HOST over SCHEME token=TOKEN" (TOKEN: random per run, so an
-                  answer cannot come from anywhere but this server)
+                  answer cannot come from anywhere but this server); any query is ignored
   /bytes/N        N bytes of a fixed pattern (pattern(N) gives the same bytes), N <= 1 GiB
   /simple/..., /files/...   the package index directory (PEP 503 simple layout), if given
 
@@ -30,8 +30,9 @@ def pattern(n):
 
 
 class Request:
-    def __init__(self, scheme, host, path, client):
+    def __init__(self, scheme, host, path, client, head_bytes):
         self.scheme, self.host, self.path, self.client = scheme, host, path, client
+        self.head_bytes = head_bytes  # the request line and the headers, as received
 
     def __repr__(self):
         return f"{self.scheme}://{self.host}{self.path} from {self.client}"
@@ -67,7 +68,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         server = self.server
         host = self.headers.get("Host", "")
         path = urllib.parse.urlsplit(self.path).path
-        server.owner.record(Request(server.scheme, host, path, self.client_address[0]))
+        head_bytes = len(self.raw_requestline) + len(self.headers.as_bytes())
+        server.owner.record(Request(server.scheme, host, path, self.client_address[0],
+                                    head_bytes))
         if path == "/hello":
             self._send(200, f"hello from {host} over {server.scheme} "
                             f"token={server.owner.token}\n".encode())

@@ -5,6 +5,7 @@ import json
 import pytest
 
 import netns
+import boxcode
 from boxcode import answers, escapes, fetch_all
 from conftest import BOX_CA, BOX_CA_ENV, cli
 
@@ -190,3 +191,36 @@ def test_run_pip_of_an_unknown_package_says_why(codebox_bin, net, need_pip):
     assert r.returncode != 0 and "ran" not in r.stdout, (r.returncode, r.stdout)
     assert "install" in r.stderr and "codebox-nettest-no-such-package" in r.stderr, r.stderr
     assert "No matching distribution" in r.stderr, r.stderr
+
+
+def test_the_byte_cap_counts_request_heads(codebox_bin, net):
+    # Plain-HTTP requests carry data upstream in their heads (URL, headers): that is the box
+    # sending, and the cap must hold for it as for a body.
+    cap = 64 << 10
+    code = boxcode.FETCH + '''
+import urllib.request
+answers = []
+for i in range(12):
+    request = urllib.request.Request(URL + f"?n={i}", headers={"X-Pad": "a" * 12000})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            answers.append(r.status)
+    except urllib.error.HTTPError as e:
+        answers.append(e.code)
+    except Exception as e:
+        answers.append(type(e).__name__)
+print(json.dumps(answers))
+'''.replace("URL", repr(net.url("web", "/pad")))
+    before = {id(q) for q in net.servers.requests(net.host["web"])}
+    r = run(codebox_bin, code, "--allow-host", net.host["web"], "--network-max-bytes", str(cap),
+            "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    statuses = json.loads(result["stdout"].strip().splitlines()[-1])
+    assert statuses[0] == 404 and 403 in statuses, statuses  # /pad: the server's 404
+    reached = [q for q in net.servers.requests(net.host["web"])
+               if id(q) not in before and q.path == "/pad"]
+    received = sum(q.head_bytes for q in reached)
+    assert received <= cap, f"{len(reached)} heads, {received} bytes reached the server"
+    audited = sum(rec["bytes_up"] for rec in result["egress"])
+    assert audited >= received, (audited, received, result["egress"])
