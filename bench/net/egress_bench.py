@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A box's way out against the host's own, in one run (issue 14's benchmark).
 
-usage: egress_bench.py [--codebox PATH] [--mb 100] [--runs 3] [--connections 50]
+usage: egress_bench.py [--codebox PATH] [--mb 100] [--runs 3] [--connections 50] [--rounds 3]
 
 Moves itself into a network + mount namespace of its own (as tests/net does: root; nothing
 leaves it), serves HTTP on an address there under a test name, then measures with the same
@@ -9,7 +9,8 @@ client code (egress_client.py):
   * direct on the host: a new connection + GET /hello (set-up), and a download of --mb MB;
   * from a jail box, through its egress proxy (`codebox run --allow-host NAME`): the same,
     as a plain-HTTP proxy request and through a CONNECT tunnel (the way TLS goes).
-Prints medians and the ratios proxy/direct. Every loop is bounded in count and time.
+Rounds alternate the two (a box run, then a host run), as this machine's load drifts. Prints
+medians and the ratios proxy/direct. Every loop is bounded in count and time.
 """
 import argparse
 import json
@@ -50,7 +51,9 @@ def run_direct(host, args):
 
 def run_box(host, args):
     command = [args.codebox, "run", "--local", "--driver", "jail", "--allow-host", host,
-               "--timeout", "600", "--memory", "256M", "--file", str(CLIENT)]
+               "--timeout", "600", "--memory", "256M", "--file", str(CLIENT),
+               # the box's byte budget (1 GiB by default) must not cut the runs short
+               "--network-max-bytes", str(3 * args.runs * args.mb * 1000 * 1000 + (64 << 20))]
     for k, v in client_env(host, args).items():
         command += ["--env", f"{k}={v}"]
     env = {k: v for k, v in os.environ.items() if k not in ("CODEBOX_SERVER", "CODEBOX_TOKEN")}
@@ -66,8 +69,11 @@ def main():
     parser.add_argument("--mb", type=int, default=100, help="download size, MB (10^6 bytes)")
     parser.add_argument("--runs", type=int, default=3, help="downloads per path (at most 20)")
     parser.add_argument("--connections", type=int, default=50,
-                        help="connection set-ups per path (at most 1000)")
+                        help="connection set-ups per path and round (at most 1000)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="box runs, each followed by a host run (at most 10)")
     args = parser.parse_args()
+    args.rounds = max(1, min(args.rounds, 10))
     args.runs = max(1, min(args.runs, 20))
     args.connections = max(1, min(args.connections, 1000))
     args.mb = max(1, min(args.mb, 1000))
@@ -82,18 +88,30 @@ def main():
     netns.hosts({host: netns.NAMED})
     servers = Servers(cert=None)
     started = time.time()
+    # Rounds alternate the host and a box (this machine's load drifts): direct, then box and
+    # direct again per round; each path's figure is the median of all its samples.
+    samples = {p: {"setup_ms": [], "download_s": []} for p in ("direct", "plain", "connect")}
+
+    def add(result):
+        for path, figures in result.items():
+            for k, v in figures.items():
+                samples[path][k] += v
     try:
-        direct = run_direct(host, args)["direct"]
-        box = run_box(host, args)
-        direct_again = run_direct(host, args)["direct"]  # the host's figure drifts: bracket it
+        add(run_direct(host, args))
+        for _ in range(args.rounds):
+            add(run_box(host, args))
+            add(run_direct(host, args))
     finally:
         servers.close()
 
-    setup_direct = median(direct["setup_ms"] + direct_again["setup_ms"])
-    down_direct = median(direct["download_s"] + direct_again["download_s"])
+    direct = samples["direct"]
+    box = samples
+    setup_direct = median(direct["setup_ms"])
+    down_direct = median(direct["download_s"])
     mb = args.mb
-    print(f"egress_bench: {args.connections} set-ups and {args.runs} downloads of {mb} MB per "
-          f"path, loopback in a network namespace ({time.time() - started:.0f} s)")
+    print(f"egress_bench: {args.rounds} rounds of {args.connections} set-ups and {args.runs} "
+          f"downloads of {mb} MB per path (the host's: one round more), loopback in a network "
+          f"namespace ({time.time() - started:.0f} s)")
     print(f"{'path':<34}{'set-up median':>15}{'ratio':>8}{'download':>12}{'ratio':>8}")
     print(f"{'direct on the host (baseline)':<34}{setup_direct:>12.2f} ms{1:>7.2f}x"
           f"{mb / down_direct:>8.0f} MB/s{1:>7.2f}x")
