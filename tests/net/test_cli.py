@@ -224,3 +224,17 @@ print(json.dumps(answers))
     assert received <= cap, f"{len(reached)} heads, {received} bytes reached the server"
     audited = sum(rec["bytes_up"] for rec in result["egress"])
     assert audited >= received, (audited, received, result["egress"])
+
+
+def test_an_open_network_reaches_public_addresses_only_and_says_so(codebox_bin, net):
+    r = run(codebox_bin, fetch_all(net.url("web"), f"http://{netns.LITERAL}/hello",
+                                   net.url("rebind-lo"), net.url("rebind-ten"),
+                                   f"http://{netns.PRIVATE}/hello"),
+            "--network", "open")
+    assert r.returncode == 0, r.stderr
+    web, literal, *internal = answers(r.stdout)
+    assert web == {"status": 200, "body": net.hello("web") + "\n"}, web
+    assert literal["status"] == 200, literal
+    for answer in internal:
+        assert answer["status"] == 403, answer
+    assert "open network" in r.stderr, r.stderr
