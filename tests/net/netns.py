@@ -2,9 +2,10 @@
 
 enter() moves the calling process (root, still single-threaded) into a new network namespace
 and a private mount namespace, brings `lo` up and adds a dummy interface that carries the
-"named" servers' addresses (or puts them on `lo` where the kernel has no dummy driver). hosts() bind-mounts a test /etc/hosts over the real one, so the
-host's resolver (codebox's egress proxy resolves on the host) gives the addresses the test
-chose. There is no default route: an address the namespace does not hold is unreachable.
+"named" servers' addresses (or puts them on `lo` where the kernel has no dummy driver).
+hosts() bind-mounts a test /etc/hosts over the real one, so the host's resolver (codebox's
+egress proxy resolves on the host) gives the addresses the test chose. There is no default
+route: an address the namespace does not hold is unreachable.
 
 The addresses: a public-looking one for named servers (the proxy refuses internal ones
 unless an allowlist entry names them as a literal), and a private one for a rebinding case.

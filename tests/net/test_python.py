@@ -110,3 +110,14 @@ def test_a_bad_allowlist_entry_is_refused_before_any_box(net):
     with pytest.raises(ValueError) as e:
         box(allow_hosts=[net.host["web"], "http://not a host/"])
     assert "not a host" in str(e.value), e.value
+
+
+def test_the_rate_limit_holds(net):
+    size, rate = 3_000_000, 1 << 20
+    with box(allow_hosts=[net.host["web"]], network_rate_bytes=rate) as b:
+        code = ("import time\nstart = time.monotonic()\n" +
+                fetch_all(net.url("web", f"/bytes/{size}")) + "print(time.monotonic() - start)\n")
+        lines = b.run(code, timeout=60).strip().splitlines()
+    [answer] = answers(lines[0])
+    assert answer["status"] == 200 and len(answer["body"]) == size, {**answer, "body": "..."}
+    assert float(lines[1]) >= 0.9 * size / rate, lines[1]  # ~2.9 s at 1 MiB/s, not ~0.01 s
