@@ -78,11 +78,13 @@ class Server {
   struct Egress {
     base::UniqueFd sock;           // invalid while the stream waits for a connection
     uint64_t unacked = 0;          // bytes sent to the host that it has not acknowledged
-    std::string to_socket;         // the host's bytes not yet written to the socket
+    std::string to_socket;         // the host's bytes; those from to_socket_off on are unwritten
+    size_t to_socket_off = 0;
     uint64_t written_unacked = 0;  // written to the socket, not yet acknowledged to the host
     bool host_eof = false;         // the host ended its sending
     bool shut_wr = false;          // the socket's writing side is shut (after host_eof)
     bool box_eof = false;          // the program ended its sending (empty data frame sent)
+    size_t unwritten() const { return to_socket.size() - to_socket_off; }
   };
   // What one pollfd of the loop stands for.
   struct PollSlot {

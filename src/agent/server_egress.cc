@@ -44,8 +44,6 @@ void CloseWithReset(base::UniqueFd& sock) {
 StatusOr<base::UniqueFd> Listen(uint16_t port) {
   base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return base::ErrnoStatus("egress port: socket");
-  int one = 1;
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -94,7 +92,7 @@ void Server::AddEgressPolls(std::vector<pollfd>& fds, std::vector<PollSlot>& slo
     if (!e.sock.valid()) continue;
     short events = 0;
     if (!e.box_eof && e.unacked < kEgressWindow && !backed_up) events |= POLLIN;
-    if (!e.to_socket.empty()) events |= POLLOUT;
+    if (e.unwritten() > 0) events |= POLLOUT;
     if (events == 0) continue;
     fds.push_back({e.sock.get(), events, 0});
     slots.push_back({stream, 6});
@@ -123,10 +121,10 @@ void Server::AcceptEgress() {
 }
 
 void Server::HandleEgressAck(uint32_t stream, const protocol::Json& request) {
-  if (egress_ended_.count(stream)) return;  // in flight when the stream ended
   auto decoded = protocol::msg::DecodeRequest(request);
   auto it = egress_.find(stream);
   if (it == egress_.end()) {
+    if (egress_ended_.count(stream)) return;  // in flight when the stream ended
     return SendError(stream, ProtocolError("ack on stream " + std::to_string(stream) +
                                            ", which is not an open egress stream"));
   }
@@ -142,9 +140,9 @@ void Server::HandleEgressAck(uint32_t stream, const protocol::Json& request) {
 }
 
 bool Server::HandleEgressData(uint32_t stream, std::string_view payload) {
-  if (egress_ended_.count(stream)) return true;  // in flight when the stream ended
   auto it = egress_.find(stream);
-  if (it == egress_.end()) return false;
+  // Data in flight when the stream ended is dropped; other streams' data is not ours.
+  if (it == egress_.end()) return egress_ended_.count(stream) > 0;
   Egress& e = it->second;
   if (!e.sock.valid()) {
     EndEgress(stream, ProtocolError("data on " + StreamName(stream) + " before its connection"));
@@ -157,11 +155,15 @@ bool Server::HandleEgressData(uint32_t stream, std::string_view payload) {
   if (payload.empty()) {
     e.host_eof = true;
   } else {
-    if (e.to_socket.size() + e.written_unacked + payload.size() > kEgressWindow) {
+    if (e.unwritten() + e.written_unacked + payload.size() > kEgressWindow) {
       EndEgress(stream,
                 ProtocolError("host sent more than the window of " + std::to_string(kEgressWindow) +
                               " unacknowledged bytes on " + StreamName(stream)));
       return true;
+    }
+    if (e.to_socket_off > 0 && e.to_socket_off * 2 >= e.to_socket.size()) {
+      e.to_socket.erase(0, e.to_socket_off);  // the written prefix, before it dominates
+      e.to_socket_off = 0;
     }
     e.to_socket.append(payload);
   }
@@ -175,20 +177,24 @@ void Server::PumpEgress(uint32_t stream, short revents) {
   Egress& e = it->second;
   const int fd = e.sock.get();
   if (revents & (POLLOUT | POLLERR | POLLHUP)) {
-    while (!e.to_socket.empty()) {
-      ssize_t n = ::send(fd, e.to_socket.data(), e.to_socket.size(), MSG_NOSIGNAL);
+    while (e.unwritten() > 0) {
+      ssize_t n = ::send(fd, e.to_socket.data() + e.to_socket_off, e.unwritten(), MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       if (n < 0) return EndEgress(stream, base::ErrnoStatus(StreamName(stream) + ": write"));
-      e.to_socket.erase(0, static_cast<size_t>(n));
+      e.to_socket_off += static_cast<size_t>(n);
       e.written_unacked += static_cast<uint64_t>(n);
     }
-    if (e.written_unacked >= kAckBatch || (e.written_unacked > 0 && e.to_socket.empty())) {
+    if (e.unwritten() == 0) {
+      e.to_socket.clear();
+      e.to_socket_off = 0;
+    }
+    if (e.written_unacked >= kAckBatch || (e.written_unacked > 0 && e.unwritten() == 0)) {
       SendEvent(stream, protocol::msg::Ack{e.written_unacked});
       e.written_unacked = 0;
     }
   }
-  if (e.host_eof && !e.shut_wr && e.to_socket.empty()) {
+  if (e.host_eof && !e.shut_wr && e.unwritten() == 0) {
     ::shutdown(fd, SHUT_WR);
     e.shut_wr = true;
   }

@@ -2,7 +2,7 @@
 // The fuzz input scripts what the "agent" sends after its hello: raw frames of any type on any
 // stream, control events built from templates with wrong types, absurd values and missing or
 // extra fields, floods of output, and bare garbage. Meanwhile the client runs an exec, a
-// read_file and a list_dir with short deadlines. The process must never crash, abort, leak or
+// read_file and a list_dir with short deadlines, and pumps an egress stream for a moment. The process must never crash, abort, leak or
 // hang; each input runs in milliseconds.
 #include <poll.h>
 #include <sys/socket.h>
@@ -115,7 +115,7 @@ void Field(Input& in, Json& j, const char* name, Json plausible) {
 std::string Event(Input& in) {
   uint8_t which = in.Byte();
   Json j = Json::object();
-  switch (which % 7) {
+  switch (which % 9) {
     case 0:
       j["event"] = "exit";
       Field(in, j, "exit_code", 0);
@@ -157,6 +157,13 @@ std::string Event(Input& in) {
     case 5:
       j["event"] = Value(in);
       break;
+    case 6:
+      j["event"] = "connected";
+      break;
+    case 7:
+      j["event"] = "ack";
+      Field(in, j, "bytes", in.U16());
+      break;
     default:
       j["event"] = in.Bytes(in.Byte() % 8);
       break;
@@ -196,7 +203,7 @@ void PlayAgent(int fd, const uint8_t* data, size_t size) {
                   .ok()) {
     return;
   }
-  Drain(fd, decoder, 3, 100);  // the three requests
+  Drain(fd, decoder, 4, 100);  // the four requests
   size_t flood_left = 8u << 20;
   while (!in.empty()) {
     uint8_t kind = in.Byte();
@@ -271,9 +278,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         auto r = (*client)->ListDir("/d", 100, 1u << 20);
         if (r.ok() && r->size() > 100) std::abort();
       });
+      std::thread egress([&] {
+        auto stream = (*client)->AcceptEgress();
+        if (!stream.ok()) return;
+        auto end = std::chrono::steady_clock::now() + 30ms;
+        while (std::chrono::steady_clock::now() < end) {
+          pollfd p{(*stream)->wake_fd(), POLLIN, 0};
+          ::poll(&p, 1, 5);
+          EgressStream::State st = (*stream)->Take();
+          if (st.data.size() > msg::kEgressWindow) std::abort();
+          if (st.ended) break;
+          if (!st.data.empty()) (void)(*stream)->Ack(st.data.size());
+          if (st.send_credit > 0) {
+            (void)(*stream)->Send(std::string(std::min<uint64_t>(st.send_credit, 3000), 's'));
+          }
+        }
+      });
       exec.join();
       read.join();
       list.join();
+      egress.join();
     }
   }  // the client closes the connection: the agent thread sees EOF
   ::shutdown(agent_fd.get(), SHUT_RDWR);

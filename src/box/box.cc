@@ -416,7 +416,9 @@ std::chrono::milliseconds BoxEnv::handshake_timeout() const { return kHandshakeT
 std::chrono::milliseconds BoxEnv::agent_idle_timeout() const {
   return protocol::kDefaultIdleTimeout;
 }
-net::Resolver BoxEnv::resolver() const { return net::SystemResolver(net::EgressLimits{}.resolve_timeout); }
+net::Resolver BoxEnv::resolver() const {
+  return net::SystemResolver(net::EgressLimits{}.resolve_timeout);
+}
 
 namespace {
 

@@ -19,9 +19,8 @@ StatusOr<ExecResult> Box::RunPython(std::string_view code, const ExecOptions& op
 StatusOr<std::string> Box::Run(std::string_view code) {
   ASSIGN_OR_RETURN(ExecResult result, RunPython(code));
   if (result.timed_out) {
-    return DeadlineExceeded("the code timed out after " +
-                            std::to_string(result.duration.count()) + " ms; stdout so far: " +
-                            result.stdout_data.substr(0, 2000));
+    return DeadlineExceeded("the code timed out after " + std::to_string(result.duration.count()) +
+                            " ms; stdout so far: " + result.stdout_data.substr(0, 2000));
   }
   return std::move(result.stdout_data);
 }

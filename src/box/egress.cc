@@ -12,6 +12,7 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "base/io.h"
@@ -28,10 +29,9 @@ namespace {
 using protocol::EgressStream;
 using Clock = std::chrono::steady_clock;
 
-// After the host's side of a connection is over (the relay ended and everything it sent was
-// passed to the box), how long the box may take to close its end before the stream is
-// cancelled: a program that keeps a dead connection open must not hold one of the box's
-// kMaxConnections for ever.
+// After the relay ended, how long the box may go without taking any of what is left for it
+// (or, once it has it all, without closing its end) before the stream is cancelled: a program
+// that keeps a dead connection open must not hold one of the box's kMaxConnections for ever.
 constexpr std::chrono::seconds kLinger{30};
 // Acks are batched: one per this many bytes passed on, or when the buffer drains.
 constexpr uint64_t kAckBatch = 64u << 10;
@@ -89,7 +89,8 @@ class PolicyState {
     }
     auto policy = net::EgressPolicy::Allow(entries);
     if (!policy.ok()) {  // each entry came from a parsed pattern: not expected
-      CODEBOX_LOG(kError, "egress: cannot widen the box's allowlist: " << policy.status().message());
+      CODEBOX_LOG(kError,
+                  "egress: cannot widen the box's allowlist: " << policy.status().message());
       current_ = std::make_shared<net::EgressPolicy>(base_);
       return;
     }
@@ -123,6 +124,8 @@ struct Connection {
   base::UniqueFd relay_done;  // eventfd: the relay returned (it shut relay_end down first)
   std::thread bridge;
   std::thread relay;
+  // Set by the relay before it shuts relay_end down: it had connected upstream.
+  std::atomic<bool> relay_allowed{false};
   std::atomic<int> running{2};
   std::atomic<bool> finished{false};
 };
@@ -159,7 +162,11 @@ class EgressServiceImpl final : public EgressService {
       if (!stream.ok()) return stream.status().WithContext("start the box's egress proxy");
       waiting_.push_back(std::move(*stream));
     }
-    acceptor_ = std::thread([this] { Accept(); });
+    try {
+      acceptor_ = std::thread([this] { Accept(); });
+    } catch (const std::system_error& e) {
+      return ResourceExhausted(std::string("start the box's egress proxy: no thread: ") + e.what());
+    }
     return Status::Ok();
   }
 
@@ -186,9 +193,11 @@ class EgressServiceImpl final : public EgressService {
         return;
       }
       if (fds[0].revents != 0) return;
+      // The streams polled; Reap and Connect may add new ones after them.
+      const size_t polled = fds.size() - 2;
       if (fds[1].revents != 0) Reap();
       // Backwards, so that erasing keeps the indexes of the rest.
-      for (size_t i = waiting_.size(); i-- > 0;) {
+      for (size_t i = polled; i-- > 0;) {
         if (fds[i + 2].revents == 0) continue;
         EgressStream::State state = waiting_[i]->Take();
         if (state.connected) {  // also when it ended at once: its threads see that
@@ -226,18 +235,34 @@ class EgressServiceImpl final : public EgressService {
     Connection* raw = c.get();
     // The policy as it is now: an allowance that ends later does not cut this connection.
     std::shared_ptr<const net::EgressPolicy> policy = policy_->Current();
-    raw->relay = std::thread([this, raw, policy] {
-      EgressRecord record =
-          net::ServeEgressConnection(raw->relay_end.get(), *policy, limits_, budget_, resolve_);
-      ::shutdown(raw->relay_end.get(), SHUT_RDWR);
-      Signal(raw->relay_done.get());
-      Record(std::move(record));
+    // A host out of threads cuts this connection (the program sees a reset), not the service.
+    try {
+      raw->relay = std::thread([this, raw, policy] {
+        EgressRecord record =
+            net::ServeEgressConnection(raw->relay_end.get(), *policy, limits_, budget_, resolve_);
+        raw->relay_allowed = record.allowed;
+        ::shutdown(raw->relay_end.get(), SHUT_RDWR);
+        Signal(raw->relay_done.get());
+        Record(std::move(record));
+        Finish(*raw);
+      });
+    } catch (const std::system_error& e) {
+      CODEBOX_LOG(kError, "egress: cannot serve a connection: no thread: " << e.what());
+      c->stream->Close();
+      Replace();
+      return;
+    }
+    try {
+      raw->bridge = std::thread([this, raw, first = std::move(first)]() mutable {
+        Bridge(*raw, std::move(first));
+        Finish(*raw);
+      });
+    } catch (const std::system_error& e) {
+      CODEBOX_LOG(kError, "egress: cannot serve a connection: no thread: " << e.what());
+      raw->stream->Close();
+      ::shutdown(raw->bridge_end.get(), SHUT_RDWR);  // the relay ends; Reap joins it
       Finish(*raw);
-    });
-    raw->bridge = std::thread([this, raw, first = std::move(first)]() mutable {
-      Bridge(*raw, std::move(first));
-      Finish(*raw);
-    });
+    }
     connections_.push_back(std::move(c));
   }
 
@@ -256,7 +281,7 @@ class EgressServiceImpl final : public EgressService {
         ++it;
         continue;
       }
-      (*it)->bridge.join();
+      if ((*it)->bridge.joinable()) (*it)->bridge.join();
       (*it)->relay.join();
       it = connections_.erase(it);
       Replace();
@@ -311,7 +336,8 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
   bool box_eof = first.box_eof;                  // the box ended its sending
   bool box_eof_passed = false;                   // ... and the relay was told (SHUT_WR)
   uint64_t credit = first.send_credit;           // what Send may send now
-  bool ended = first.ended;
+  bool ended = first.ended;                      // the stream is over (see end_ok)
+  bool end_ok = first.status.ok();               // ... with `done`: what the box sent counts
   bool relay_eof = false;   // the relay ended its sending, and the box was told
   bool relay_done = false;  // the relay returned: nothing reads what the box sends
   uint64_t unacked = 0;
@@ -319,7 +345,7 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
   std::string buffer(protocol::kDataChunk, '\0');
   Status failure;
 
-  while (!ended && failure.ok()) {
+  while (failure.ok()) {
     if (!to_relay.empty() && !relay_done) {
       ssize_t n = ::send(sock, to_relay.data(), to_relay.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n > 0) {
@@ -333,7 +359,7 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       unacked += to_relay.size();
       to_relay.clear();
     }
-    if (unacked >= kAckBatch || (unacked > 0 && to_relay.empty())) {
+    if (!ended && (unacked >= kAckBatch || (unacked > 0 && to_relay.empty()))) {
       while (unacked > 0 && failure.ok()) {
         uint64_t n = std::min<uint64_t>(unacked, protocol::msg::kEgressWindow);
         failure = stream.Ack(n);
@@ -345,13 +371,21 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       ::shutdown(sock, SHUT_WR);
       box_eof_passed = true;
     }
-    if (relay_done && relay_eof && !linger_until) linger_until = Clock::now() + kLinger;
+    // A stream that ended with `done` may still have brought bytes for the relay: they are
+    // written first (the relay's own deadlines bound that).
+    if (ended && (!end_ok || to_relay.empty() || relay_done)) break;
+    // The relay returned before the box ended its sending: an allowed connection was cut (the
+    // budget, the idle time, an upstream error). The program sees a reset, so that a cut
+    // download never looks complete; a refusal's answer ends cleanly instead.
+    if (relay_done && relay_eof && !box_eof_passed && c.relay_allowed) break;
+    if (relay_done && !linger_until) linger_until = Clock::now() + kLinger;
 
-    pollfd fds[4] = {{stop_.get(), POLLIN, 0}, {stream.wake_fd(), POLLIN, 0}};
+    // An ended stream has nothing more to say (a negative fd is not polled).
+    pollfd fds[4] = {{stop_.get(), POLLIN, 0}, {ended ? -1 : stream.wake_fd(), POLLIN, 0}};
     nfds_t n = 2;
     short events = 0;
     if (!to_relay.empty() && !relay_done) events |= POLLOUT;
-    if (!relay_eof && credit > 0) events |= POLLIN;
+    if (!relay_eof && credit > 0 && !ended) events |= POLLIN;
     int sock_index = -1, done_index = -1;
     // Polled only when there is something to do on it: a hung-up socket is always ready.
     if (events != 0) {
@@ -364,8 +398,8 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
     }
     int timeout = -1;
     if (linger_until) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*linger_until -
-                                                                        Clock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*linger_until - Clock::now());
       timeout = static_cast<int>(std::max<int64_t>(left.count(), 0));
     }
     int ready = ::poll(fds, n, timeout);
@@ -375,20 +409,23 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
       break;
     }
     if (ready == 0) {
-      CODEBOX_LOG(kInfo, "egress: the box kept a finished connection open for "
-                             << kLinger.count() << " s; closing it");
+      CODEBOX_LOG(kInfo, "egress: a finished connection: the box neither read nor closed it for "
+                             << kLinger.count() << " s; cancelled");
       break;
     }
     if (fds[0].revents != 0) break;  // the service ends
     if (fds[1].revents != 0) {
       EgressStream::State state = stream.Take();
+      // The box took more of the relay's bytes: it is still reading, so it gets more time.
+      if (linger_until && state.send_credit > credit) linger_until = Clock::now() + kLinger;
       to_relay += state.data;
       box_eof = box_eof || state.box_eof;
       credit = state.send_credit;
       ended = state.ended;
+      end_ok = state.status.ok();
       if (ended && !state.status.ok()) {
-        CODEBOX_LOG(kInfo, "egress: connection ended: "
-                               << base::TerminalSafe(state.status.ToString()));
+        CODEBOX_LOG(kInfo,
+                    "egress: connection ended: " << base::TerminalSafe(state.status.ToString()));
       }
     }
     if (done_index >= 0 && fds[done_index].revents != 0) relay_done = true;
@@ -400,15 +437,16 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
         failure = stream.Send(std::string_view(buffer.data(), static_cast<size_t>(got)));
         credit -= static_cast<uint64_t>(got);
       } else if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        failure = stream.SendEof();
         relay_eof = true;
+        // Not a clean end when the relay was cut (see above): no EOF, a reset.
+        if (!(c.relay_allowed && !box_eof_passed)) failure = stream.SendEof();
       }
     }
   }
   if (!failure.ok()) {
     CODEBOX_LOG(kInfo, "egress: connection cut: " << base::TerminalSafe(failure.ToString()));
   }
-  stream.Close();  // a no-op once the stream ended
+  stream.Close();               // a no-op once the stream ended
   ::shutdown(sock, SHUT_RDWR);  // the relay, if still running, sees the box gone
 }
 
@@ -423,53 +461,6 @@ StatusOr<std::unique_ptr<EgressService>> EgressService::Start(protocol::AgentCli
                                                      max_total_bytes, std::move(resolve));
   RETURN_IF_ERROR(service->Start());
   return std::unique_ptr<EgressService>(std::move(service));
-}
-
-StatusOr<std::unique_ptr<EgressService>> StartNetwork(protocol::AgentClient& agent,
-                                                      const BoxOptions& options,
-                                                      net::Resolver resolve) {
-  net::EgressPolicy policy = net::EgressPolicy::None();
-  switch (EffectiveNetwork(options)) {
-    case NetworkMode::kNone:
-      return FailedPrecondition("the box has no network policy");
-    case NetworkMode::kOpen:
-      policy = net::EgressPolicy::Open();
-      break;
-    case NetworkMode::kAllow: {
-      auto allow = net::EgressPolicy::Allow(options.allow_hosts);
-      if (!allow.ok()) return allow.status().WithContext("allow_hosts");
-      policy = std::move(*allow);
-      break;
-    }
-  }
-  net::EgressLimits limits;
-  limits.rate_bytes_per_second = options.network_rate_bytes;
-  return EgressService::Start(agent, std::move(policy), limits, options.network_max_bytes,
-                              std::move(resolve));
-}
-
-std::string NetworkDescription(const BoxOptions& options) {
-  switch (EffectiveNetwork(options)) {
-    case NetworkMode::kNone:
-      return "none";
-    case NetworkMode::kOpen:
-      return "open (any public address)";
-    case NetworkMode::kAllow:
-      break;
-  }
-  if (options.allow_hosts.empty()) return "allow: no hosts (only an install's package index)";
-  std::string text = "allow: ";
-  for (size_t i = 0; i < options.allow_hosts.size(); ++i) {
-    text += (i > 0 ? ", " : "") + options.allow_hosts[i];
-  }
-  return text;
-}
-
-std::map<std::string, std::string> ProxyEnvironment() {
-  const std::string proxy = "http://127.0.0.1:" + std::to_string(protocol::msg::kEgressPort);
-  const std::string no_proxy = "localhost,127.0.0.1,::1";
-  return {{"HTTP_PROXY", proxy}, {"HTTPS_PROXY", proxy}, {"http_proxy", proxy},
-          {"https_proxy", proxy}, {"NO_PROXY", no_proxy}, {"no_proxy", no_proxy}};
 }
 
 }  // namespace codebox::box

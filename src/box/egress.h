@@ -29,7 +29,7 @@ namespace codebox::box {
 
 class EgressService {
  public:
-  static constexpr int kMaxConnections = 16;  // open at once; more wait in the box's backlog
+  static constexpr int kMaxConnections = 16;      // open at once; more wait in the box's backlog
   static constexpr size_t kMaxLogRecords = 1000;  // the oldest are dropped past it
 
   // Opens the accept streams on `agent`, which must outlive the service.

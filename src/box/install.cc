@@ -13,8 +13,8 @@ constexpr char kPublicIndexHost[] = "pypi.org";
 constexpr char kPublicFilesHost[] = "files.pythonhosted.org";
 
 bool IsRequirementChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("._-[],<>=!~ ").find(c) !=
-                                                            std::string_view::npos;
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("._-[],<>=!~ ").find(c) != std::string_view::npos;
 }
 
 Status CheckRequirement(const std::string& name) {
@@ -44,8 +44,8 @@ Status CheckRequirement(const std::string& name) {
 // The host pattern ("host:port") of an http(s) URL; errors name index_url.
 StatusOr<net::HostPattern> IndexHost(const std::string& url, bool* plain_http) {
   auto bad = [&](const std::string& why) {
-    return InvalidArgument("install packages: index_url \"" + base::TerminalSafe(url, 300) +
-                           "\" " + why);
+    return InvalidArgument("install packages: index_url \"" + base::TerminalSafe(url, 300) + "\" " +
+                           why);
   };
   if (url.size() > kMaxIndexUrlBytes) {
     return bad("is longer than " + std::to_string(kMaxIndexUrlBytes) + " bytes");
@@ -75,8 +75,8 @@ StatusOr<net::HostPattern> IndexHost(const std::string& url, bool* plain_http) {
   if (!host.ok()) return bad("has no host pip could reach: " + host.status().message());
   uint16_t port = split->port.value_or(*plain_http ? 80 : 443);
   bool v6 = host->find(':') != std::string::npos;
-  auto pattern = net::ParseHostPattern((v6 ? "[" + *host + "]" : *host) + ":" +
-                                       std::to_string(port));
+  auto pattern =
+      net::ParseHostPattern((v6 ? "[" + *host + "]" : *host) + ":" + std::to_string(port));
   if (!pattern.ok()) return bad(pattern.status().message());
   return *pattern;
 }
@@ -96,8 +96,16 @@ StatusOr<PipInstall> PlanPipInstall(const std::vector<std::string>& packages,
   PipInstall plan;
   // --user into HOME=/root (writable; ~/.local is on a later python3's sys.path); Debian's
   // python3 refuses pip installs without --break-system-packages (PEP 668).
-  plan.argv = {"python3", "-m", "pip", "install", "--user", "--break-system-packages",
-               "--disable-pip-version-check", "--no-input", "--progress-bar", "off"};
+  plan.argv = {"python3",
+               "-m",
+               "pip",
+               "install",
+               "--user",
+               "--break-system-packages",
+               "--disable-pip-version-check",
+               "--no-input",
+               "--progress-bar",
+               "off"};
   if (index_url.empty()) {
     for (const char* host : {kPublicIndexHost, kPublicFilesHost}) {
       ASSIGN_OR_RETURN(net::HostPattern p, net::ParseHostPattern(std::string(host) + ":443"));

@@ -31,8 +31,8 @@ TEST(PlanPipInstallTest, ThePublicIndexByDefault) {
 TEST(PlanPipInstallTest, AnIndexUrlIsPassedAndItsHostAllowed) {
   auto https = PlanPipInstall({"x"}, "https://user:pw@Index.Example:8443/simple/");
   ASSERT_TRUE(https.ok()) << https.status().ToString();
-  EXPECT_EQ(Tail(https->argv, 4), (std::vector<std::string>{
-                                      "--index-url", "https://user:pw@Index.Example:8443/simple/",
+  EXPECT_EQ(Tail(https->argv, 4),
+            (std::vector<std::string>{"--index-url", "https://user:pw@Index.Example:8443/simple/",
                                       "--", "x"}));
   EXPECT_EQ(Allowed(*https), std::vector<std::string>{"index.example:8443"});
 

@@ -103,14 +103,14 @@ struct HostEnd {
       status = st.status;
       return true;
     }
-    size_t n = std::min<uint64_t>(st.send_credit, to_send.size() - sent);
+    size_t n = std::min<uint64_t>(st.send_credit, to_send.size() - std::min(sent, to_send.size()));
     if (n > 0) {
       Status s = stream.Send(to_send.substr(sent, n));
       if (!s.ok()) ADD_FAILURE() << s.ToString();
       sent += n;
       woke = true;
     }
-    if (send_eof && connected && !eof_sent && sent == to_send.size()) {
+    if (send_eof && connected && !eof_sent && sent >= to_send.size()) {
       Status s = stream.SendEof();
       if (!s.ok()) ADD_FAILURE() << s.ToString();
       eof_sent = true;

@@ -1,8 +1,6 @@
 // EgressService with the real agent as an ordinary child (tests/agent/agent_harness.h, the
 // agent's egress port ephemeral): no root, image or jail. The programs "in the box" are this
 // test's TCP connections to the agent's port; the upstreams are loopback servers of the test.
-#include "box/egress.h"
-
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -11,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "box/egress.h"
 #include "tests/agent/agent_harness.h"
 #include "tests/agent/egress_test_util.h"
 #include "tests/box/egress_test_server.h"
@@ -48,8 +47,8 @@ class EgressServiceTest : public ::testing::Test {
     ASSERT_TRUE(policy.ok()) << policy.status().ToString();
     net::EgressLimits limits;
     limits.head_timeout = 2s;
-    auto service = EgressService::Start(*client_, std::move(*policy), limits, budget,
-                                        net::SystemResolver(2s));
+    auto service =
+        EgressService::Start(*client_, std::move(*policy), limits, budget, net::SystemResolver(2s));
     ASSERT_TRUE(service.ok()) << service.status().ToString();
     service_ = std::move(*service);
     auto port = agent_->EgressPort(5s);
@@ -104,8 +103,8 @@ TEST_F(EgressServiceTest, AnAllowanceWidensThePolicyOnlyWhileItLives) {
     EXPECT_NE(got.find("hello\n"), std::string::npos) << got;
     // A tunnel opened now outlives the allowance.
     tunnel = Connect();
-    ASSERT_TRUE(testing::SendAllBytes(tunnel.get(), "CONNECT " + index.where() +
-                                                        " HTTP/1.1\r\n\r\n").ok());
+    ASSERT_TRUE(
+        testing::SendAllBytes(tunnel.get(), "CONNECT " + index.where() + " HTTP/1.1\r\n\r\n").ok());
     EXPECT_EQ(ReadWithin(tunnel.get(), 5s), "HTTP/1.1 200 Connection established\r\n\r\n");
   }
   EXPECT_NE(Get(index.where(), "/hello").find("403 Forbidden"), std::string::npos);
@@ -150,6 +149,41 @@ TEST_F(EgressServiceTest, AtMostMaxConnectionsAreServedAtOnce) {
   EXPECT_EQ(ReadWithin(waiting.get(), 500ms), "");
   quiet.reset();  // it ends: its stream is replaced, and the waiting one is served
   EXPECT_EQ(ReadWithin(waiting.get(), 5s), "HTTP/1.1 200 Connection established\r\n\r\n");
+}
+
+// The upstream half-closes first (a greeting, then end of file); the program then sends its
+// part and closes. What it sent reaches the upstream, also when the agent's `done` comes in the
+// same breath as the last bytes.
+TEST_F(EgressServiceTest, BytesSentAfterTheUpstreamsEndStillArrive) {
+  auto listener = testing::ListenOnLoopback();
+  ASSERT_TRUE(listener.ok());
+  const std::string where = "127.0.0.1:" + std::to_string(listener->port);
+  StartService({where});
+  for (int round = 0; round < 5; ++round) {
+    std::string received;
+    std::thread upstream([&] {
+      pollfd p{listener->fd.get(), POLLIN, 0};
+      if (::poll(&p, 1, 10'000) <= 0) return;
+      base::UniqueFd conn(::accept4(listener->fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn.valid()) return;
+      (void)testing::SendAllBytes(conn.get(), "greeting");
+      ::shutdown(conn.get(), SHUT_WR);
+      timeval tv{10, 0};
+      ::setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      auto all = testing::ReadToEof(conn.get());
+      if (all.ok()) received = *all;
+    });
+    base::UniqueFd program = Connect();
+    ASSERT_TRUE(
+        testing::SendAllBytes(program.get(), "CONNECT " + where + " HTTP/1.1\r\n\r\n").ok());
+    auto got = testing::ReadToEof(program.get());
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, "HTTP/1.1 200 Connection established\r\n\r\ngreeting");
+    ASSERT_TRUE(testing::SendAllBytes(program.get(), "the program's part").ok());
+    program.reset();
+    upstream.join();
+    EXPECT_EQ(received, "the program's part") << "round " << round;
+  }
 }
 
 TEST_F(EgressServiceTest, TheLogKeepsTheNewestRecords) {
