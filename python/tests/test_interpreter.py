@@ -137,3 +137,16 @@ def test_callback_exception_is_raised(fake_openai) -> None:  # type: ignore[no-u
 def test_unknown_options() -> None:
     with pytest.raises(TypeError):
         codebox.Interpreter(not_an_option=1)
+
+
+def test_the_system_prompt_says_which_hosts_the_box_reaches(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    server = fake_openai("tool_then_answer")
+    make(server, allow_hosts=["pypi.org", "files.pythonhosted.org"]).ask("Sum 0..100")
+    system = server.requests()[0]["body"]["messages"][0]
+    assert system["role"] == "system"
+    assert "only these hosts" in system["content"], system
+    assert "pypi.org, files.pythonhosted.org" in system["content"]
+    assert "%pip install --user" in system["content"]
+    plain = fake_openai("tool_then_answer")
+    make(plain).ask("Sum 0..100")
+    assert "without network access" in plain.requests()[0]["body"]["messages"][0]["content"]

@@ -93,7 +93,9 @@ def test_allowed_loopback_host_is_reached_and_audited(need_box: None, loopback_s
         if box.info.network == "none":
             pytest.skip("this build's boxes do not have a network yet (the egress service)")
         assert box.info.network == f"allow: {allowed}"
-        out = box.exec("python3", "-c", FETCH, f"http://{allowed}/x").stdout
+        # The box's own loopback is NO_PROXY; the host's server is reached through the proxy.
+        direct = {"NO_PROXY": "", "no_proxy": ""}
+        out = box.exec("python3", "-c", FETCH, f"http://{allowed}/x", env=direct).stdout
         assert out == "hello from the host\n"
         refused = box.exec("python3", "-c", FETCH, "http://example.invalid/").stdout
         assert refused.startswith("failed:"), refused

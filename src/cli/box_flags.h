@@ -26,7 +26,8 @@ std::string OptionsMarkdown();
 
 // If args[*i] is a box flag, consumes it (and its value), updates *options and returns true.
 // Returns false if it is not a box flag. A malformed value is an InvalidArgument status that
-// names the flag as typed. A bool flag without "=VALUE" sets true; --env adds one variable, a list flag
+// names the flag as typed. A bool flag without "=VALUE" sets true; --env adds one variable, a list
+// flag
 // (--allow-host) one entry.
 StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, BoxOptions* options);
 

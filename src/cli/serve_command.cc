@@ -260,6 +260,19 @@ int Serve(const ServeFlags& flags) {
     metrics.ObserveExec(kind, s);
   };
   api_options.hooks.on_error = [&metrics](std::string_view code) { metrics.CountError(code); };
+  // Every connection of a box's egress proxy: one log line (the audit trail) and the counters.
+  api_options.hooks.on_egress = [&metrics](std::string_view box, const EgressRecord& r) {
+    metrics.ObserveEgress(r);
+    server::JsonLog::Write(r.allowed ? base::LogLevel::kInfo : base::LogLevel::kWarn, "egress",
+                           {{"box", box},
+                            {"host", r.host},
+                            {"port", r.port},
+                            {"allowed", r.allowed},
+                            {"reason", r.reason},
+                            {"address", r.address},
+                            {"bytes_up", r.bytes_up},
+                            {"bytes_down", r.bytes_down}});
+  };
   api_options.hooks.metrics_text = [&metrics, &registry] { return metrics.Render(registry); };
 
   for (const http::Address& a : http_options.listen) api_options.listen.push_back(a.ToString());

@@ -106,7 +106,7 @@ Status Session::CopyOutputs() {
   if (options_.output_dir.empty() || !runner_) return Status::Ok();
   const std::string& workdir = options_.box.workdir;
   ASSIGN_OR_RETURN(ExecResult ls, runner_->Exec({"find", workdir, "-mindepth", "1", "-maxdepth",
-                                                  "1", "-printf", "%f\\0"}));
+                                                 "1", "-printf", "%f\\0"}));
   if (!ls.ok()) return IoError("list " + workdir + " in the box: " + ls.stderr_data);
   std::error_code ec;
   fs::create_directories(options_.output_dir, ec);
@@ -150,8 +150,8 @@ Step& Session::NewStep(std::string kind) {
 StatusOr<ChatReply> Session::Turn(Step& step, bool with_tools, bool stream_text) {
   std::vector<ToolSpec> tools;
   if (with_tools) tools.push_back(RunPythonToolSpec());
-  auto result = client_.Complete(transcript_.messages, tools,
-                                 stream_text ? options_.on_text : nullptr);
+  auto result =
+      client_.Complete(transcript_.messages, tools, stream_text ? options_.on_text : nullptr);
   if (!result.ok()) return result.status();
   step.model_latency = result->latency;
   ChatReply reply = std::move(result->reply);
@@ -210,10 +210,36 @@ constexpr char kSessionNote[] =
 
 }  // namespace
 
+std::string NetworkNote(const BoxOptions& box) {
+  const NetworkMode mode = EffectiveNetwork(box);
+  if (mode == NetworkMode::kNone) return " without network access";
+  const std::string how =
+      " through an HTTP proxy already set in its environment (HTTP_PROXY, HTTPS_PROXY; "
+      "urllib, requests, curl and pip use it; DNS does not resolve in the sandbox)";
+  if (mode == NetworkMode::kOpen) {
+    return " that reaches public internet addresses" + how +
+           ". Packages missing from the image can be installed in a cell with "
+           "`%pip install --user NAME`";
+  }
+  std::string hosts;
+  bool index = false;
+  for (const std::string& h : box.allow_hosts) {
+    hosts += (hosts.empty() ? "" : ", ") + h;
+    index = index || h == "pypi.org" || h == "pypi.org:443";
+  }
+  if (hosts.empty()) return " without network access";
+  return " that reaches only these hosts" + how + ": " + hosts + "; every other host is refused" +
+         (index ? ". Packages missing from the image can be installed in a cell with "
+                  "`%pip install --user NAME`"
+                : "");
+}
+
 std::string ToolsSystemPrompt(const Session& s) {
   if (!s.options().system_prompt.empty()) return s.options().system_prompt;
   return "You solve the user's task by writing Python 3 and running it with the run_python "
-         "tool, in an isolated sandbox without network access. Compute rather than guess. Each "
+         "tool, in an isolated sandbox" +
+         NetworkNote(s.options().box) +
+         ". Compute rather than guess. Each "
          "call runs a cell of one Python session, like a Jupyter notebook: variables, imports "
          "and functions persist between calls, and so do files in " +
          s.options().box.workdir + "." + kSessionNote + s.FilesNote() +
@@ -226,7 +252,9 @@ std::string OneShotSystemPrompt(const Session& s) {
   if (!s.options().system_prompt.empty()) return s.options().system_prompt;
   return "You solve the user's task by writing one complete Python 3 program. Reply with "
          "exactly one ```python fenced code block. The program runs as a cell of a Python "
-         "session (IPython) in an isolated sandbox without network access; it must print the "
+         "session (IPython) in an isolated sandbox" +
+         NetworkNote(s.options().box) +
+         "; it must print the "
          "answer to stdout." +
          std::string(kSessionNote) + s.FilesNote();
 }

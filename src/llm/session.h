@@ -60,6 +60,9 @@ Status RunOneShot(Session& session, const ChatReply* first_reply,
                   std::chrono::milliseconds first_latency = {});
 
 std::string ToolsSystemPrompt(const Session& session);
+// What the system prompts say of the sandbox's network: " without network access", or which
+// hosts it reaches through the proxy (and that pip works when the package index is allowed).
+std::string NetworkNote(const BoxOptions& box);
 std::string OneShotSystemPrompt(const Session& session);
 
 }  // namespace codebox::llm

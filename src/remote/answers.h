@@ -50,6 +50,10 @@ struct CreatedBox {
 };
 StatusOr<CreatedBox> CreatedBoxFromJson(const nlohmann::json& j);
 
+// The "egress" records of a box's JSON (GET /v1/boxes/{id}): each field checked, the box's
+// text (host, reason, address) made terminal-safe, at most the last 1000; absent: none.
+StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const nlohmann::json& box);
+
 // ExecResultJson (exec, python, run, and an exec stream's `done` event).
 StatusOr<ExecResult> ExecResultFromJson(const nlohmann::json& j);
 // ExecutionJson (run_code and its `done` event) and one `result` event.

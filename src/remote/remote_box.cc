@@ -56,8 +56,7 @@ template <class Result>
 StatusOr<Result> ReadStream(
     const ServerApi& api, http::ClientRequest request,
     const std::function<void(std::string_view)>& on_stdout,
-    const std::function<void(std::string_view)>& on_stderr,
-    StatusOr<Result> (*decode)(const json&),
+    const std::function<void(std::string_view)>& on_stderr, StatusOr<Result> (*decode)(const json&),
     const std::function<Status(std::string_view, std::string_view)>& on_other,
     std::string_view what) {
   std::optional<Result> result;
@@ -109,7 +108,7 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
     return ExecResultFromJson(j);
   }
   return ReadStream<ExecResult>(api, std::move(request), options.on_stdout, options.on_stderr,
-                                 ExecResultFromJson, nullptr, what);
+                                ExecResultFromJson, nullptr, what);
 }
 
 class RemoteBox final : public Box::Impl {
@@ -282,11 +281,25 @@ class RemoteBox final : public Box::Impl {
   }
 
   const BoxInfo& info() const override { return info_; }
-  // Issue 14 in progress: filled in by the egress service and the install path.
-  std::vector<EgressRecord> EgressLog() const override { return {}; }
-  StatusOr<ExecResult> InstallPackages(const std::vector<std::string>&,
-                                       const InstallOptions&) override {
-    return FailedPrecondition("install packages: not built yet");
+  // The box's GET answer holds its log. A server that cannot answer (or a destroyed box)
+  // gives an empty one: EgressLog has no error to return, and the log is an audit aid.
+  std::vector<EgressRecord> EgressLog() const override {
+    auto j = api_.CallJson("GET", base_, "", kControlTimeout, "egress log of box " + id_);
+    if (!j.ok()) return {};
+    auto log = EgressLogFromJson(*j);
+    return log.ok() ? std::move(*log) : std::vector<EgressRecord>{};
+  }
+
+  StatusOr<ExecResult> InstallPackages(const std::vector<std::string>& packages,
+                                       const InstallOptions& options) override {
+    RETURN_IF_ERROR(CheckUsable());
+    json body = {{"packages", packages}, {"index_url", options.index_url}};
+    if (options.timeout != kNoTimeout) body["timeout"] = options.timeout.count() / 1000.0;
+    ASSIGN_OR_RETURN(std::string text, DumpJson(body, "install packages"));
+    ASSIGN_OR_RETURN(
+        json j, api_.CallJson("POST", base_ + "/packages", std::move(text),
+                              RequestTimeout(options.timeout, kExecMargin), "install packages"));
+    return ExecResultFromJson(j);
   }
 
  private:

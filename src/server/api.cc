@@ -35,6 +35,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/boxes/{id}/run_code", RunCodeInBox},
     {"POST", "/v1/boxes/{id}/restart", RestartKernel},
     {"POST", "/v1/boxes/{id}/interrupt", InterruptCode},
+    {"POST", "/v1/boxes/{id}/packages", InstallPackagesInBox},
     {"PUT", "/v1/boxes/{id}/files", PutFile},
     {"GET", "/v1/boxes/{id}/files", GetFile},
     {"DELETE", "/v1/boxes/{id}/files", DeleteFile},
@@ -211,6 +212,11 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const ApiHooks& hooks = context_->options.hooks;
+  // What the box's proxy did during (or since) this request; DELETE reported it already.
+  if (hooks.on_egress && !call.box_id.empty() && request.method != "DELETE") {
+    auto log = context_->registry->EgressLog(call.box_id);
+    if (log.ok()) ReportEgress(*context_, call.box_id, *log, false);
+  }
   if (hooks.on_request) {
     hooks.on_request(RequestReport{.request = request,
                                    .route = route_name,

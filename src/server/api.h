@@ -42,6 +42,9 @@ struct ApiHooks {
   std::function<void(std::string_view kind, double seconds)> on_exec;
   // For each error answered (also an `error` event): its code ("not_found", ...).
   std::function<void(std::string_view code)> on_error;
+  // Once for each connection of a box's egress proxy, read after each request on the box,
+  // before DELETE destroys it, and at the end of a one-shot run (box id "one-shot").
+  std::function<void(std::string_view box_id, const EgressRecord& record)> on_egress;
   // GET /metrics: the Prometheus text; unset: /metrics answers 404.
   std::function<std::string()> metrics_text;
 };

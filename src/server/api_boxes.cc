@@ -34,10 +34,16 @@ void ListBoxes(Call& call) {
 void GetBox(Call& call) {
   auto record = call.context.registry->Get(call.box_id);
   if (!record.ok()) return call.RespondError(record.status());
-  call.RespondJson(200, BoxJson(*record));
+  auto log = call.context.registry->EgressLog(call.box_id);
+  if (!log.ok()) return call.RespondError(log.status());
+  json body = BoxJson(*record);
+  body["egress"] = EgressLogJson(*log);
+  call.RespondJson(200, body);
 }
 
 void DeleteBox(Call& call) {
+  auto log = call.context.registry->EgressLog(call.box_id);  // its last connections first
+  if (log.ok()) ReportEgress(call.context, call.box_id, *log, true);
   Status st = call.context.registry->Destroy(call.box_id);
   if (!st.ok()) return call.RespondError(st);
   call.RespondNoContent();

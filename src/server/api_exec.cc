@@ -177,6 +177,9 @@ void RunOneShot(Call& call) {
       [&](const ExecOptions& o) { return box->RunPython(request->code, o); },
       // The box is this request's alone: a client gone mid-run ends it at once.
       [&] { (void)box->Destroy(); }, extra);
+  if (const auto& on_egress = call.context.options.hooks.on_egress) {  // all of it: it ends
+    for (const EgressRecord& r : box->EgressLog()) on_egress("one-shot", r);
+  }
   (void)box->Destroy();
 }
 

@@ -11,6 +11,7 @@
 #include "http/server.h"
 #include "server/api.h"
 #include "server/box_registry.h"
+#include "server/egress_audit.h"
 #include "server/mcp_sessions.h"
 
 namespace codebox::server {
@@ -19,6 +20,7 @@ struct Api::Context {
   ApiOptions options;
   BoxRegistry* registry = nullptr;
   std::unique_ptr<McpSessions> mcp;  // /mcp (api_mcp.cc)
+  EgressAudit egress;                // which egress records went to hooks.on_egress
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
@@ -63,6 +65,11 @@ void DeleteFile(Call& call);
 void PlaygroundFile(Call& call);
 // api_ask.cc: POST /v1/ask, the ask loop over server-sent events.
 void Ask(Call& call);
+// api_network.cc: POST /v1/boxes/{id}/packages; and the egress records of a box, each once, to
+// hooks.on_egress (`log`: the box's whole log now; `gone`: the box is destroyed after it).
+void InstallPackagesInBox(Call& call);
+void ReportEgress(Api::Context& context, const std::string& box_id,
+                  const std::vector<EgressRecord>& log, bool gone);
 // api_mcp.cc
 void McpPost(Call& call);
 void McpDelete(Call& call);

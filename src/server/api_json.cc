@@ -77,8 +77,12 @@ json FileEntryJson(const FileEntry& f) {
 }
 
 json EgressRecordJson(const EgressRecord& r) {
-  return {{"host", r.host},         {"port", r.port},       {"allowed", r.allowed},
-          {"reason", r.reason},     {"address", r.address}, {"bytes_up", r.bytes_up},
+  return {{"host", r.host},
+          {"port", r.port},
+          {"allowed", r.allowed},
+          {"reason", r.reason},
+          {"address", r.address},
+          {"bytes_up", r.bytes_up},
           {"bytes_down", r.bytes_down}};
 }
 

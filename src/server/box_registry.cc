@@ -276,6 +276,21 @@ StatusOr<BoxRecord> BoxRegistry::Get(std::string_view id) const {
   return WithState(it->second);
 }
 
+StatusOr<std::vector<EgressRecord>> BoxRegistry::EgressLog(std::string_view id) const {
+  std::shared_ptr<Box> box;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->boxes.find(id);
+    if (it == state_->boxes.end()) {
+      return NotFound("no box " + std::string(id) + "; it may have been destroyed or reaped");
+    }
+    box = it->second.box;
+  }
+  // Outside the lock; dropping `box` may be the last owner only once DestroyBox let go, which
+  // must not happen under `mu` either.
+  return box->EgressLog();
+}
+
 std::vector<BoxRecord> BoxRegistry::List() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   std::vector<BoxRecord> out;

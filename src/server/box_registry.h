@@ -113,6 +113,8 @@ class BoxRegistry {
   StatusOr<Lease> Acquire(std::string_view id);
 
   StatusOr<BoxRecord> Get(std::string_view id) const;
+  // The box's Box::EgressLog, read without leasing it (no request counted, not kept busy).
+  StatusOr<std::vector<EgressRecord>> EgressLog(std::string_view id) const;
   std::vector<BoxRecord> List() const;
   Status Destroy(std::string_view id);
 

@@ -101,7 +101,13 @@ Metrics::Metrics()
                         "Time to answer an HTTP request, by route.", LatencyBuckets()),
       exec_duration_("codebox_exec_duration_seconds",
                      "Time of one exec, python, run_code or run call in a box.", LatencyBuckets()),
-      errors_("codebox_errors_total", "Errors answered, by code.") {}
+      errors_("codebox_errors_total", "Errors answered, by code."),
+      egress_connections_("codebox_egress_connections_total",
+                          "Connections of boxes through their egress proxy, by result (allowed, "
+                          "refused)."),
+      egress_bytes_("codebox_egress_bytes_total",
+                    "Bytes boxes moved through their egress proxy, by direction (up: box to "
+                    "upstream, down: upstream to box).") {}
 
 void Metrics::ObserveRequest(std::string_view method, std::string_view route, int status,
                              double seconds) {
@@ -116,6 +122,12 @@ void Metrics::ObserveExec(std::string_view kind, double seconds) {
 }
 
 void Metrics::CountError(std::string_view code) { errors_.Add({{"code", std::string(code)}}); }
+
+void Metrics::ObserveEgress(const EgressRecord& r) {
+  egress_connections_.Add({{"result", r.allowed ? "allowed" : "refused"}});
+  egress_bytes_.Add({{"direction", "up"}}, static_cast<double>(r.bytes_up));
+  egress_bytes_.Add({{"direction", "down"}}, static_cast<double>(r.bytes_down));
+}
 
 std::string Metrics::Render(const BoxRegistry& registry) const {
   std::string out;
@@ -145,6 +157,8 @@ std::string Metrics::Render(const BoxRegistry& registry) const {
   request_duration_.Render(&out);
   exec_duration_.Render(&out);
   errors_.Render(&out);
+  egress_connections_.Render(&out);
+  egress_bytes_.Render(&out);
   return out;
 }
 

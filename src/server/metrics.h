@@ -71,6 +71,8 @@ class Metrics {
   void ObserveExec(std::string_view kind, double seconds);
   // An error answered, by its code name (StatusCodeName: "not_found", ...).
   void CountError(std::string_view code);
+  // One connection of a box's egress proxy: allowed or refused, and the bytes it moved.
+  void ObserveEgress(const EgressRecord& record);
   // Everything above, and the registry's boxes, pools and box starts.
   std::string Render(const BoxRegistry& registry) const;
 
@@ -79,6 +81,8 @@ class Metrics {
   HistogramFamily request_duration_;
   HistogramFamily exec_duration_;
   CounterFamily errors_;
+  CounterFamily egress_connections_;
+  CounterFamily egress_bytes_;
 };
 
 }  // namespace codebox::server

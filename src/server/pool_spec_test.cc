@@ -37,6 +37,16 @@ TEST(PoolSpecTest, ParsesOtherOptionKinds) {
   EXPECT_EQ(units->options.memory_mib, 1024u);
   EXPECT_EQ(units->options.exec_timeout, std::chrono::milliseconds(500));
   EXPECT_EQ(units->options.disk_mib, 64u);
+  // A list option repeated adds up, as --allow-host does on the CLI.
+  auto network = ParsePoolSpec(
+      "python=1,allow_hosts=pypi.org,allow-host=files.pythonhosted.org,network_max_bytes=64M", {});
+  ASSERT_TRUE(network.ok()) << network.status().ToString();
+  EXPECT_EQ(network->options.allow_hosts,
+            (std::vector<std::string>{"pypi.org", "files.pythonhosted.org"}));
+  EXPECT_EQ(network->options.network_max_bytes, 64u << 20);
+  auto bad = ParsePoolSpec("python=1,allow_hosts=bad host", {});
+  EXPECT_NE(bad.status().message().find("allowlist entry 'bad host'"), std::string::npos)
+      << bad.status().ToString();
 }
 
 // Each bad spec fails with kInvalidArgument and names the part that is wrong.

@@ -27,6 +27,10 @@ void ServerFixture::SetUp() {
   api_options.max_boxes = max_boxes_;
   api_options.ask = ask_;
   api_options.hooks.on_request = [this](const server::RequestReport&) { ++requests_seen_; };
+  api_options.hooks.on_egress = [this](std::string_view box, const EgressRecord& r) {
+    std::lock_guard<std::mutex> lock(egress_mu_);
+    egress_seen_.emplace_back(std::string(box), r);
+  };
   api_options.hooks.metrics_text = [] { return std::string("codebox_test_metric 1\n"); };
   api_ = std::make_unique<server::Api>(api_options, registry_.get());
 

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -60,6 +61,9 @@ class ServerFixture : public ::testing::Test {
   std::vector<http::Address> bound_;
   OpenApiChecker openapi_;
   std::atomic<int> requests_seen_{0};
+  // What hooks.on_egress was told: (box id, record), in order.
+  std::mutex egress_mu_;
+  std::vector<std::pair<std::string, EgressRecord>> egress_seen_;
 };
 
 }  // namespace codebox::testing

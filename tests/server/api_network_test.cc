@@ -1,0 +1,188 @@
+// A box's network over the API: the options in POST /v1/boxes, the network and egress records
+// in GET /v1/boxes/{id}, POST /v1/boxes/{id}/packages, the on_egress hook (each connection
+// once; `serve` logs and counts it), and RemoteBox's EgressLog and InstallPackages over it.
+// The server answering is a plain HTTP responder on the host's loopback, allowed by literal.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "codebox/box.h"
+#include "tests/common/loopback_listener.h"
+#include "tests/server/server_fixture.h"
+
+namespace codebox::testing {
+namespace {
+
+using nlohmann::json;
+
+// Answers every connection with one small HTTP response until destroyed.
+class Responder {
+ public:
+  Responder() {
+    auto l = ListenOnLoopback();
+    if (!l.ok()) return;
+    listener_ = std::move(*l);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~Responder() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return listener_.port; }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p{listener_.fd.get(), POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      base::UniqueFd c(::accept4(listener_.fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!c.valid()) continue;
+      std::string head;
+      char buf[1024];
+      while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
+        pollfd q{c.get(), POLLIN, 0};
+        if (::poll(&q, 1, 5000) <= 0) break;
+        ssize_t n = ::read(c.get(), buf, sizeof buf);
+        if (n <= 0) break;
+        head.append(buf, static_cast<size_t>(n));
+      }
+      static constexpr char kAnswer[] =
+          "HTTP/1.0 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n";
+      (void)base::WriteAll(c.get(), kAnswer);
+    }
+  }
+
+  LoopbackListener listener_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+};
+
+// The box's code: fetch each URL through the proxy (NO_PROXY cleared: the host's 127.0.0.1 is
+// reached through it, not the box's own), printing the body or the error.
+constexpr char kFetch[] =
+    "import sys, urllib.request\n"
+    "for url in sys.argv[1:]:\n"
+    "    try: print(urllib.request.urlopen(url, timeout=20).read().decode(), end='')\n"
+    "    except Exception as e: print('failed', e)\n";
+
+class ApiNetworkTest : public ServerFixture {
+ protected:
+  size_t EgressSeen(size_t at_least) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(egress_mu_);
+        if (egress_seen_.size() >= at_least || std::chrono::steady_clock::now() > deadline) {
+          return egress_seen_.size();
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+};
+
+TEST_F(ApiNetworkTest, ABoxWithoutNetworkSaysSoAndRefusesPackages) {
+  const std::string id = CreateBox();
+  auto got = Call("GET", "/v1/boxes/" + id, "/v1/boxes/{id}");
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(Json(got)["network"], "none");
+  EXPECT_EQ(Json(got)["egress"], json::array());
+  auto install = Call("POST", "/v1/boxes/" + id + "/packages", "/v1/boxes/{id}/packages",
+                      R"({"packages": ["six"]})");
+  EXPECT_EQ(install.status, 409) << install.body;
+  EXPECT_NE(install.body.find("no network"), std::string::npos) << install.body;
+  for (const char* bad :
+       {R"({})", R"({"packages": "six"})", R"({"packages": [1]})",
+        R"({"packages": ["six"], "index": "x"})", R"({"packages": ["six"], "timeout": 0})"}) {
+    auto r = Call("POST", "/v1/boxes/" + id + "/packages", "/v1/boxes/{id}/packages", bad);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+  }
+  auto bad_host = Call("POST", "/v1/boxes", "/v1/boxes", R"({"allow_hosts": ["bad host"]})");
+  EXPECT_EQ(bad_host.status, 400) << bad_host.body;
+  EXPECT_NE(bad_host.body.find("allow_hosts: allowlist entry 'bad host'"), std::string::npos);
+}
+
+TEST_F(ApiNetworkTest, EgressIsInTheBoxInfoAndReachesTheHookOnce) {
+  Responder responder;
+  ASSERT_NE(responder.port(), 0);
+  const std::string allowed = "127.0.0.1:" + std::to_string(responder.port());
+  const std::string id = CreateBox(json{{"allow_hosts", {allowed}}}.dump());
+  json exec = {
+      {"argv", {"python3", "-c", kFetch, "http://" + allowed + "/", "http://blocked.example.org/"}},
+      {"env", {{"NO_PROXY", ""}, {"no_proxy", ""}}}};
+  auto r = Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec", exec.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string out = Json(r)["stdout"];
+  EXPECT_EQ(out.rfind("hello\nfailed", 0), 0u) << out;
+
+  auto got = Call("GET", "/v1/boxes/" + id, "/v1/boxes/{id}");
+  ASSERT_EQ(got.status, 200) << got.body;
+  const json box = Json(got);
+  EXPECT_EQ(box["network"], "allow: " + allowed);
+  ASSERT_EQ(box["egress"].size(), 2u) << box.dump();
+  EXPECT_EQ(box["egress"][0]["host"], "127.0.0.1");
+  EXPECT_EQ(box["egress"][0]["port"], responder.port());
+  EXPECT_EQ(box["egress"][0]["allowed"], true);
+  EXPECT_GT(box["egress"][0]["bytes_down"].get<uint64_t>(), 6u);
+  EXPECT_EQ(box["egress"][1]["host"], "blocked.example.org");
+  EXPECT_EQ(box["egress"][1]["allowed"], false);
+
+  // The hook: each record once, with the box's id, however often the box is read.
+  ASSERT_EQ(EgressSeen(2), 2u);
+  (void)Call("GET", "/v1/boxes/" + id, "/v1/boxes/{id}");
+  auto again = Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec", exec.dump());
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(EgressSeen(4), 4u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::lock_guard<std::mutex> lock(egress_mu_);
+  ASSERT_EQ(egress_seen_.size(), 4u) << "a record reached the hook twice";
+  for (const auto& [box_id, record] : egress_seen_) EXPECT_EQ(box_id, id);
+  EXPECT_TRUE(egress_seen_[0].second.allowed);
+  EXPECT_FALSE(egress_seen_[1].second.allowed);
+}
+
+TEST_F(ApiNetworkTest, RemoteBoxReadsTheLogAndInstallsOverTheApi) {
+  Responder responder;
+  ASSERT_NE(responder.port(), 0);
+  const std::string allowed = "127.0.0.1:" + std::to_string(responder.port());
+  BoxOptions options;
+  options.server = "unix:" + dir_ + "/codebox.sock";
+  options.allow_hosts = {allowed};
+  auto box = Box::Create(options);
+  ASSERT_TRUE(box.ok()) << box.status().ToString();
+  EXPECT_EQ((*box)->info().network, "allow: " + allowed);
+  ExecOptions direct;
+  direct.env = {{"NO_PROXY", ""}, {"no_proxy", ""}};
+  auto r = (*box)->Exec({"python3", "-c", kFetch, "http://" + allowed + "/"}, direct);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "hello\n");
+  std::vector<EgressRecord> log = (*box)->EgressLog();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].host, "127.0.0.1");
+  EXPECT_TRUE(log[0].allowed);
+
+  // An index no one serves: pip fails, and says so, as a result (not an error).
+  InstallOptions install;
+  install.index_url = "http://127.0.0.1:" + std::to_string(responder.port()) + "/simple";
+  install.timeout = std::chrono::seconds(120);
+  auto pip = (*box)->InstallPackages({"surely-not-a-package-codebox"}, install);
+  ASSERT_TRUE(pip.ok()) << pip.status().ToString();
+  EXPECT_NE(pip->exit_code, 0);
+
+  BoxOptions none;
+  none.server = options.server;
+  auto plain = Box::Create(none);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ((*plain)->info().network, "none");
+  auto refused = (*plain)->InstallPackages({"six"});
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition)
+      << refused.status().ToString();
+  EXPECT_TRUE((*plain)->EgressLog().empty());
+}
+
+}  // namespace
+}  // namespace codebox::testing
