@@ -80,7 +80,7 @@ def enter():
 
 def hosts(entries):
     """Bind-mounts an /etc/hosts made of `entries` ({name: address}) over the real one, in
-    this mount namespace only. Returns the file's path (removed with the namespace's end)."""
+    this mount namespace only; the file itself is unlinked at once (the mount keeps it)."""
     if not entered():
         raise RuntimeError("netns.hosts() before netns.enter(): it would change the host")
     lines = ["127.0.0.1 localhost", "::1 localhost"]
@@ -89,5 +89,7 @@ def hosts(entries):
     with os.fdopen(fd, "w") as f:
         f.write("\n".join(lines) + "\n")
     os.chmod(path, 0o644)
-    subprocess.run(["mount", "--bind", path, "/etc/hosts"], check=True)
-    return path
+    try:
+        subprocess.run(["mount", "--bind", path, "/etc/hosts"], check=True)
+    finally:
+        os.unlink(path)
