@@ -22,6 +22,7 @@ PACKAGES=(
   python3-ipython                       # bench_kernel: the host baselines (import IPython, run_cell)
   libboost-dev                          # codebox serve: Boost.Beast/Asio HTTP (header-only)
   libarchive-dev                        # codebox serve: directories as tar (files API)
+  iproute2 openssl python3-pip          # tests/net: namespaces, the test CA, the index checked with pip
   chromium chromium-driver python3-selenium  # tests/web: the playground in a real browser
 )
 # tests/mcp drives the MCP server with the official TypeScript SDK, which needs Node.js and npm.

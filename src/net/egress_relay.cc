@@ -272,8 +272,10 @@ EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
   Decision name = policy.CheckName(request->host, request->port);
   if (!name.allowed) return Refuse(box_fd, record, 403, name.reason);
 
-  // What the box sent after its head counts against the budget like everything it sends.
-  if (!budget.Take(rest.size())) {
+  // What the box sends upstream counts against the budget: a plain-HTTP request's head too
+  // (its URL and headers carry data as a body does), and whatever came after the head.
+  const uint64_t head_up = request->tunnel ? 0 : request->upstream_head.size();
+  if (!budget.Take(head_up + rest.size())) {
     return Refuse(
         box_fd, record, 403,
         "the box's network budget (" + std::to_string(budget.max_bytes()) + " bytes) is used up");
@@ -313,6 +315,7 @@ EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
       record.reason = request->tunnel ? "the box stopped reading" : "the upstream stopped reading";
       return record;
     }
+    record.bytes_up = head_up;
     Pipe up{box_fd, upstream->get(), rest, false, &record.bytes_up};
     Pipe down{upstream->get(), box_fd, "", false, &record.bytes_down};
     record.reason = name.reason + "; " + Relay(std::move(up), std::move(down), limits, budget);

@@ -188,6 +188,35 @@ TEST(EgressRelayTest, PlainHttpGoesUpstreamInOriginForm) {
   EXPECT_EQ(upstream.received().find("Proxy-"), std::string::npos);
 }
 
+// A plain-HTTP request's head goes upstream: it is the box sending, so it counts against the
+// budget and in bytes_up like a body (else many requests with big headers pass any budget).
+TEST(EgressRelayTest, APlainRequestsHeadCountsAgainstTheBudgetAndInBytesUp) {
+  Upstream upstream("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi", false);
+  const std::string where = "127.0.0.1:" + std::to_string(upstream.port());
+  auto policy = *EgressPolicy::Allow({where});
+  const std::string head =
+      "GET http://" + where + "/ HTTP/1.1\r\nX-Pad: " + std::string(4000, 'a') + "\r\n\r\n";
+  {
+    EgressBudget small(1000);  // less than the head
+    Connection c(policy, Quick(), small);
+    c.Send(head);
+    EXPECT_EQ(c.ReadAll().rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u);
+    EXPECT_NE(c.Finish().reason.find("budget"), std::string::npos);
+    EXPECT_EQ(small.used(), 0u);
+  }
+  EgressBudget budget(1 << 20);
+  Connection c(policy, Quick(), budget);
+  c.Send(head);
+  EXPECT_EQ(c.ReadAll(), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");
+  c.CloseWrite();
+  const EgressRecord& r = c.Finish();
+  EXPECT_TRUE(r.allowed) << r.reason;
+  upstream.Join();
+  EXPECT_GT(upstream.received().size(), 4000u);
+  EXPECT_EQ(r.bytes_up, upstream.received().size());
+  EXPECT_EQ(budget.used(), r.bytes_up + r.bytes_down);
+}
+
 TEST(EgressRelayTest, AHostOffTheListIsRefusedWithoutAConnection) {
   Upstream upstream;
   auto policy = *EgressPolicy::Allow({"pypi.org"});
