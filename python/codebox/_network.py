@@ -104,16 +104,8 @@ class _AsyncNetwork:
 
     async def install_packages(self, names: Sequence[str], *, index_url: str | None = None,
                                timeout: float | None = None) -> ExecResult:
-        """Installs packages with pip in the box (``pip install --user``; later ``python3``
-        and ``run_code`` cells import them) and returns pip's :class:`ExecResult`.
-
-        The box needs a network policy (``allow_hosts=[...]``, or ``network="allow"`` /
-        ``"open"``), else this raises :class:`BoxNetworkError`. ``index_url`` is pip's
-        ``--index-url`` (default: the public Python package index); its host is allowed for
-        this install only. A package pip cannot find, or a host the policy refuses, is a
-        non-zero ``exit_code`` with pip's reason in ``stderr``. ``timeout``: seconds
-        (default 300).
-        """
+        """The coroutine form of :meth:`SyncCodeBox.install_packages` (same
+        arguments, result and errors)."""
         call = _install_call(self._live, self._options, names, index_url, timeout)
         return await asyncio.get_running_loop().run_in_executor(_EXECUTOR, call)
 

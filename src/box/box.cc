@@ -300,7 +300,7 @@ class LocalBox final : public Box::Impl {
         {"HOME", "/root"},
         {"LANG", "C.UTF-8"},
         {"MPLBACKEND", "Agg"}};  // charts render to files; there is no display
-    if (EffectiveNetwork(options_) != NetworkMode::kNone) env.merge(box::ProxyEnvironment());
+    if (EffectiveNetwork(options_) != NetworkMode::kNone) env.merge(box::ProxyEnvironment(options_));
     for (const auto& [k, v] : options_.env) env[k] = v;
     return env;
   }

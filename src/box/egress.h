@@ -64,8 +64,9 @@ std::string NetworkDescription(const BoxOptions& options);
 
 // The environment a box with a network policy gives every exec: HTTP_PROXY, HTTPS_PROXY,
 // http_proxy, https_proxy (curl reads only the lower-case http_proxy) pointing at
-// http://127.0.0.1:3128, and NO_PROXY / no_proxy for the box's own loopback.
-std::map<std::string, std::string> ProxyEnvironment();
+// http://127.0.0.1:3128, and NO_PROXY / no_proxy for the box's own loopback (without
+// 127.0.0.1 or ::1 when allow_hosts names it as a literal: that means the host's).
+std::map<std::string, std::string> ProxyEnvironment(const BoxOptions& options);
 
 }  // namespace codebox::box
 

@@ -45,9 +45,21 @@ std::string NetworkDescription(const BoxOptions& options) {
   return text;
 }
 
-std::map<std::string, std::string> ProxyEnvironment() {
+std::map<std::string, std::string> ProxyEnvironment(const BoxOptions& options) {
   const std::string proxy = "http://127.0.0.1:" + std::to_string(protocol::msg::kEgressPort);
-  const std::string no_proxy = "localhost,127.0.0.1,::1";
+  // The box's own loopback bypasses the proxy, unless the allowlist names the host's loopback
+  // address as a literal: then that address means the host's (a service the user exposes to
+  // the box on purpose), and requests for it must reach the proxy.
+  bool host_v4_loopback = false, host_v6_loopback = false;
+  for (const std::string& entry : options.allow_hosts) {
+    auto pattern = net::ParseHostPattern(entry);
+    if (!pattern.ok() || !pattern->ip_literal) continue;
+    host_v4_loopback |= pattern->host == "127.0.0.1";
+    host_v6_loopback |= pattern->host == "::1";
+  }
+  std::string no_proxy = "localhost";
+  if (!host_v4_loopback) no_proxy += ",127.0.0.1";
+  if (!host_v6_loopback) no_proxy += ",::1";
   return {{"HTTP_PROXY", proxy},  {"HTTPS_PROXY", proxy}, {"http_proxy", proxy},
           {"https_proxy", proxy}, {"NO_PROXY", no_proxy}, {"no_proxy", no_proxy}};
 }
