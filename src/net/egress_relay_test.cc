@@ -1,6 +1,5 @@
 #include "net/egress_relay.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,6 +12,7 @@
 #include "base/io.h"
 #include "base/unique_fd.h"
 #include "tests/common/loopback_listener.h"
+#include "tests/common/rebinding_resolver.h"
 
 namespace codebox::net {
 namespace {
@@ -239,16 +239,7 @@ TEST(EgressRelayTest, AnAllowedNameThatResolvesInsideIsRefused) {
   auto policy = *EgressPolicy::Allow({"allowed.test:" + std::to_string(upstream.port())});
   EgressBudget budget(1 << 20);
   // DNS rebinding: the allowed name answers with the host's loopback (and a private address).
-  Resolver rebinding = [](const std::string&, uint16_t) -> StatusOr<std::vector<sockaddr_storage>> {
-    std::vector<sockaddr_storage> out(2);
-    auto* a = reinterpret_cast<sockaddr_in*>(&out[0]);
-    a->sin_family = AF_INET;
-    inet_pton(AF_INET, "127.0.0.1", &a->sin_addr);
-    auto* b = reinterpret_cast<sockaddr_in*>(&out[1]);
-    b->sin_family = AF_INET;
-    inet_pton(AF_INET, "10.1.2.3", &b->sin_addr);
-    return out;
-  };
+  Resolver rebinding = codebox::testing::RebindingResolver();
   Connection c(policy, Quick(), budget, rebinding);
   c.Send("CONNECT allowed.test:" + std::to_string(upstream.port()) + " HTTP/1.1\r\n\r\n");
   std::string got = c.ReadAll();

@@ -2,7 +2,6 @@
 // only way out, and the host judges every connection (docs/security.md, "Network"). The
 // servers listen on the host's loopback, which a box reaches only through its proxy and only
 // when the allowlist names it as a literal ("127.0.0.1:PORT").
-#include <arpa/inet.h>
 
 #include <chrono>
 #include <string>
@@ -10,6 +9,7 @@
 #include "box/box_internal.h"
 #include "image/sha256.h"
 #include "tests/box/egress_box_util.h"
+#include "tests/common/rebinding_resolver.h"
 
 namespace codebox {
 namespace {
@@ -91,17 +91,7 @@ class RebindingEnv final : public box::BoxEnv {
     return box::BoxEnv::Default().StartBackend(options);
   }
   net::Resolver resolver() const override {
-    return [](const std::string& host, uint16_t) -> StatusOr<std::vector<sockaddr_storage>> {
-      if (host != "allowed.test") return NotFound(host + ": not a name of this test");
-      std::vector<sockaddr_storage> out(2);
-      auto* a = reinterpret_cast<sockaddr_in*>(&out[0]);
-      a->sin_family = AF_INET;
-      inet_pton(AF_INET, "127.0.0.1", &a->sin_addr);
-      auto* b = reinterpret_cast<sockaddr_in*>(&out[1]);
-      b->sin_family = AF_INET;
-      inet_pton(AF_INET, "10.1.2.3", &b->sin_addr);
-      return out;
-    };
+    return codebox::testing::RebindingResolver("allowed.test");
   }
 };
 
