@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/paths.h"
+#include "box/egress.h"
 #include "box/leftovers.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
@@ -14,22 +15,6 @@ namespace {
 
 void Line(const char* what, bool ok, const std::string& detail) {
   std::printf("  %-14s %-4s %s\n", what, ok ? "yes" : "no", detail.c_str());
-}
-
-// The network the options ask for, in words.
-std::string NetworkSummary(const BoxOptions& options) {
-  switch (EffectiveNetwork(options)) {
-    case NetworkMode::kNone:
-      return "none";
-    case NetworkMode::kOpen:
-      return "OPEN: any public address (asked for with --network open)";
-    case NetworkMode::kAllow:
-      break;
-  }
-  std::string hosts;
-  for (const std::string& h : options.allow_hosts) hosts += (hosts.empty() ? "" : ", ") + h;
-  return "allow: " +
-         (hosts.empty() ? std::string("no hosts (only a --pip install's index)") : hosts);
 }
 
 }  // namespace
@@ -84,7 +69,7 @@ int DoctorCommand(const std::vector<std::string>& args) {
       "                 name and refuses internal addresses unless allowed as a literal\n"
       "  open           any public address, through the same proxy; only when asked for by name\n"
       "  this request:  %s\n",
-      NetworkSummary(options).c_str());
+      box::NetworkDescription(options).c_str());
 
   std::printf("\nimage stores, in search order:\n");
   for (const HostStore& s : host.stores) {
