@@ -45,6 +45,17 @@ def no_box_left_from_earlier_tests() -> Iterator[None]:
 
 
 @pytest.fixture
+def need_core() -> None:
+    """Options are checked by the C++ extension: without it, say so and skip."""
+    from codebox._values import _core
+
+    try:
+        _core()
+    except codebox.BoxError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture
 def need_box() -> None:
     """Skips the test, with the reason, when no box driver can run on this host."""
     reason = box_unavailable_reason()

@@ -13,15 +13,8 @@ from typing import Iterator
 import pytest
 
 import codebox
-from codebox._values import _core
 
-
-@pytest.fixture(autouse=True)
-def need_core() -> None:
-    try:
-        _core()
-    except codebox.BoxError as e:
-        pytest.skip(str(e))
+pytestmark = pytest.mark.usefixtures("need_core")
 
 
 def test_install_arguments_are_checked_before_the_box_is_needed() -> None:

@@ -16,14 +16,7 @@ import codebox
 from codebox._values import _core
 from conftest import box_unavailable_reason
 
-
-@pytest.fixture(autouse=True)
-def need_core() -> None:
-    """Options are checked by the C++ extension: without it, say so and skip."""
-    try:
-        _core()
-    except codebox.BoxError as e:
-        pytest.skip(str(e))
+pytestmark = pytest.mark.usefixtures("need_core")
 
 
 def _schema() -> list[dict[str, Any]]:
