@@ -24,6 +24,8 @@ PACKAGES=(
   libarchive-dev                        # codebox serve: directories as tar (files API)
   iproute2 openssl python3-pip          # tests/net: namespaces, the test CA, the index checked with pip
   chromium chromium-driver python3-selenium  # tests/web: the playground in a real browser
+  skopeo                                # codebox image pull/import: registries, archives, digests
+  docker-registry busybox-static        # tests/oci: a loopback registry, a libc-free image
 )
 # tests/mcp drives the MCP server with the official TypeScript SDK, which needs Node.js and npm.
 # A machine that already has a Node.js with npm (NodeSource's, say) keeps it: Debian's npm

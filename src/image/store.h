@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,8 +24,24 @@ struct Recipe {
   std::string text;  // the recipe file as read (hashed into the id)
 };
 
+// How an OCI image's config says its processes run (all empty for recipe images). Every
+// field came from a hostile file and was checked on import (src/image/oci_layout.cc).
+struct ImageConfig {
+  std::vector<std::string> env;  // "KEY=VALUE" as the image lists them (PATH among them)
+  std::string working_dir;       // absolute and clean, or "" (the image names none)
+  std::string user;              // as the image wrote it ("app", "1000:1000"), or ""
+  // `user` resolved against the image's /etc/passwd and /etc/group; nullopt: root (none given,
+  // or "root"/"0").
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  std::string home;  // the user's home directory from /etc/passwd, or ""
+  // working_dir holds files in the image: a box keeps them visible (read-only) instead of
+  // putting an empty scratch directory over them.
+  bool working_dir_has_files = false;
+};
+
 struct ImageInfo {
-  std::string name;
+  std::string name;  // a recipe's name, or an OCI image's canonical reference
   std::string id;      // content-addressed: hash of the recipe text (+ builder version)
   std::string dir;     // $home/images/<id>
   std::string rootfs;  // $home/images/<id>/rootfs
@@ -32,6 +49,11 @@ struct ImageInfo {
   std::string built_at;  // ISO 8601
   std::string store;     // $home: the store it was found in
   base::ImageStore::Kind store_kind = base::ImageStore::Kind::kExplicit;
+  // OCI images only: where it came from and what it says about running.
+  std::string source;     // "recipe", or "oci": pulled or imported
+  std::string reference;  // what was pulled ("docker.io/library/python:3.12-slim") or imported
+  std::string digest;     // the image manifest's digest, "sha256:<64 hex>"
+  ImageConfig config;
 };
 
 // Directory holding recipes: base::FindRecipeDir() ($CODEBOX_IMAGES, else where codebox is

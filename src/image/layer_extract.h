@@ -1,0 +1,54 @@
+// Applies OCI image layers (tar, gzip- or zstd-compressed or not) onto a rootfs tree, treating
+// every byte of a layer as hostile: nothing is ever written outside the tree, whatever the
+// names, symlinks and hardlinks in the layer say, and the size limits hold while extracting.
+#ifndef CODEBOX_IMAGE_LAYER_EXTRACT_H_
+#define CODEBOX_IMAGE_LAYER_EXTRACT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "codebox/status.h"
+
+namespace codebox::image {
+
+struct ExtractLimits {
+  uint64_t max_bytes = 16ull << 30;  // file data written, all layers together
+  uint64_t max_entries = 2'000'000;  // tar entries, all layers together
+  bool keep_setuid = false;          // false: setuid and setgid bits are cleared
+};
+
+// What the layers held, summed over every ApplyLayer call that is given the same struct.
+struct ExtractStats {
+  uint64_t bytes = 0;             // file data written
+  uint64_t entries = 0;           // tar entries read (whiteouts included)
+  uint64_t whiteouts = 0;         // .wh.NAME and .wh..wh..opq entries applied
+  uint64_t dropped_devices = 0;   // character and block devices skipped
+  uint64_t cleared_setuid = 0;    // files whose setuid/setgid bits were cleared
+};
+
+// Extracts the layer file `layer_path` onto the tree at `rootfs` (a directory, normally
+// created empty by the caller for the first layer), with OCI layer semantics:
+//  * later layers overwrite earlier entries; a directory entry over an existing directory
+//    keeps its contents and takes the new mode/owner;
+//  * whiteouts: ".wh.NAME" removes NAME from the lower layers; ".wh..wh..opq" in a directory
+//    removes everything the lower layers put there; neither is itself written;
+//  * ownership (uid/gid from the tar header) and modes are applied (as root), mtimes kept;
+//  * regular files, directories, symlinks (targets stored as given: they resolve in the box,
+//    whose root is the tree), hardlinks, FIFOs are written; char/block devices are dropped;
+//    setuid/setgid are cleared unless limits.keep_setuid.
+// Parent directories are resolved inside the tree, as the box would resolve them
+// (openat2 RESOLVE_IN_ROOT): a symlink "etc -> /etc" or "up -> ../../.." in a layer leads to
+// the tree's own /etc or root, never the host's; the last component is never followed.
+// Refused, each with an error that names the layer and the entry ("layer 2 of 3
+// (sha256:ab..): entry '../../etc/x': ..."): names with a ".." component, hardlinks whose
+// target has one or is not a file or symlink already in the tree, names with NUL or over
+// PATH_MAX, an unreadable or truncated archive, and a layer that takes the totals past
+// `limits` (counted while writing, not trusted from the headers). On error the tree is left
+// partly written: the caller removes it. A leading "/" or "./" is dropped, as tar does.
+// `label` names the layer in messages ("layer 2 of 3 (sha256:abcd...)").
+Status ApplyLayer(const std::string& rootfs, const std::string& layer_path,
+                  const std::string& label, const ExtractLimits& limits, ExtractStats* stats);
+
+}  // namespace codebox::image
+
+#endif  // CODEBOX_IMAGE_LAYER_EXTRACT_H_
