@@ -25,6 +25,9 @@ std::string AsciiLower(std::string_view s);
 // A size for people: "512 B", "3 KiB", "163 MiB", "1.2 GiB".
 std::string FormatSize(uint64_t bytes);
 
+// Standard padded base64 (RFC 4648).
+std::string EncodeBase64(std::string_view bytes);
+
 }  // namespace codebox::base
 
 #endif  // CODEBOX_BASE_TEXT_H_

@@ -15,6 +15,7 @@
 #include "box/copy.h"
 #include "box/egress.h"
 #include "box/host_files.h"
+#include "box/image_lookup.h"
 #include "box/install.h"
 #include "box/warm_python.h"
 #include "image/store.h"
@@ -426,9 +427,7 @@ namespace {
 class DriverEnv final : public BoxEnv {
  public:
   StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options) override {
-    // The user's own store first, then the system store root built for everyone.
-    ASSIGN_OR_RETURN(image::ImageInfo image,
-                     image::FindImage(base::ImageStores(options.home), options.image));
+    ASSIGN_OR_RETURN(image::ImageInfo image, FindOrPullImage(options));
     ASSIGN_OR_RETURN(DriverChoice choice, ChooseDriver(options));
     CODEBOX_LOG(kInfo, "create box: image " << image.id << ", driver " << choice.reason);
     return box::StartBackend(options, choice, image.rootfs);

@@ -5,6 +5,7 @@
 #include "box/options_fields.h"
 #include "codebox/option_schema.h"
 #include "http/address.h"
+#include "image/oci_reference.h"
 #include "net/egress_policy.h"
 
 namespace codebox {
@@ -18,8 +19,13 @@ Status CheckImageName(const std::string& name) {
     ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
   }
   if (ok) return Status::Ok();
-  return InvalidArgument("image name '" + name +
-                         "' is not valid (letters, digits, '-', '_', '.'; at most 64)");
+  // Or an OCI image: "python:3.12-slim", "ghcr.io/org/app@sha256:...".
+  auto ref = image::ParseImageReference(name);
+  if (ref.ok()) return Status::Ok();
+  return InvalidArgument("image '" + name +
+                         "' is neither a recipe's name (letters, digits, '-', '_', '.'; at most "
+                         "64) nor an OCI reference: " +
+                         ref.status().message());
 }
 
 Status CheckAbsolutePath(const std::string& path) {
@@ -47,7 +53,8 @@ const std::vector<Entry<BoxOptions>>& BoxEntries() {
   static const auto* entries = new std::vector<Entry<BoxOptions>>{
       {{.name = "image",
         .type = OptionType::kString,
-        .help = "image to run (build it with `codebox image build NAME`)",
+        .help = "image to run: a recipe's name (`codebox image build NAME`) or an OCI "
+                "reference (python:3.12-slim; pulled on first use)",
         .value_name = "NAME"},
        &BoxOptions::image,
        CheckImageName},

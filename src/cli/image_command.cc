@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -11,22 +12,38 @@
 #include "base/paths.h"
 #include "base/text.h"
 #include "cli/commands.h"
+#include "cli/image_commands.h"
+#include "image/oci_reference.h"
 #include "image/store.h"
 
 namespace codebox::cli {
-namespace {
 
-constexpr const char kImageUsage[] = R"(usage: codebox image COMMAND [options]
+const char kImageUsage[] = R"(usage: codebox image COMMAND [options]
 
 commands:
   build [--force] [NAME...]   build images from their recipes (default: python); an image
                               whose recipe is unchanged is skipped unless --force is given.
                               Needs root (debootstrap); root builds into
                               /var/lib/codebox, where every user's boxes find them.
-  ls                          list built images (in every store searched) and recipes
-                              not built yet
-  rm NAME|ID...               remove every build of NAME, or the one build ID, from
-                              your own store
+  pull [options] REF...       pull OCI images from a registry: NAME[:TAG] or NAME@sha256:...
+                              (python:3.12-slim, ghcr.io/org/app:1); a digest the store
+                              has is not fetched again. Needs root.
+      --creds USER:PASSWORD   log in to the registry (default: the registry auth file,
+                              $REGISTRY_AUTH_FILE or ~/.docker/config.json, if any)
+      --authfile FILE         read credentials from FILE
+      --insecure              plain HTTP, no TLS checks: only for a registry on this
+                              host or at a private address
+  import [options] FILE...    import an OCI layout (a directory), an OCI archive or a
+                              `docker save` archive. Needs root.
+      --name NAME[:TAG]       what boxes ask for (default: the name the archive gives)
+  pull and import also take:
+      --max-size SIZE         largest image, unpacked (default 16G)
+      --keep-setuid           keep setuid/setgid bits (dropped by default)
+      --force                 fetch and unpack again even when the store has it
+  ls                          list built and pulled images (in every store searched) and
+                              recipes not built yet
+  rm NAME|REF|ID...           remove every build of NAME, the image REF, or the one build
+                              ID, from your own store
 
 Recipes live in $CODEBOX_IMAGES or share/codebox/images where codebox is installed.
 Stores searched for images: $CODEBOX_HOME alone if set; else /var/lib/codebox for root;
@@ -34,12 +51,25 @@ else your own ~/.local/share/codebox (or $XDG_DATA_HOME/codebox) first, then
 /var/lib/codebox (read-only for you).
 )";
 
-volatile sig_atomic_t g_interrupted = 0;
+namespace {
 
-// Ctrl-C reaches the whole process group: debootstrap or apt-get dies of it, and the build
-// returns an error after removing its temp dir. Catching it here (instead of dying at once)
-// is what lets that cleanup run.
+volatile sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
+
+}  // namespace
+
+InterruptGuard::InterruptGuard() {
+  struct sigaction action = {};
+  action.sa_handler = OnInterrupt;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, &old_);
+}
+
+InterruptGuard::~InterruptGuard() { ::sigaction(SIGINT, &old_, nullptr); }
+
+bool InterruptGuard::interrupted() { return g_interrupted != 0; }
+
+namespace {
 
 bool IsHelp(const std::string& a) { return a == "--help" || a == "-h" || a == "help"; }
 
@@ -62,12 +92,7 @@ int Build(const std::vector<std::string>& args) {
   }
   if (names.empty()) names.push_back("python");
 
-  struct sigaction action = {};
-  action.sa_handler = OnInterrupt;
-  sigemptyset(&action.sa_mask);
-  struct sigaction old_action;
-  ::sigaction(SIGINT, &action, &old_action);
-
+  InterruptGuard interrupts;
   // Whatever root's umask, the system store's images must be readable by every user.
   if (::geteuid() == 0) ::umask(022);
   const std::vector<base::ImageStore> stores = base::ImageStores();
@@ -100,7 +125,7 @@ int Build(const std::vector<std::string>& args) {
           std::fflush(stdout);
         },
         options);
-    if (g_interrupted && !built.ok()) {
+    if (InterruptGuard::interrupted() && !built.ok()) {
       std::fprintf(stderr,
                    "codebox image build: interrupted; the partial build of %s was removed\n",
                    name.c_str());
@@ -113,7 +138,6 @@ int Build(const std::vector<std::string>& args) {
       rc = 1;
     }
   }
-  ::sigaction(SIGINT, &old_action, nullptr);
   return rc;
 }
 
@@ -132,30 +156,48 @@ int List(const std::vector<std::string>& args) {
     auto recipe = image::LoadRecipe(name);
     current_ids[name] = recipe.ok() ? image::ImageId(*recipe) : "";
   }
-  const char* row = "%-16s %-16s %9s  %-20s %-8s %s\n";
-  std::printf(row, "NAME", "ID", "SIZE", "BUILT", "STORE", "");
+  struct Row {
+    std::string name, id, size, built, store, note;
+  };
+  std::vector<Row> rows;
   std::map<std::string, bool> built_current;
   for (const image::ImageInfo& info : image::ListImages(stores)) {
+    Row r{info.name, info.id, base::FormatSize(info.size_bytes), info.built_at,
+          base::StoreKindName(info.store_kind), ""};
+    if (info.source == "oci") {
+      // The reference as the user writes it, and the manifest digest it was pulled at.
+      auto ref = image::ParseImageReference(info.reference);
+      r.name = ref.ok() ? ref->Familiar() : info.reference;
+      r.note = "oci " + info.digest.substr(0, 7 + 12);
+      rows.push_back(std::move(r));
+      continue;
+    }
     auto it = current_ids.find(info.name);
-    const char* note = "";
     if (it == current_ids.end()) {
-      note = "(no recipe)";
+      r.note = "(no recipe)";
     } else if (it->second == info.id) {
       // The first store in search order with a current build is the one boxes use.
-      note = built_current[info.name] ? "(shadowed by the store above)" : "";
+      r.note = built_current[info.name] ? "(shadowed by the store above)" : "";
       built_current[info.name] = true;
     } else {
-      note = "(old recipe)";
+      r.note = "(old recipe)";
     }
-    std::printf(row, info.name.c_str(), info.id.c_str(), base::FormatSize(info.size_bytes).c_str(),
-                info.built_at.c_str(), base::StoreKindName(info.store_kind), note);
+    rows.push_back(std::move(r));
   }
   for (const auto& [name, id] : current_ids) {
     if (built_current.count(name) != 0) continue;
-    std::string note =
-        "(not built; run: " + image::BuildCommandHint(name, stores, ::geteuid() == 0) + ")";
-    std::printf(row, name.c_str(), "-", "-", "-", "-", note.c_str());
+    rows.push_back({name, "-", "-", "-", "-",
+                    "(not built; run: " + image::BuildCommandHint(name, stores, ::geteuid() == 0) +
+                        ")"});
   }
+  int width = 16;
+  for (const Row& r : rows) width = std::max(width, static_cast<int>(r.name.size()));
+  auto print = [&](const Row& r) {
+    std::printf("%-*s %-16s %9s  %-20s %-8s %s\n", width, r.name.c_str(), r.id.c_str(),
+                r.size.c_str(), r.built.c_str(), r.store.c_str(), r.note.c_str());
+  };
+  print({"NAME", "ID", "SIZE", "BUILT", "STORE", ""});
+  for (const Row& r : rows) print(r);
   for (const base::ImageStore& store : stores) {
     std::printf("%s store: %s/images%s\n", base::StoreKindName(store.kind), store.path.c_str(),
                 store.kind == base::ImageStore::Kind::kSystem && ::geteuid() != 0
@@ -218,6 +260,8 @@ int ImageCommand(const std::vector<std::string>& args) {
     return 0;
   }
   if (command == "build") return Build(rest);
+  if (command == "pull") return ImagePull(rest);
+  if (command == "import") return ImageImport(rest);
   if (command == "ls" || command == "list") return List(rest);
   if (command == "rm" || command == "remove") return Remove(rest);
   std::fprintf(stderr, "codebox image: unknown command '%s'\n\n%s", command.c_str(), kImageUsage);

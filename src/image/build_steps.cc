@@ -14,6 +14,7 @@
 #include "base/io.h"
 #include "base/subprocess.h"
 #include "base/unique_fd.h"
+#include "image/tree_fs.h"
 
 namespace codebox::image {
 namespace {
@@ -241,14 +242,30 @@ Status StripTree(const std::string& rootfs) {
 }
 
 Status FinishTree(const std::string& rootfs) {
-  for (const char* dir : {"work", ".codebox"}) {
-    std::string path = rootfs + "/" + dir;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
-      return base::ErrnoStatus("mkdir " + path);
+  // An OCI image's tree came from hostile layers: every step works on fds of the tree and
+  // never follows a symlink in it (say etc -> /etc, or .codebox -> /usr/bin on the host).
+  base::UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root.valid()) return base::ErrnoStatus("open " + rootfs);
+  // Mount points the drivers use, real directories whatever the tree had there.
+  for (const char* dir : {"work", ".codebox", "tmp", "root", "data", "etc", "var"}) {
+    RETURN_IF_ERROR(EnsureTreeDir(root.get(), dir, 0755).WithContext("finish " + rootfs));
   }
-  RETURN_IF_ERROR(WriteTreeFile(rootfs, "etc/hostname", "codebox\n"));
-  RETURN_IF_ERROR(WriteTreeFile(rootfs, "etc/hosts",
-                                "127.0.0.1\tlocalhost codebox\n::1\tlocalhost ip6-localhost\n"));
+  base::UniqueFd var(::openat(root.get(), "var", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!var.valid()) return base::ErrnoStatus("open " + rootfs + "/var");
+  RETURN_IF_ERROR(EnsureTreeDir(var.get(), "tmp", 01777).WithContext("finish " + rootfs));
+  base::UniqueFd etc(::openat(root.get(), "etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!etc.valid()) return base::ErrnoStatus("open " + rootfs + "/etc");
+  for (const auto& [name, data] : {std::pair<const char*, const char*>{"hostname", "codebox\n"},
+                                   {"hosts", "127.0.0.1\tlocalhost codebox\n::1\tlocalhost "
+                                             "ip6-localhost\n"}}) {
+    if (::unlinkat(etc.get(), name, 0) != 0 && errno != ENOENT)
+      return base::ErrnoStatus(std::string("unlink etc/") + name);
+    base::UniqueFd fd(::openat(etc.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                               0644));
+    if (!fd.valid()) return base::ErrnoStatus(std::string("create etc/") + name);
+    RETURN_IF_ERROR(base::WriteAll(fd.get(), data));
+    if (::fchmod(fd.get(), 0644) != 0) return base::ErrnoStatus(std::string("chmod etc/") + name);
+  }
   return Status::Ok();
 }
 

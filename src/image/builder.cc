@@ -35,54 +35,6 @@ std::string ProgramOr(const std::string& chosen, const char* env_var, const char
   return fallback;
 }
 
-std::string NowIso8601() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-// A temp dir is in use while a build holds flock() on it. The lock fd is inherited by
-// debootstrap, apt-get and dpkg, so a tool orphaned by a killed build still holds it and its
-// tree is not deleted from under it.
-bool TempInUse(const std::string& path) {
-  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  return fd.valid() && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-}
-
-// Removes leftovers (.tmp-*-<pid>) of builds that failed to clean up or were killed, and of
-// interrupted removals. One is live while locked or while its pid runs (the moment between
-// mkdir and flock, and RemoveImage's unlocked trash dirs). A live build of the same id is an
-// error rather than a race.
-Status CleanStaleTemps(const std::string& images_dir, const std::string& id,
-                       const std::function<void(const std::string&)>& say) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(images_dir.c_str())) {
-    while (struct dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name.starts_with(".tmp-")) names.push_back(name);
-    }
-    ::closedir(d);
-  }
-  for (const std::string& name : names) {
-    std::string path = images_dir + "/" + name;
-    long pid = std::strtol(name.c_str() + name.rfind('-') + 1, nullptr, 10);
-    bool alive =
-        pid > 0 && pid != ::getpid() && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
-    if (alive || TempInUse(path)) {
-      if (name.starts_with(".tmp-" + id + "-")) {
-        return Unavailable("another build of this image is running (" + path + " is in use)");
-      }
-      continue;
-    }
-    say("removing leftover " + name + " of an earlier build that did not finish");
-    RETURN_IF_ERROR(base::RemoveTreeAndMounts(path).WithContext("clean stale build"));
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
@@ -139,28 +91,14 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
     ASSIGN_OR_RETURN(mirror, FindMirror(recipe.suite));
   }
 
-  const std::string tmp_dir = images_dir + "/.tmp-" + id + "-" + std::to_string(::getpid());
-  RETURN_IF_ERROR(base::RemoveTreeAndMounts(tmp_dir));
-  if (::mkdir(tmp_dir.c_str(), 0755) != 0) return base::ErrnoStatus("mkdir " + tmp_dir);
-  // From here on, any failure removes the temp dir; success moves it away first.
-  struct TempGuard {
-    std::string path;
-    ~TempGuard() {
-      if (!path.empty()) (void)base::RemoveTreeAndMounts(path);
-    }
-  } guard{tmp_dir};
-  // Every build tool is handed the lock too (StepContext::lock_fd; see TempInUse).
-  base::UniqueFd lock(::open(tmp_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!lock.valid() || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
-    return base::ErrnoStatus("lock " + tmp_dir);
-  }
-
+  ASSIGN_OR_RETURN(StagingDir staging, StagingDir::Create(images_dir, id));
+  const std::string& tmp_dir = staging.path();
   StepContext ctx;
   ctx.rootfs = tmp_dir + "/rootfs";
   ctx.mirror = mirror;
   ctx.debootstrap = ProgramOr(options.debootstrap, "CODEBOX_DEBOOTSTRAP", "debootstrap");
   ctx.chroot = ProgramOr(options.chroot, "CODEBOX_CHROOT", "chroot");
-  ctx.lock_fd = lock.get();
+  ctx.lock_fd = staging.lock_fd();
   ctx.say = say;
 
   say("building image " + recipe.name + " (" + id + "): debootstrap " + recipe.suite + " from " +
@@ -191,16 +129,7 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
     if (::chmod(path.c_str(), mode) != 0) return base::ErrnoStatus("chmod " + path);
   }
 
-  // Into place. With --force over an existing build, swap the two atomically and delete the
-  // old one afterwards, so readers see either the old or the new image, never neither.
-  if (base::PathExists(final_dir)) {
-    if (::renameat2(AT_FDCWD, tmp_dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) != 0) {
-      return base::ErrnoStatus("swap " + tmp_dir + " with " + final_dir);
-    }
-  } else if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) {
-    return base::ErrnoStatus("rename " + tmp_dir + " to " + final_dir);
-  }
-  // The guard now removes the old build swapped into tmp_dir, or nothing.
+  RETURN_IF_ERROR(staging.CommitTo(final_dir));
   RETURN_IF_ERROR(SetNamePointer(home, recipe.name, id));
   record.info.dir = final_dir;
   record.info.rootfs = final_dir + "/rootfs";

@@ -1,7 +1,17 @@
 #include "image/sha256.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "base/io.h"
+#include "base/unique_fd.h"
 
 namespace codebox::image {
 namespace {
@@ -59,31 +69,64 @@ void Compress(std::array<uint32_t, 8>& state, const unsigned char* block) {
 
 }  // namespace
 
-std::string Sha256Hex(std::string_view data) {
-  std::array<uint32_t, 8> state = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+void Sha256::Update(std::string_view data) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
-  size_t full = data.size() / 64 * 64;
-  for (size_t off = 0; off < full; off += 64) Compress(state, bytes + off);
+  size_t n = data.size();
+  total_ += n;
+  if (block_len_ > 0) {
+    size_t take = std::min(n, sizeof block_ - block_len_);
+    std::memcpy(block_ + block_len_, bytes, take);
+    block_len_ += take;
+    bytes += take;
+    n -= take;
+    if (block_len_ < sizeof block_) return;
+    Compress(state_, block_);
+    block_len_ = 0;
+  }
+  for (; n >= 64; bytes += 64, n -= 64) Compress(state_, bytes);
+  std::memcpy(block_, bytes, n);
+  block_len_ = n;
+}
 
+std::string Sha256::HexDigest() {
   // Padding: 0x80, zeros, then the message length in bits as a big-endian 64-bit number.
   unsigned char tail[128] = {};
-  size_t rest = data.size() - full;
-  for (size_t i = 0; i < rest; ++i) tail[i] = bytes[full + i];
-  tail[rest] = 0x80;
-  size_t tail_len = rest + 1 + 8 <= 64 ? 64 : 128;
-  uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
+  std::memcpy(tail, block_, block_len_);
+  tail[block_len_] = 0x80;
+  size_t tail_len = block_len_ + 1 + 8 <= 64 ? 64 : 128;
+  uint64_t bits = total_ * 8;
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  Compress(state, tail);
-  if (tail_len == 128) Compress(state, tail + 64);
+  Compress(state_, tail);
+  if (tail_len == 128) Compress(state_, tail + 64);
 
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(64);
-  for (uint32_t word : state) {
+  for (uint32_t word : state_) {
     for (int shift = 28; shift >= 0; shift -= 4) out.push_back(kHex[(word >> shift) & 0xf]);
   }
   return out;
+}
+
+std::string Sha256Hex(std::string_view data) {
+  Sha256 hasher;
+  hasher.Update(data);
+  return hasher.HexDigest();
+}
+
+StatusOr<std::string> Sha256FileHex(const std::string& path) {
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return base::ErrnoStatus("open " + path);
+  Sha256 hasher;
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return base::ErrnoStatus("read " + path);
+    if (n == 0) break;
+    hasher.Update(std::string_view(buf.data(), static_cast<size_t>(n)));
+  }
+  return hasher.HexDigest();
 }
 
 }  // namespace codebox::image

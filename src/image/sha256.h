@@ -3,13 +3,34 @@
 #ifndef CODEBOX_IMAGE_SHA256_H_
 #define CODEBOX_IMAGE_SHA256_H_
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "codebox/status.h"
+
 namespace codebox::image {
+
+// Incremental hashing, for blobs too big to hold in memory.
+class Sha256 {
+ public:
+  void Update(std::string_view data);
+  // Lower-case hex digest (64 characters) of everything given; the hasher is spent after.
+  std::string HexDigest();
+
+ private:
+  std::array<uint32_t, 8> state_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  unsigned char block_[64] = {};
+  size_t block_len_ = 0;
+  uint64_t total_ = 0;
+};
 
 // Lower-case hex digest (64 characters) of data.
 std::string Sha256Hex(std::string_view data);
+// The digest of the file at `path`, read in pieces.
+StatusOr<std::string> Sha256FileHex(const std::string& path);
 
 }  // namespace codebox::image
 

@@ -27,5 +27,18 @@ TEST(Sha256Test, PaddingBoundaries) {
             "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
 }
 
+// Pieces of every size give the digest of the whole, across block boundaries.
+TEST(Sha256Test, IncrementalMatchesOneShot) {
+  std::string data;
+  for (int i = 0; i < 1000; ++i) data.push_back(static_cast<char>(i * 7));
+  for (size_t piece : {1, 3, 63, 64, 65, 200}) {
+    Sha256 hasher;
+    for (size_t off = 0; off < data.size(); off += piece) {
+      hasher.Update(std::string_view(data).substr(off, piece));
+    }
+    EXPECT_EQ(hasher.HexDigest(), Sha256Hex(data)) << "pieces of " << piece;
+  }
+}
+
 }  // namespace
 }  // namespace codebox::image

@@ -13,6 +13,8 @@
 
 #include "base/fs.h"
 #include "base/io.h"
+#include "image/oci_import.h"
+#include "image/oci_reference.h"
 #include "image/recipe.h"
 #include "image/store_internal.h"
 
@@ -32,12 +34,18 @@ std::string JoinStorePaths(const std::vector<base::ImageStore>& stores) {
 
 // The id images/by-name/<name> points at, or "" when there is no pointer.
 std::string NamePointer(const std::string& home, const std::string& name) {
-  char buf[PATH_MAX];
-  std::string link = ByNameDir(home) + "/" + name;
-  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  std::string target(buf, static_cast<size_t>(n));
-  return target.substr(target.rfind('/') + 1);
+  return ReadPointer(ByNameDir(home), name);
+}
+
+// Drops the pointers in `dir` that point at one of `doomed`.
+void DropPointers(const std::string& dir, const std::vector<std::string>& doomed) {
+  for (const std::string& link : base::ListDirectory(dir)) {
+    if (link == "." || link == "..") continue;
+    std::string id = ReadPointer(dir, link);
+    if (std::find(doomed.begin(), doomed.end(), id) != doomed.end()) {
+      ::unlink((dir + "/" + link).c_str());
+    }
+  }
 }
 
 std::vector<std::string> ImageDirs(const std::string& home) {
@@ -74,6 +82,20 @@ Status WriteManifest(const std::string& path, const BuildRecord& record,
       {"build_seconds", record.build_seconds},
       {"packages", packages},
   };
+  if (record.info.source == "oci") {
+    const ImageConfig& c = record.info.config;
+    nlohmann::json config = {{"env", c.env},
+                             {"working_dir", c.working_dir},
+                             {"user", c.user},
+                             {"home", c.home},
+                             {"working_dir_has_files", c.working_dir_has_files}};
+    if (c.uid) config["uid"] = *c.uid;
+    if (c.gid) config["gid"] = *c.gid;
+    j["source"] = "oci";
+    j["reference"] = record.info.reference;
+    j["digest"] = record.info.digest;
+    j["config"] = config;
+  }
   return base::WriteFile(path, j.dump(2) + "\n", /*atomic=*/true);
 }
 
@@ -94,6 +116,20 @@ StatusOr<BuildRecord> ReadManifest(const std::string& image_dir) {
     r.description = j.value("description", "");
     r.mirror = j.value("mirror", "");
     r.build_seconds = j.value("build_seconds", 0.0);
+    r.info.source = j.value("source", "recipe");
+    if (r.info.source == "oci") {
+      r.info.reference = j.value("reference", "");
+      r.info.digest = j.value("digest", "");
+      const nlohmann::json config = j.value("config", nlohmann::json::object());
+      ImageConfig& c = r.info.config;
+      c.env = config.value("env", std::vector<std::string>{});
+      c.working_dir = config.value("working_dir", "");
+      c.user = config.value("user", "");
+      c.home = config.value("home", "");
+      c.working_dir_has_files = config.value("working_dir_has_files", false);
+      if (config.contains("uid")) c.uid = config["uid"].get<uint32_t>();
+      if (config.contains("gid")) c.gid = config["gid"].get<uint32_t>();
+    }
     if (j.contains("packages") && j["packages"].is_object()) {
       for (const auto& [pkg, version] : j["packages"].items()) {
         if (version.is_string()) r.packages.emplace_back(pkg, version.get<std::string>());
@@ -107,11 +143,23 @@ StatusOr<BuildRecord> ReadManifest(const std::string& image_dir) {
   return r;
 }
 
+std::string ReadPointer(const std::string& pointer_dir, const std::string& name) {
+  char buf[PATH_MAX];
+  std::string link = pointer_dir + "/" + name;
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string target(buf, static_cast<size_t>(n));
+  return target.substr(target.rfind('/') + 1);
+}
+
 Status SetNamePointer(const std::string& home, const std::string& name, const std::string& id) {
-  RETURN_IF_ERROR(base::MakeDirs(ByNameDir(home)));
-  if (::chmod(ByNameDir(home).c_str(), 0755) != 0)
-    return base::ErrnoStatus("chmod " + ByNameDir(home));
-  std::string link = ByNameDir(home) + "/" + name;
+  return SetPointer(ByNameDir(home), name, id);
+}
+
+Status SetPointer(const std::string& pointer_dir, const std::string& name, const std::string& id) {
+  RETURN_IF_ERROR(base::MakeDirs(pointer_dir));
+  if (::chmod(pointer_dir.c_str(), 0755) != 0) return base::ErrnoStatus("chmod " + pointer_dir);
+  std::string link = pointer_dir + "/" + name;
   std::string tmp = link + ".tmp-" + std::to_string(::getpid());
   ::unlink(tmp.c_str());
   if (::symlink(("../" + id).c_str(), tmp.c_str()) != 0) return base::ErrnoStatus("symlink " + tmp);
@@ -154,6 +202,12 @@ std::string UnreadableImageHint(const std::string& name, const std::string& stor
 
 StatusOr<ImageInfo> FindImage(const std::vector<base::ImageStore>& stores,
                               const std::string& name) {
+  if (IsOciImageName(name)) {
+    // A plain word without a recipe may still name a recipe's earlier build (by-name/).
+    bool built = false;
+    for (const base::ImageStore& store : stores) built = built || !NamePointer(store.path, name).empty();
+    if (!IsValidImageName(name) || !built) return FindOciImage(stores, name);
+  }
   if (!IsValidImageName(name)) {
     return InvalidArgument("bad image name '" + name + "' (use a-z, 0-9, '-', '_', '.')");
   }
@@ -223,8 +277,13 @@ std::vector<ImageInfo> ListImages(const std::vector<base::ImageStore>& stores) {
 Status RemoveImage(const std::string& home, const std::string& name) {
   // NAME removes every build of that name; an id removes that one build.
   std::vector<std::string> doomed;
+  std::string canonical;  // NAME as an OCI reference ("python:3.12-slim" -> docker.io/...)
+  if (auto ref = ParseImageReference(name); ref.ok()) canonical = ref->Canonical();
   for (const ImageInfo& image : ListImages(home)) {
-    if (image.name == name || image.id == name) doomed.push_back(image.id);
+    bool oci_match = !canonical.empty() && image.source == "oci" &&
+                     (image.name == canonical || image.reference == canonical ||
+                      ReadPointer(ByRefDir(home), RefPointerName(canonical)) == image.id);
+    if (image.name == name || image.id == name || oci_match) doomed.push_back(image.id);
   }
   if (doomed.empty()) return NotFound("no built image named '" + name + "'");
   for (const std::string& id : doomed) {
@@ -234,19 +293,9 @@ Status RemoveImage(const std::string& home, const std::string& name) {
     if (::rename(dir.c_str(), trash.c_str()) != 0) return base::ErrnoStatus("rename " + dir);
     RETURN_IF_ERROR(base::RemoveTreeAndMounts(trash).WithContext("remove image " + id));
   }
-  // Drop name pointers that now point nowhere.
-  if (DIR* d = ::opendir(ByNameDir(home).c_str())) {
-    std::vector<std::string> links;
-    while (struct dirent* e = ::readdir(d)) links.emplace_back(e->d_name);
-    ::closedir(d);
-    for (const std::string& link : links) {
-      if (link == "." || link == "..") continue;
-      std::string id = NamePointer(home, link);
-      if (std::find(doomed.begin(), doomed.end(), id) != doomed.end()) {
-        ::unlink((ByNameDir(home) + "/" + link).c_str());
-      }
-    }
-  }
+  // Drop pointers that now point nowhere.
+  DropPointers(ByNameDir(home), doomed);
+  DropPointers(ByRefDir(home), doomed);
   return Status::Ok();
 }
 

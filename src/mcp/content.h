@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+
 #include <vector>
 
+#include "base/text.h"
 #include "codebox/status.h"
 
 namespace codebox::mcp {
@@ -23,9 +25,6 @@ bool IsUtf8(std::string_view bytes);
 // "image/png" or "image/jpeg" when `bytes` start like one (and have a header the host can
 // read), else "".
 std::string ImageType(std::string_view bytes);
-
-// Standard padded base64 (RFC 4648), as MCP's image content carries it.
-std::string EncodeBase64(std::string_view bytes);
 
 // An image a cell returned (base64 from the box) as the data of an image content: decoded
 // within max_bytes, checked to be the `mime` it claims, encoded again. The error says why it

@@ -158,7 +158,7 @@ ToolResult ReadFile(Box& box, const json& args, const SessionOptions& options) {
   if (std::string type = ImageType(*data);
       !type.empty() && data->size() <= options.max_image_bytes) {
     result.Text(path + ": " + type + ", " + std::to_string(data->size()) + " bytes");
-    result.Image(EncodeBase64(*data), type);
+    result.Image(base::EncodeBase64(*data), type);
   } else if (IsUtf8(*data) && data->find('\0') == std::string::npos) {
     result.Text(data->empty() ? "(" + path + " is empty)"
                               : SafeText(*data, options.max_text_bytes));

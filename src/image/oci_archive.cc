@@ -1,0 +1,100 @@
+// What kind of archive `codebox image import` was given, read from its first entries.
+#include <archive.h>
+#include <archive_entry.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/io.h"
+#include "image/oci_unpack.h"
+
+namespace codebox::image {
+namespace {
+
+constexpr int kMaxEntriesScanned = 100000;
+constexpr size_t kMaxDockerManifestBytes = 1u << 20;
+
+// Reads `path` as a tar (any compression), calling `visit` on each entry until it returns
+// false; `data`, when asked for, is the entry's content (at most kMaxDockerManifestBytes).
+Status ScanTar(const std::string& path,
+               const std::function<bool(const std::string& name, struct archive* a)>& visit) {
+  struct archive* a = archive_read_new();
+  archive_read_support_filter_all(a);
+  archive_read_support_format_tar(a);
+  if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    Status st = InvalidArgument(path + " is not a tar archive (" +
+                                std::string(archive_error_string(a) ? archive_error_string(a) : "") +
+                                ")");
+    archive_read_free(a);
+    return st;
+  }
+  Status result = Status::Ok();
+  struct archive_entry* entry = nullptr;
+  for (int i = 0; i < kMaxEntriesScanned; ++i) {
+    int rc = archive_read_next_header(a, &entry);
+    if (rc == ARCHIVE_EOF) break;
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
+      result = InvalidArgument(path + " is not a readable tar archive (" +
+                               std::string(archive_error_string(a) ? archive_error_string(a) : "") +
+                               ")");
+      break;
+    }
+    const char* name = archive_entry_pathname(entry);
+    std::string n = name != nullptr ? name : "";
+    if (n.starts_with("./")) n = n.substr(2);
+    if (!visit(n, a)) break;
+  }
+  archive_read_free(a);
+  return result;
+}
+
+}  // namespace
+
+StatusOr<std::string> DetectArchiveTransport(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return base::ErrnoStatus("import " + path);
+  if (S_ISDIR(st.st_mode)) {
+    if (::access((path + "/oci-layout").c_str(), R_OK) == 0) return std::string("oci");
+    if (::access((path + "/manifest.json").c_str(), R_OK) == 0) {
+      return InvalidArgument(path + " looks like an unpacked docker-save archive; give the .tar");
+    }
+    return InvalidArgument(path + " is a directory without an oci-layout file: not an OCI layout");
+  }
+  if (!S_ISREG(st.st_mode)) return InvalidArgument(path + " is not a file or directory");
+  bool oci = false, docker = false;
+  RETURN_IF_ERROR(ScanTar(path, [&](const std::string& name, struct archive*) {
+    if (name == "oci-layout") oci = true;
+    if (name == "manifest.json") docker = true;
+    return !oci;
+  }));
+  if (oci) return std::string("oci-archive");
+  if (docker) return std::string("docker-archive");
+  return InvalidArgument(path +
+                         " is a tar archive but neither an OCI archive (no oci-layout) nor a "
+                         "docker-save archive (no manifest.json)");
+}
+
+std::string DockerArchiveName(const std::string& archive) {
+  std::string manifest;
+  (void)ScanTar(archive, [&](const std::string& name, struct archive* a) {
+    if (name != "manifest.json") return true;
+    char buf[65536];
+    for (la_ssize_t n; (n = archive_read_data(a, buf, sizeof buf)) > 0;) {
+      manifest.append(buf, static_cast<size_t>(n));
+      if (manifest.size() > kMaxDockerManifestBytes) {
+        manifest.clear();
+        break;
+      }
+    }
+    return false;
+  });
+  nlohmann::json j = nlohmann::json::parse(manifest, nullptr, false);
+  if (!j.is_array() || j.size() != 1 || !j[0].is_object()) return "";
+  auto tags = j[0].find("RepoTags");
+  if (tags == j[0].end() || !tags->is_array() || tags->empty() || !(*tags)[0].is_string()) {
+    return "";
+  }
+  return (*tags)[0].get<std::string>();
+}
+
+}  // namespace codebox::image

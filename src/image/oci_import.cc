@@ -1,0 +1,362 @@
+// PullImage / ImportImage: skopeo into a temp OCI layout, then oci_unpack.cc into the store.
+#include "image/oci_import.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <nlohmann/json.hpp>
+
+#include "base/fs.h"
+#include "base/io.h"
+#include "base/subprocess.h"
+#include "base/text.h"
+#include "image/oci_layout.h"
+#include "image/oci_reference.h"
+#include "image/oci_unpack.h"
+#include "image/recipe.h"
+#include "image/sha256.h"
+#include "image/store_internal.h"
+
+namespace codebox::image {
+namespace {
+
+std::string SkopeoProgram(const PullOptions& options) {
+  if (!options.skopeo.empty()) return options.skopeo;
+  if (const char* v = std::getenv("CODEBOX_SKOPEO"); v != nullptr && *v != '\0') return v;
+  return "skopeo";
+}
+
+// The registry auth file skopeo should read, as podman and skopeo look for it; "" for none.
+std::string DefaultAuthFile() {
+  if (const char* v = std::getenv("REGISTRY_AUTH_FILE"); v != nullptr && *v != '\0') return v;
+  std::vector<std::string> candidates;
+  if (const char* run = std::getenv("XDG_RUNTIME_DIR"); run != nullptr && *run != '\0') {
+    candidates.push_back(std::string(run) + "/containers/auth.json");
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    candidates.push_back(std::string(home) + "/.config/containers/auth.json");
+    candidates.push_back(std::string(home) + "/.docker/config.json");
+  }
+  for (const std::string& path : candidates) {
+    if (::access(path.c_str(), R_OK) == 0) return path;
+  }
+  return "";
+}
+
+// One pull's or import's scratch: skopeo's signature policy (codebox checks digests, not
+// signatures: see docs/images.md), credentials, its temp files and the layout it writes.
+class SkopeoSession {
+ public:
+  static StatusOr<SkopeoSession> Create(const std::string& images_dir, const PullOptions& options,
+                                        const std::string& registry) {
+    static std::atomic<int> counter{0};
+    ASSIGN_OR_RETURN(StagingDir dir,
+                     StagingDir::Create(images_dir, "oci-" + std::to_string(++counter)));
+    SkopeoSession s(std::move(dir), options);
+    RETURN_IF_ERROR(base::WriteFile(s.dir_.path() + "/policy.json",
+                                    R"({"default": [{"type": "insecureAcceptAnything"}]})"));
+    RETURN_IF_ERROR(base::MakeDirs(s.dir_.path() + "/tmp", 0700));
+    if (!options.creds.empty()) {
+      // An auth file of our own (mode 0600), so the password never appears in an argv.
+      nlohmann::json auth = {
+          {"auths", {{registry, {{"auth", base::EncodeBase64(options.creds)}}}}}};
+      s.authfile_ = s.dir_.path() + "/auth.json";
+      RETURN_IF_ERROR(base::WriteFile(s.authfile_, auth.dump()));
+      if (::chmod(s.authfile_.c_str(), 0600) != 0) return base::ErrnoStatus("chmod auth file");
+    } else {
+      s.authfile_ = options.authfile.empty() ? DefaultAuthFile() : options.authfile;
+    }
+    return s;
+  }
+
+  const std::string& dir() const { return dir_.path(); }
+  std::string layout() const { return dir_.path() + "/layout"; }
+
+  // `skopeo inspect --raw docker://REF`: the manifest bytes, at most kMaxJsonBlobBytes.
+  StatusOr<std::string> InspectRaw(const std::string& canonical) {
+    std::vector<std::string> argv = {"inspect", "--raw", "--retry-times", "2"};
+    if (options_.insecure) argv.push_back("--tls-verify=false");
+    if (!authfile_.empty()) argv.insert(argv.end(), {"--authfile", authfile_});
+    argv.push_back("docker://" + canonical);
+    ASSIGN_OR_RETURN(base::RunResult r, Run(argv, /*capture=*/true, nullptr));
+    if (r.out_truncated) {
+      return InvalidArgument("the registry's manifest for " + canonical + " is larger than " +
+                             std::to_string(kMaxJsonBlobBytes) + " bytes");
+    }
+    return r.out;
+  }
+
+  // `skopeo copy SOURCE oci:LAYOUT:image`: fetches and verifies every blob.
+  Status Copy(const std::string& source, bool from_registry, const Progress& progress) {
+    std::vector<std::string> argv = {"copy", "--retry-times", "2"};
+    if (from_registry && options_.insecure) argv.push_back("--src-tls-verify=false");
+    if (from_registry && !authfile_.empty()) argv.insert(argv.end(), {"--src-authfile", authfile_});
+    argv.insert(argv.end(), {source, "oci:" + layout() + ":image"});
+    return Run(argv, /*capture=*/false, progress).status();
+  }
+
+ private:
+  SkopeoSession(StagingDir dir, const PullOptions& options)
+      : dir_(std::move(dir)), options_(options) {}
+
+  StatusOr<base::RunResult> Run(std::vector<std::string> args, bool capture,
+                                const Progress& progress) {
+    base::Command command;
+    command.argv = {SkopeoProgram(options_), "--policy", dir_.path() + "/policy.json"};
+    command.argv.insert(command.argv.end(), args.begin(), args.end());
+    // Big blobs go to the store's own filesystem, not /tmp; the lock is held by skopeo too.
+    command.env.push_back("TMPDIR=" + dir_.path() + "/tmp");
+    // How this user reaches registries: their CA bundle and proxy (no secrets; credentials go
+    // through the auth file alone).
+    for (const char* name : {"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "https_proxy",
+                             "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"}) {
+      if (const char* v = std::getenv(name); v != nullptr) {
+        command.env.push_back(std::string(name) + "=" + v);
+      }
+    }
+    command.fds = {{dir_.lock_fd(), 3}};
+    base::RunOptions run;
+    run.timeout = options_.timeout;
+    run.capture_stdout = capture;
+    run.max_output_bytes = kMaxJsonBlobBytes;
+    run.on_line = [&](const std::string& line) {
+      if (progress && !line.empty()) progress("skopeo: " + base::TerminalSafe(line, 300));
+    };
+    ASSIGN_OR_RETURN(base::RunResult r, base::Run(command, run));
+    if (!r.ok()) {
+      std::string why = r.Describe();
+      if (why.find("executable file not found") != std::string::npos ||
+          r.exit_code == 127) {
+        why += " (is skopeo installed? Debian: apt-get install skopeo)";
+      }
+      return Unavailable("skopeo " + args.front() + " " + args.back() + ": " +
+                         base::TerminalSafe(why, 4096));
+    }
+    return r;
+  }
+
+  StagingDir dir_;
+  PullOptions options_;
+  std::string authfile_;
+};
+
+// The manifest `raw` when its digest is `digest`; a registry that sends other bytes than it
+// was asked for is refused, whatever skopeo thought of them.
+Status CheckDigest(const std::string& raw, const std::string& digest, const std::string& what) {
+  std::string actual = "sha256:" + Sha256Hex(raw);
+  if (actual != digest) {
+    return ProtocolError("digest mismatch: the registry sent a manifest for " + what +
+                         " whose digest is " + actual + ", not " + digest);
+  }
+  return Status::Ok();
+}
+
+Status CheckCanPull(const PullOptions& options, const ImageReference& ref, const char* verb) {
+  if (options.insecure && !IsLocalRegistry(ref.registry)) {
+    return InvalidArgument("--insecure (plain HTTP, no TLS verification) is only for a registry "
+                           "on this host or at a private address; " +
+                           ref.registry + " is neither");
+  }
+  if (options.require_root && ::geteuid() != 0) {
+    return PermissionDenied(std::string(verb) +
+                            " an image needs root (its files belong to the users the image "
+                            "names); run: sudo codebox image " +
+                            (std::string(verb) == "pulling" ? "pull " : "import ") +
+                            ref.Familiar());
+  }
+  return Status::Ok();
+}
+
+std::string Short(const std::string& digest) { return digest.substr(0, 7 + 12); }
+
+// One pull or import at a time in this process: two boxes asking for the same new image
+// would otherwise unpack it into the same staging dir (its name is the id and our pid).
+// Other processes are kept apart by the staging dir's lock (CleanStaleTemps).
+std::mutex g_pull_mutex;
+
+// The name a docker-save archive or OCI layout gives its image, or "".
+std::string ArchiveName(const std::string& layout_dir) {
+  auto index = base::ReadFile(layout_dir + "/index.json");
+  if (!index.ok()) return "";
+  nlohmann::json j = nlohmann::json::parse(*index, nullptr, false);
+  if (!j.is_object() || !j.contains("manifests") || !j["manifests"].is_array()) return "";
+  for (const auto& m : j["manifests"]) {
+    if (!m.is_object() || !m.contains("annotations") || !m["annotations"].is_object()) continue;
+    auto name = m["annotations"].find("org.opencontainers.image.ref.name");
+    if (name != m["annotations"].end() && name->is_string()) {
+      std::string n = name->get<std::string>();
+      if (ParseImageReference(n).ok() && n != "latest" && n != "image") return n;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string RefPointerName(const std::string& canonical_reference) {
+  std::string out = canonical_reference;
+  for (char& c : out) {
+    if (c == '/') c = '%';
+  }
+  return out;
+}
+
+bool IsOciImageName(const std::string& name) {
+  if (!ParseImageReference(name).ok()) return false;
+  if (!IsValidImageName(name)) return true;  // ':', '/' or '@': never a recipe's name
+  // A plain word: a recipe's name when there is such a recipe, else a Docker Hub image.
+  return !LoadRecipe(name).ok();
+}
+
+StatusOr<ImageInfo> FindOciImage(const std::vector<base::ImageStore>& stores,
+                                 const std::string& reference) {
+  ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(reference));
+  const std::string pointer = RefPointerName(ref.Canonical());
+  for (const base::ImageStore& store : stores) {
+    std::string id = ReadPointer(ByRefDir(store.path), pointer);
+    if (id.empty()) continue;
+    std::string dir = ImagesDir(store.path) + "/" + id;
+    auto record = ReadManifest(dir);
+    if (!record.ok()) {
+      if (::access(dir.c_str(), F_OK) != 0) continue;  // a pointer to a removed image
+      return record.status().WithContext("image " + ref.Familiar());
+    }
+    record->info.store = store.path;
+    record->info.store_kind = store.kind;
+    return record->info;
+  }
+  std::string recipes;
+  if (IsValidImageName(reference)) {
+    std::string names;
+    for (const std::string& r : ListRecipes()) names += (names.empty() ? "" : ", ") + r;
+    recipes = " (and there is no recipe of that name; recipes: " + names + ")";
+  }
+  return NotFound("image '" + ref.Familiar() + "' is not in the store" + recipes +
+                  "; pull it: " + (::geteuid() == 0 ? "" : "sudo ") + "codebox image pull " +
+                  ref.Familiar());
+}
+
+StatusOr<ImageInfo> PullImage(const std::string& home, const std::string& reference,
+                              const PullOptions& options, const Progress& progress) {
+  ASSIGN_OR_RETURN(ImageReference ref, ParseImageReference(reference));
+  RETURN_IF_ERROR(CheckCanPull(options, ref, "pulling"));
+  std::lock_guard<std::mutex> lock(g_pull_mutex);
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const std::string images_dir = ImagesDir(home);
+  // A digest names content: when the store has it, there is nothing to ask the registry.
+  if (!ref.digest.empty() && !options.force) {
+    auto found = FindOciImage({{home, base::ImageStore::Kind::kExplicit}}, ref.Canonical());
+    if (found.ok()) {
+      say("image " + ref.Familiar() + " is up to date (" + found->id + ")");
+      return found;
+    }
+  }
+  RETURN_IF_ERROR(base::MakeDirs(images_dir).WithContext("create image store"));
+  if (::geteuid() == 0) {
+    for (const std::string& dir : {home, images_dir}) {
+      if (::chmod(dir.c_str(), 0755) != 0) return base::ErrnoStatus("chmod " + dir);
+    }
+  }
+  RETURN_IF_ERROR(CleanStaleTemps(images_dir, "", say));
+  ASSIGN_OR_RETURN(SkopeoSession skopeo, SkopeoSession::Create(images_dir, options, ref.registry));
+
+  say("resolving " + ref.Familiar() + " with " + ref.registry);
+  ASSIGN_OR_RETURN(std::string raw, skopeo.InspectRaw(ref.Canonical()));
+  std::string manifest_digest = "sha256:" + Sha256Hex(raw);
+  if (!ref.digest.empty()) RETURN_IF_ERROR(CheckDigest(raw, ref.digest, ref.Familiar()));
+  ASSIGN_OR_RETURN(bool is_index, IsImageIndex(raw));
+  if (is_index) {
+    ASSIGN_OR_RETURN(OciDescriptor chosen, SelectPlatform(raw));
+    ImageReference platform_ref = ref.AtDigest(chosen.digest);
+    ASSIGN_OR_RETURN(raw, skopeo.InspectRaw(platform_ref.Canonical()));
+    RETURN_IF_ERROR(CheckDigest(raw, chosen.digest, platform_ref.Familiar()));
+    manifest_digest = chosen.digest;
+  }
+  ASSIGN_OR_RETURN(OciManifest manifest, ParseManifest(raw));
+  if (manifest.LayerBytes() > options.max_bytes) {
+    return InvalidArgument("image " + ref.Familiar() + " has " +
+                           base::FormatSize(manifest.LayerBytes()) +
+                           " of compressed layers, more than the limit of " +
+                           base::FormatSize(options.max_bytes) + " (--max-size)");
+  }
+  UnpackRequest request;
+  request.home = home;
+  request.reference = ref.Canonical();
+  request.digest = manifest_digest;
+  request.pointers = {ref.Canonical(), ref.AtDigest(manifest_digest).Canonical()};
+  request.expected_config_digest = manifest.config.digest;
+  if (!options.force) {
+    // The same config (and so the same layers) is in the store already: point the tag at it.
+    auto existing = FindUnpacked(request, options);
+    if (existing.ok()) {
+      say("image " + ref.Familiar() + " is up to date (" + existing->id + ", " +
+          Short(manifest_digest) + ")");
+      return existing;
+    }
+  }
+  say("pulling " + ref.Familiar() + " (" + Short(manifest_digest) + ", " +
+      std::to_string(manifest.layers.size()) + " layers, " +
+      base::FormatSize(manifest.LayerBytes()) + ")");
+  // By digest: what is copied is exactly what was inspected, even if the tag moves meanwhile.
+  RETURN_IF_ERROR(skopeo.Copy("docker://" + ref.AtDigest(manifest_digest).Canonical(),
+                              /*from_registry=*/true, say)
+                      .WithContext("pull " + ref.Familiar()));
+  return UnpackLayout(request, skopeo.layout(), options, say);
+}
+
+StatusOr<ImageInfo> ImportImage(const std::string& home, const std::string& path,
+                                const std::string& name, const PullOptions& options,
+                                const Progress& progress) {
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  std::lock_guard<std::mutex> lock(g_pull_mutex);
+  std::optional<ImageReference> ref;
+  if (!name.empty()) {
+    ASSIGN_OR_RETURN(ref, ParseImageReference(name));
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return base::ErrnoStatus("import " + path);
+  if (options.require_root && ::geteuid() != 0) {
+    return PermissionDenied("importing an image needs root (its files belong to the users the "
+                            "image names); run: sudo codebox image import " + path);
+  }
+  ASSIGN_OR_RETURN(std::string transport, DetectArchiveTransport(path));
+  std::string absolute = path;
+  if (!absolute.starts_with("/")) {
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof cwd) == nullptr) return base::ErrnoStatus("getcwd");
+    absolute = std::string(cwd) + "/" + path;
+  }
+  const std::string images_dir = ImagesDir(home);
+  RETURN_IF_ERROR(base::MakeDirs(images_dir).WithContext("create image store"));
+  RETURN_IF_ERROR(CleanStaleTemps(images_dir, "", say));
+  ASSIGN_OR_RETURN(SkopeoSession skopeo, SkopeoSession::Create(images_dir, options, ""));
+  say("reading " + path + " (" + transport + ")");
+  RETURN_IF_ERROR(
+      skopeo.Copy(transport + ":" + absolute, /*from_registry=*/false, say).WithContext("import " + path));
+  if (!ref) {
+    std::string given = transport == "docker-archive" ? DockerArchiveName(absolute)
+                                                      : ArchiveName(transport == "oci" ? absolute : "");
+    if (given.empty()) {
+      return InvalidArgument("import " + path +
+                             ": the archive names no image; give it one: codebox image import --name "
+                             "NAME[:TAG] " + path);
+    }
+    ASSIGN_OR_RETURN(ref, ParseImageReference(given));
+  }
+  UnpackRequest request;
+  request.home = home;
+  request.reference = ref->Canonical();
+  request.pointers = {ref->Canonical()};
+  request.source_path = absolute;
+  return UnpackLayout(request, skopeo.layout(), options, say);
+}
+
+}  // namespace codebox::image
