@@ -228,6 +228,10 @@ class Extractor {
   Status Hardlink(const char* target, const std::vector<std::string>& parts);
   Status File(archive* a, archive_entry* e, int dir_fd, const std::string& name, const Meta& m);
   Status Directory(int dir_fd, const std::string& name, const std::string& path, const Meta& m);
+  Status Symlink(archive_entry* e, int dir_fd, const std::string& name, const Meta& m);
+  uint64_t Room() const {
+    return limits_.max_bytes > stats_->bytes ? limits_.max_bytes - stats_->bytes : 0;
+  }
   Status TooLarge() const {
     return LimitExceeded("the image is larger than the limit of " +
                          base::FormatSize(limits_.max_bytes) + " (--max-size)");
@@ -236,8 +240,10 @@ class Extractor {
   int root_;
   const ExtractLimits& limits_;
   ExtractStats* stats_;
-  // Paths this layer wrote. Whiteouts only hide what lower layers put there, and an opaque
-  // marker may come after entries of its own directory in the same tar.
+  // Paths this layer wrote, by their names in the layer. Whiteouts only hide what lower layers
+  // put there, and an opaque marker may come after entries of its own directory in the same
+  // tar. (An entry written through a symlinked parent is known by its name, not the path it
+  // landed at: an opaque marker in its real directory would remove it.)
   std::set<std::string> written_;
 };
 
@@ -439,6 +445,25 @@ Status Extractor::Directory(int dir_fd, const std::string& name, const std::stri
   return ApplyMeta(fd.get(), m, false);
 }
 
+// Stored as given: it resolves in the box, whose root is the tree. Its target counts towards
+// the size limit, as it takes room and base::TreeSize counts it.
+Status Extractor::Symlink(archive_entry* e, int dir_fd, const std::string& name, const Meta& m) {
+  const char* target = archive_entry_symlink(e);
+  if (target == nullptr || *target == '\0') return InvalidArgument("a symlink to nothing");
+  const size_t len = std::string_view(target).size();
+  if (len >= PATH_MAX) return InvalidArgument("a symlink target longer than PATH_MAX");
+  if (len > Room()) return TooLarge();
+  if (::symlinkat(target, dir_fd, name.c_str()) != 0) return ErrnoStatus("symlink");
+  stats_->bytes += len;
+  if (::fchownat(dir_fd, name.c_str(), m.uid, m.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    return ErrnoStatus("chown");
+  }
+  if (::utimensat(dir_fd, name.c_str(), m.times, AT_SYMLINK_NOFOLLOW) != 0) {
+    return ErrnoStatus("set times");
+  }
+  return Status::Ok();
+}
+
 Status Extractor::Entry(archive* a, archive_entry* e, const char* raw_name) {
   if (stats_->entries >= limits_.max_entries) {
     return LimitExceeded("the image has more than " + std::to_string(limits_.max_entries) +
@@ -480,19 +505,7 @@ Status Extractor::Entry(archive* a, archive_entry* e, const char* raw_name) {
     if (type == AE_IFREG) {
       RETURN_IF_ERROR(File(a, e, dir.get(), name, m));
     } else if (type == AE_IFLNK) {
-      // Stored as given: it resolves in the box, whose root is the tree.
-      const char* target = archive_entry_symlink(e);
-      if (target == nullptr || *target == '\0') return InvalidArgument("a symlink to nothing");
-      if (std::string_view(target).size() >= PATH_MAX) {
-        return InvalidArgument("a symlink target longer than PATH_MAX");
-      }
-      if (::symlinkat(target, dir.get(), name.c_str()) != 0) return ErrnoStatus("symlink");
-      if (::fchownat(dir.get(), name.c_str(), m.uid, m.gid, AT_SYMLINK_NOFOLLOW) != 0) {
-        return ErrnoStatus("chown");
-      }
-      if (::utimensat(dir.get(), name.c_str(), m.times, AT_SYMLINK_NOFOLLOW) != 0) {
-        return ErrnoStatus("set times");
-      }
+      RETURN_IF_ERROR(Symlink(e, dir.get(), name, m));
     } else {
       if (::mkfifoat(dir.get(), name.c_str(), 0600) != 0) return ErrnoStatus("mkfifo");
       // Opened to set owner and mode on an fd; O_NONBLOCK: a FIFO opens at once for reading.

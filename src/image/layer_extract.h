@@ -19,7 +19,7 @@ struct ExtractLimits {
 
 // What the layers held, summed over every ApplyLayer call that is given the same struct.
 struct ExtractStats {
-  uint64_t bytes = 0;            // file data written (a sparse file's holes count)
+  uint64_t bytes = 0;            // file data and symlink targets (a sparse file's holes too)
   uint64_t entries = 0;          // tar entries read (whiteouts included)
   uint64_t whiteouts = 0;        // .wh.NAME and .wh..wh..opq entries applied
   uint64_t dropped_devices = 0;  // character and block devices skipped

@@ -237,7 +237,7 @@ TEST_F(LayerExtractTest, FilesDirsSymlinksHardlinksWithModesAndOwners) {
   EXPECT_EQ(fifo.st_mode & 07777, 0620u);
   EXPECT_EQ(fifo.st_uid, 1000u);
   EXPECT_EQ(stats_.entries, 6u);
-  EXPECT_EQ(stats_.bytes, 15u);
+  EXPECT_EQ(stats_.bytes, 15u + 8) << "file data and the symlink's target";
 }
 
 TEST_F(LayerExtractTest, MissingParentsAreMadeAndTheRootEntryIsSkipped) {
@@ -449,6 +449,12 @@ TEST_F(LayerExtractTest, SizeLimitHoldsAcrossLayers) {
             "(--max-size)");
   EXPECT_LE(stats_.bytes, limits_.max_bytes);
   EXPECT_TRUE(!Exists("b") || Lstat(In("b")).st_size <= (24 << 10));
+  // Symlink targets take room too.
+  limits_.max_bytes = stats_.bytes + 10;
+  EXPECT_EQ(Apply({Sym("l", "0123456789a")}).code(), StatusCode::kLimitExceeded);
+  EXPECT_FALSE(Exists("l"));
+  EXPECT_TRUE(Apply({Sym("l", "0123456789")}).ok());
+  EXPECT_EQ(stats_.bytes, limits_.max_bytes);
 }
 
 // A GNU sparse 1.0 entry whose header says 100 bytes and whose map puts 10 bytes at 1 GiB:
