@@ -209,15 +209,17 @@ class Collector {
         ErofsTemps(path);
       }
     }
-    // by-name pointers are replaced through "<name>.tmp-<pid>" symlinks (store.cc).
-    for (const auto& name : Entries(images + "/by-name")) {
-      size_t at = name.rfind(".tmp-");
-      base::OwnerRef owner;
-      if (at == std::string::npos || !base::ParseOwnerTag(name.substr(at + 5), &owner, false)) {
-        continue;
+    // by-name and by-ref pointers are replaced through "<name>.tmp-<pid>" symlinks (store.cc).
+    for (const char* pointers : {"/by-name/", "/by-ref/"}) {
+      for (const auto& name : Entries(images + pointers)) {
+        size_t at = name.rfind(".tmp-");
+        base::OwnerRef owner;
+        if (at == std::string::npos || !base::ParseOwnerTag(name.substr(at + 5), &owner, false)) {
+          continue;
+        }
+        std::string path = images + pointers + name;
+        Consider("image name temp link", path, owner, [&path] { return base::RemoveTree(path); });
       }
-      std::string path = images + "/by-name/" + name;
-      Consider("image name temp link", path, owner, [&path] { return base::RemoveTree(path); });
     }
     ErofsTemps(home + "/disks");
     // Initramfs archives are written through "<file>.tmp.<pid>" (base::WriteFile atomic).

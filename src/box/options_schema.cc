@@ -22,7 +22,7 @@ Status CheckImageName(const std::string& name) {
   // Or an OCI image: "python:3.12-slim", "ghcr.io/org/app@sha256:...".
   auto ref = image::ParseImageReference(name);
   if (ref.ok()) return Status::Ok();
-  return InvalidArgument("image '" + name +
+  return InvalidArgument("image name '" + name +
                          "' is neither a recipe's name (letters, digits, '-', '_', '.'; at most "
                          "64) nor an OCI reference: " +
                          ref.status().message());

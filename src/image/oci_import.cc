@@ -47,6 +47,47 @@ std::string DefaultAuthFile() {
   return "";
 }
 
+// skopeo's own words for why it failed (the msg="..." of its last fatal log line), with what
+// to do for the failures a user can fix; else how it ended and its last lines.
+std::string ExplainSkopeoFailure(const base::RunResult& r) {
+  std::string msg;
+  for (const std::string& line : r.tail) {
+    size_t at = line.find("msg=\"");
+    if (at == std::string::npos || line.find("level=fatal") == std::string::npos) continue;
+    msg.clear();
+    for (size_t i = at + 5; i < line.size() && line[i] != '"'; ++i) {
+      if (line[i] == '\\' && i + 1 < line.size()) ++i;  // logfmt escapes \" and \\ like this
+      msg += line[i];
+    }
+  }
+  if (msg.empty()) return r.Describe();
+  struct Hint {
+    const char* says;
+    const char* hint;
+  };
+  static constexpr Hint kHints[] = {
+      {"HTTP response to HTTPS client",
+       "the registry speaks plain HTTP: pull with --insecure if it is on this host or a private "
+       "address"},
+      {"manifest unknown", "the registry has no such image or tag"},
+      {"name unknown", "the registry has no such repository"},
+      {"unauthorized", "log in: --creds USER:PASSWORD, or a registry auth file (--authfile)"},
+      {"authentication required",
+       "log in: --creds USER:PASSWORD, or a registry auth file (--authfile)"},
+      {"denied", "the registry refused access: check the name and the credentials"},
+      {"x509", "the registry's TLS certificate is not trusted here: set SSL_CERT_FILE to its CA"},
+      {"connection refused", "nothing listens at the registry's address"},
+      {"no such host", "the registry's host name does not resolve"},
+      {"i/o timeout", "the registry did not answer in time"},
+      {"digest", "the content does not match its digest: the registry or archive is corrupt or "
+                 "was tampered with"},
+  };
+  for (const Hint& h : kHints) {
+    if (msg.find(h.says) != std::string::npos) return msg + " (" + h.hint + ")";
+  }
+  return msg;
+}
+
 // One pull's or import's scratch: skopeo's signature policy (codebox checks digests, not
 // signatures: see docs/images.md), credentials, its temp files and the layout it writes.
 class SkopeoSession {
@@ -126,17 +167,16 @@ class SkopeoSession {
     run.on_line = [&](const std::string& line) {
       if (progress && !line.empty()) progress("skopeo: " + base::TerminalSafe(line, 300));
     };
-    ASSIGN_OR_RETURN(base::RunResult r, base::Run(command, run));
+    auto r = base::Run(command, run);
     if (!r.ok()) {
-      std::string why = r.Describe();
-      if (why.find("executable file not found") != std::string::npos ||
-          r.exit_code == 127) {
-        why += " (is skopeo installed? Debian: apt-get install skopeo)";
-      }
-      return Unavailable("skopeo " + args.front() + " " + args.back() + ": " +
-                         base::TerminalSafe(why, 4096));
+      return Unavailable(r.status().message() + " (codebox pulls and imports with skopeo; "
+                         "Debian: apt-get install skopeo)");
     }
-    return r;
+    if (!r->ok()) {
+      return Unavailable("skopeo " + args.front() + " " + args.back() + ": " +
+                         base::TerminalSafe(ExplainSkopeoFailure(*r), 4096));
+    }
+    return std::move(*r);
   }
 
   StagingDir dir_;
@@ -202,6 +242,8 @@ std::string RefPointerName(const std::string& canonical_reference) {
   for (char& c : out) {
     if (c == '/') c = '%';
   }
+  // A file name holds at most 255 bytes; a reference may be longer (name, tag and digest).
+  if (out.size() > 200) out = out.substr(0, 150) + "#" + Sha256Hex(canonical_reference).substr(0, 32);
   return out;
 }
 
