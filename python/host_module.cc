@@ -47,7 +47,7 @@ py::dict Describe(const py::kwargs& kwargs) {
   for (const HostImage& i : host.images) {
     images.append(py::dict(py::arg("name") = i.name, py::arg("built") = i.built,
                            py::arg("id") = i.id, py::arg("store") = i.store,
-                           py::arg("detail") = i.detail));
+                           py::arg("detail") = i.detail, py::arg("digest") = i.digest));
   }
   py::dict d;
   d["jail"] = jail;

@@ -45,11 +45,12 @@ struct HostStore {
 };
 
 struct HostImage {
-  std::string name;
-  bool built = false;  // a build of the current recipe is in one of the stores
+  std::string name;    // a recipe's name, or an OCI image's reference ("python:3.12-slim")
+  bool built = false;  // a build of the current recipe (or the pulled image) is in a store
   std::string id;      // that build's id
   std::string store;   // the store it is in
   std::string detail;  // when not built: why, and the command that builds it for this user
+  std::string digest;  // OCI images: the manifest digest it was pulled at; else empty
 };
 
 struct HostDescription {

@@ -11,6 +11,7 @@
 #include "base/io.h"
 #include "base/paths.h"
 #include "box/backend.h"
+#include "image/oci_reference.h"
 #include "image/store.h"
 #include "jail/cgroups.h"
 #include "jail/jail.h"
@@ -190,6 +191,12 @@ HostDescription DescribeHost(const BoxOptions& options) {
       image.detail = found.status().message();
     }
     host.images.push_back(std::move(image));
+  }
+  for (const image::ImageInfo& info : image::ListImages(stores)) {
+    if (info.source != "oci") continue;
+    auto ref = image::ParseImageReference(info.reference);
+    host.images.push_back({ref.ok() ? ref->Familiar() : info.reference, true, info.id,
+                           info.store, "", info.digest});
   }
   return host;
 }

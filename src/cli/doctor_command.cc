@@ -78,7 +78,8 @@ int DoctorCommand(const std::vector<std::string>& args) {
   }
   std::printf("\nimages:\n");
   for (const HostImage& i : host.images) {
-    Line(i.name.c_str(), i.built, i.built ? i.id + " in " + i.store : i.detail);
+    std::string oci = i.digest.empty() ? "" : " (oci " + i.digest.substr(0, 19) + ")";
+    Line(i.name.c_str(), i.built, i.built ? i.id + " in " + i.store + oci : i.detail);
   }
   const std::string home = base::CodeboxHome(options.home);
 
