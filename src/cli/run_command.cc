@@ -331,6 +331,14 @@ int Report(const Invocation& inv, ExecResult& result, const Box* box) {
       std::fprintf(stderr, "codebox: output truncated at %llu bytes per stream\n",
                    static_cast<unsigned long long>(inv.box.output_limit_bytes));
     }
+    // An image without Python (busybox, a Go binary's image): the agent could not start it.
+    if (result.exit_code == 127 && !inv.argv.empty() && inv.argv[0] == "python3" &&
+        result.stderr_data.find("exec python3:") != std::string::npos) {
+      std::fprintf(stderr,
+                   "codebox: image %s has no python3 on its PATH; run Python in an image that "
+                   "has it, or commands with `codebox exec --image %s -- CMD`\n",
+                   inv.box.image.c_str(), inv.box.image.c_str());
+    }
   }
   return ExitStatusOf(result);
 }
