@@ -73,6 +73,18 @@ def test_pull_by_tag_stores_the_image_and_ls_shows_it(codebox, plain, pyapp_push
     assert f"oci {pyapp_pushed[:19]}" in rows[0], rows[0]
 
 
+def test_pull_of_a_tag_the_store_has_fetches_no_blob(codebox, plain_registry, pyapp_pushed):
+    ref = f"{plain_registry.addr}/pyapp:1"
+    assert codebox("image", "pull", "--insecure", ref).returncode == 0
+    start = len(_marker(plain_registry, "tag-1"))
+    r = codebox("image", "pull", "--insecure", ref)
+    assert r.returncode == 0, r.stderr
+    assert "up to date" in r.stdout, r.stdout
+    between = _marker(plain_registry, "tag-2")[start:]
+    assert "/manifests/1" in between, between  # a tag is resolved with the registry...
+    assert "/blobs/" not in between, between   # ...and nothing is fetched
+
+
 def test_the_registry_digest_is_the_layout_manifest_digest(plain_registry, pyapp_pushed):
     header = plain_registry.manifest_digest("pyapp", "1")
     raw = subprocess.run(["skopeo", "inspect", "--raw", "--tls-verify=false",
