@@ -219,7 +219,10 @@ def test_bb_run_python_fails_saying_python3_is_not_there(bb_pulled, plain):
     r = bb_pulled("run", *JAIL, "--image", f"{plain}/bb:1", "print(1)")
     assert r.returncode == 127, (r.returncode, r.stderr)
     assert r.stdout == ""
-    assert "python3" in r.stderr and "No such file or directory" in r.stderr, r.stderr
+    assert "exec python3: No such file or directory" in r.stderr, r.stderr
+    # and codebox's hint (src/cli/run_command.cc): what is missing and what to use instead
+    assert f"image {plain}/bb:1 has no python3 on its PATH" in r.stderr, r.stderr
+    assert "codebox exec --image" in r.stderr, r.stderr
 
 
 def _rootfs_of(cb, name):
