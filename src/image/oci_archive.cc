@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/io.h"
+#include "image/oci_reference.h"
 #include "image/oci_unpack.h"
 
 namespace codebox::image {
@@ -76,27 +77,60 @@ StatusOr<std::string> DetectArchiveTransport(const std::string& path) {
                          "docker-save archive (no manifest.json)");
 }
 
-std::string DockerArchiveName(const std::string& archive) {
-  std::string manifest;
+namespace {
+
+// The content of the tar member `member` (at most kMaxDockerManifestBytes), or "".
+std::string ReadTarMember(const std::string& archive, const std::string& member) {
+  std::string data;
   (void)ScanTar(archive, [&](const std::string& name, struct archive* a) {
-    if (name != "manifest.json") return true;
+    if (name != member) return true;
     char buf[65536];
     for (la_ssize_t n; (n = archive_read_data(a, buf, sizeof buf)) > 0;) {
-      manifest.append(buf, static_cast<size_t>(n));
-      if (manifest.size() > kMaxDockerManifestBytes) {
-        manifest.clear();
+      data.append(buf, static_cast<size_t>(n));
+      if (data.size() > kMaxDockerManifestBytes) {
+        data.clear();
         break;
       }
     }
     return false;
   });
-  nlohmann::json j = nlohmann::json::parse(manifest, nullptr, false);
+  return data;
+}
+
+// An OCI index's org.opencontainers.image.ref.name when it is a whole reference ("app:1",
+// "ghcr.io/org/app"); a bare tag ("1", "latest"), which is what most tools write, is not.
+std::string IndexImageName(const std::string& index_json) {
+  nlohmann::json j = nlohmann::json::parse(index_json, nullptr, false);
+  if (!j.is_object() || !j.contains("manifests") || !j["manifests"].is_array()) return "";
+  for (const auto& m : j["manifests"]) {
+    if (!m.is_object() || !m.contains("annotations") || !m["annotations"].is_object()) continue;
+    auto name = m["annotations"].find("org.opencontainers.image.ref.name");
+    if (name == m["annotations"].end() || !name->is_string()) continue;
+    std::string n = name->get<std::string>();
+    if (n.find_first_of(":/@") != std::string::npos && ParseImageReference(n).ok()) return n;
+  }
+  return "";
+}
+
+// The first RepoTags entry of a docker-save manifest.json.
+std::string DockerImageName(const std::string& manifest_json) {
+  nlohmann::json j = nlohmann::json::parse(manifest_json, nullptr, false);
   if (!j.is_array() || j.size() != 1 || !j[0].is_object()) return "";
   auto tags = j[0].find("RepoTags");
   if (tags == j[0].end() || !tags->is_array() || tags->empty() || !(*tags)[0].is_string()) {
     return "";
   }
-  return (*tags)[0].get<std::string>();
+  std::string n = (*tags)[0].get<std::string>();
+  return ParseImageReference(n).ok() ? n : "";
+}
+
+}  // namespace
+
+std::string ArchiveImageName(const std::string& path, const std::string& transport) {
+  if (transport == "docker-archive") return DockerImageName(ReadTarMember(path, "manifest.json"));
+  if (transport == "oci-archive") return IndexImageName(ReadTarMember(path, "index.json"));
+  auto index = base::ReadFile(path + "/index.json");
+  return index.ok() ? IndexImageName(*index) : "";
 }
 
 }  // namespace codebox::image

@@ -218,21 +218,16 @@ std::string Short(const std::string& digest) { return digest.substr(0, 7 + 12); 
 // Other processes are kept apart by the staging dir's lock (CleanStaleTemps).
 std::mutex g_pull_mutex;
 
-// The name a docker-save archive or OCI layout gives its image, or "".
-std::string ArchiveName(const std::string& layout_dir) {
-  auto index = base::ReadFile(layout_dir + "/index.json");
-  if (!index.ok()) return "";
-  nlohmann::json j = nlohmann::json::parse(*index, nullptr, false);
-  if (!j.is_object() || !j.contains("manifests") || !j["manifests"].is_array()) return "";
-  for (const auto& m : j["manifests"]) {
-    if (!m.is_object() || !m.contains("annotations") || !m["annotations"].is_object()) continue;
-    auto name = m["annotations"].find("org.opencontainers.image.ref.name");
-    if (name != m["annotations"].end() && name->is_string()) {
-      std::string n = name->get<std::string>();
-      if (ParseImageReference(n).ok() && n != "latest" && n != "image") return n;
+// The store's directories are world-readable when root makes them (whatever root's umask and
+// the home's mode), as image builds make them: every user's boxes read the system store.
+Status PrepareStore(const std::string& home) {
+  RETURN_IF_ERROR(base::MakeDirs(ImagesDir(home)).WithContext("create image store"));
+  if (::geteuid() == 0) {
+    for (const std::string& dir : {home, ImagesDir(home)}) {
+      if (::chmod(dir.c_str(), 0755) != 0) return base::ErrnoStatus("chmod " + dir);
     }
   }
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace
@@ -299,12 +294,7 @@ StatusOr<ImageInfo> PullImage(const std::string& home, const std::string& refere
       return found;
     }
   }
-  RETURN_IF_ERROR(base::MakeDirs(images_dir).WithContext("create image store"));
-  if (::geteuid() == 0) {
-    for (const std::string& dir : {home, images_dir}) {
-      if (::chmod(dir.c_str(), 0755) != 0) return base::ErrnoStatus("chmod " + dir);
-    }
-  }
+  RETURN_IF_ERROR(PrepareStore(home));
   RETURN_IF_ERROR(CleanStaleTemps(images_dir, "", say));
   ASSIGN_OR_RETURN(SkopeoSession skopeo, SkopeoSession::Create(images_dir, options, ref.registry));
 
@@ -376,23 +366,22 @@ StatusOr<ImageInfo> ImportImage(const std::string& home, const std::string& path
     if (::getcwd(cwd, sizeof cwd) == nullptr) return base::ErrnoStatus("getcwd");
     absolute = std::string(cwd) + "/" + path;
   }
-  const std::string images_dir = ImagesDir(home);
-  RETURN_IF_ERROR(base::MakeDirs(images_dir).WithContext("create image store"));
-  RETURN_IF_ERROR(CleanStaleTemps(images_dir, "", say));
-  ASSIGN_OR_RETURN(SkopeoSession skopeo, SkopeoSession::Create(images_dir, options, ""));
-  say("reading " + path + " (" + transport + ")");
-  RETURN_IF_ERROR(
-      skopeo.Copy(transport + ":" + absolute, /*from_registry=*/false, say).WithContext("import " + path));
   if (!ref) {
-    std::string given = transport == "docker-archive" ? DockerArchiveName(absolute)
-                                                      : ArchiveName(transport == "oci" ? absolute : "");
+    std::string given = ArchiveImageName(absolute, transport);
     if (given.empty()) {
       return InvalidArgument("import " + path +
-                             ": the archive names no image; give it one: codebox image import --name "
-                             "NAME[:TAG] " + path);
+                             ": the archive names no image; give it one: codebox image import "
+                             "--name NAME[:TAG] " + path);
     }
     ASSIGN_OR_RETURN(ref, ParseImageReference(given));
   }
+  const std::string images_dir = ImagesDir(home);
+  RETURN_IF_ERROR(PrepareStore(home));
+  RETURN_IF_ERROR(CleanStaleTemps(images_dir, "", say));
+  ASSIGN_OR_RETURN(SkopeoSession skopeo, SkopeoSession::Create(images_dir, options, ""));
+  say("reading " + path + " (" + transport + ")");
+  RETURN_IF_ERROR(skopeo.Copy(transport + ":" + absolute, /*from_registry=*/false, say)
+                      .WithContext("import " + path));
   UnpackRequest request;
   request.home = home;
   request.reference = ref->Canonical();

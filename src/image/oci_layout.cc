@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/io.h"
+#include "base/text.h"
 #include "image/oci_reference.h"
 #include "image/sha256.h"
 
@@ -273,9 +274,9 @@ StatusOr<OciImage> ReadOciLayout(const std::string& dir, uint64_t max_layer_byte
   }
   ASSIGN_OR_RETURN(OciManifest manifest, ParseManifest(text));
   if (manifest.LayerBytes() > max_layer_bytes) {
-    return InvalidArgument("the image's layers are " + std::to_string(manifest.LayerBytes()) +
-                           " bytes compressed, more than the limit of " +
-                           std::to_string(max_layer_bytes) + " (--max-size)");
+    return InvalidArgument("the image has " + base::FormatSize(manifest.LayerBytes()) +
+                           " of compressed layers, more than the limit of " +
+                           base::FormatSize(max_layer_bytes) + " (--max-size)");
   }
   OciImage image;
   image.manifest_digest = top.digest;

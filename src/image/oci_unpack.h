@@ -42,8 +42,10 @@ Status ResolveImageUser(int root_fd, ImageConfig* config);
 // skopeo's transport for `path`: "oci" (a directory with an oci-layout file), "oci-archive"
 // (a tar holding one) or "docker-archive" (a `docker save` tar, with manifest.json).
 StatusOr<std::string> DetectArchiveTransport(const std::string& path);
-// The first RepoTags entry of a docker-save archive's manifest.json, or "".
-std::string DockerArchiveName(const std::string& archive);
+// The name the archive or layout at `path` (of that transport) gives its image: a docker-save
+// archive's first RepoTags entry, or an OCI index's ref.name annotation when it is a whole
+// reference (not a bare tag); "" when it gives none.
+std::string ArchiveImageName(const std::string& path, const std::string& transport);
 
 }  // namespace codebox::image
 
