@@ -52,27 +52,11 @@ Status MountPointError(const std::string& path) {
   return IoError("remove " + path + ": it is a mount point; it was left alone (unmount it first)");
 }
 
-// Lists the names in the directory open at `dir_fd` (not consumed).
-StatusOr<std::vector<std::string>> Names(int dir_fd, const std::string& path) {
-  int copy = ::dup(dir_fd);
-  DIR* dir = copy < 0 ? nullptr : ::fdopendir(copy);
-  if (dir == nullptr) {
-    if (copy >= 0) ::close(copy);
-    return ErrnoStatus("open directory " + path);
-  }
-  std::vector<std::string> names;
-  while (struct dirent* e = ::readdir(dir)) {
-    std::string name = e->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  ::closedir(dir);
-  return names;
-}
 
 // Removes what is in the directory open at `dir_fd`. Keeps going past errors (so as much as
 // possible goes) and returns the first.
 Status RemoveContents(int dir_fd, const std::string& path) {
-  ASSIGN_OR_RETURN(std::vector<std::string> names, Names(dir_fd, path));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListNamesAt(dir_fd, path));
   Status result;
   auto note = [&result](Status st) {
     if (!st.ok() && result.ok()) result = std::move(st);
@@ -134,7 +118,7 @@ std::vector<std::string> MountsUnder(const std::string& path) {
 }
 
 void AddTreeSize(int dir_fd, dev_t dev, std::set<std::pair<dev_t, ino_t>>& seen, uint64_t& total) {
-  auto names = Names(dir_fd, "");
+  auto names = ListNamesAt(dir_fd, "");
   if (!names.ok()) return;
   for (const std::string& name : *names) {
     struct stat st;
@@ -233,6 +217,24 @@ uint64_t TreeSize(const std::string& path) {
   uint64_t total = 0;
   AddTreeSize(fd.get(), st.st_dev, seen, total);
   return total;
+}
+
+StatusOr<std::vector<std::string>> ListNamesAt(int dir_fd, const std::string& path) {
+  // openat(".") rather than dup: an O_PATH fd cannot be read as a directory.
+  int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
+  if (dir == nullptr) {
+    Status st = ErrnoStatus("open directory " + path);
+    if (fd >= 0) ::close(fd);
+    return st;
+  }
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  ::closedir(dir);
+  return names;
 }
 
 }  // namespace codebox::base

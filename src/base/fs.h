@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "codebox/status.h"
 
@@ -24,6 +25,10 @@ Status RemoveTree(const std::string& path);
 // mounts' own contents are left alone. For trees that a build tool may have mounted into
 // (debootstrap mounts /proc in its target); reads /proc/self/mountinfo.
 Status RemoveTreeAndMounts(const std::string& path);
+
+// The names in the directory open at `dir_fd` (an O_PATH fd will do; it is not consumed),
+// without "." and "..". `path` names the directory in the error.
+StatusOr<std::vector<std::string>> ListNamesAt(int dir_fd, const std::string& path);
 
 // Whether anything is at `path`; a symlink counts even when it dangles (lstat).
 bool PathExists(const std::string& path);

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/fs.h"
 #include "base/io.h"
 #include "base/text.h"
 #include "base/unique_fd.h"
@@ -102,23 +103,6 @@ int OpenSubdir(int dir_fd, const std::string& name) {
   return static_cast<int>(::syscall(SYS_openat2, dir_fd, name.c_str(), &how, sizeof how));
 }
 
-// The names in the directory open at `dir_fd` (O_PATH will do), without "." and "..".
-StatusOr<std::vector<std::string>> ListNames(int dir_fd, const std::string& shown) {
-  int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR* dir = fd < 0 ? nullptr : ::fdopendir(fd);
-  if (dir == nullptr) {
-    Status st = ErrnoStatus("list directory " + Quote(shown));
-    if (fd >= 0) ::close(fd);
-    return st;
-  }
-  std::vector<std::string> names;
-  while (struct dirent* e = ::readdir(dir)) {
-    std::string name = e->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  ::closedir(dir);
-  return names;
-}
 
 // Removes `name` in `dir_fd`, a directory with everything in it; symlinks are removed, never
 // followed. Missing is fine. `shown` is its path in the tree, for messages.
@@ -134,7 +118,7 @@ Status RemoveAt(int dir_fd, const std::string& name, const std::string& shown, i
     }
     UniqueFd sub(OpenSubdir(dir_fd, name));
     if (!sub.valid()) return ErrnoStatus("open directory " + Quote(shown));
-    ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(sub.get(), shown));
+    ASSIGN_OR_RETURN(std::vector<std::string> names, base::ListNamesAt(sub.get(), Quote(shown)));
     for (const std::string& n : names) {
       RETURN_IF_ERROR(RemoveAt(sub.get(), n, shown + "/" + n, depth + 1));
     }
@@ -305,7 +289,7 @@ Status Extractor::RemoveLower(int dir_fd, const std::string& name, const std::st
   }
   UniqueFd sub(OpenSubdir(dir_fd, name));
   if (!sub.valid()) return ErrnoStatus("open directory " + Quote(path));
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(sub.get(), path));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, base::ListNamesAt(sub.get(), Quote(path)));
   for (const std::string& n : names) {
     RETURN_IF_ERROR(RemoveLower(sub.get(), n, path + "/" + n, depth + 1));
   }
@@ -328,7 +312,7 @@ Status Extractor::Whiteout(const std::vector<std::string>& parts) {
     return ErrnoStatus("open directory " + Quote(dir_path));
   }
   if (base != kOpaqueMarker) return RemoveLower(dir.get(), victim, Child(dir_path, victim), 0);
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(dir.get(), dir_path));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, base::ListNamesAt(dir.get(), Quote(dir_path)));
   for (const std::string& n : names) {
     RETURN_IF_ERROR(RemoveLower(dir.get(), n, Child(dir_path, n), 0));
   }
