@@ -20,6 +20,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "common"))  # pki.py
 if "PYTHONPATH" not in os.environ:  # a manual run: the package and the release build's module
     for path in (REPO / "build" / "release" / "python", REPO / "python"):
         sys.path.insert(0, str(path))

@@ -25,12 +25,13 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "common"))  # pki.py
 if "PYTHONPATH" not in os.environ:  # a manual run: the package and the release build's module
     for path in (REPO / "build" / "release" / "python", REPO / "python"):
         sys.path.insert(0, str(path))
 
 import ocilayout  # noqa: E402
-import certs  # noqa: E402
+import pki  # noqa: E402
 import registry  # noqa: E402
 
 SKIPPED = 77
@@ -193,7 +194,7 @@ def pyapp_layout(work):
 
 @pytest.fixture(scope="session")
 def tls_pki(work):
-    return certs.make(os.path.join(work, "pki"))  # (ca.pem, server.pem, server.key)
+    return pki.make(os.path.join(work, "pki"), ["127.0.0.1"], "codebox OCI test CA")  # (ca.pem, server.pem, server.key)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,8 @@
 """A throwaway certificate authority, made with the openssl command for each run, and a server
-certificate it signs for the test's names. The box trusts the CA only because a test copies
-ca.pem in and points SSL_CERT_FILE (and curl's and pip's variables) at it."""
+certificate it signs for the test's names (host names or IP literals). Whoever trusts it does
+so only because a test says so: tests/net copies ca.pem into the box and points SSL_CERT_FILE
+(and curl's and pip's variables) at it; tests/oci gives it to codebox's skopeo the same way."""
+import ipaddress
 import os
 import shutil
 import subprocess
@@ -19,13 +21,21 @@ def _openssl(*args, cwd):
         raise RuntimeError(f"openssl {' '.join(args[:2])}: {r.stderr.strip()}")
 
 
-def make(directory, names):
+def _san(name):
+    try:
+        ipaddress.ip_address(name)
+        return f"IP:{name}"
+    except ValueError:
+        return f"DNS:{name}"
+
+
+def make(directory, names, subject="codebox test CA"):
     """Writes ca.pem, server.pem and server.key into `directory`: a CA, and a certificate for
     every name in `names` signed by it. Returns (ca.pem, server.pem, server.key) paths."""
     os.makedirs(directory, exist_ok=True)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-             "-subj", "/CN=codebox network test CA",
+             "-subj", f"/CN={subject}",
              "-addext", "basicConstraints=critical,CA:TRUE",
              "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=directory)
     _openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr",
@@ -34,7 +44,7 @@ def make(directory, names):
         f.write("basicConstraints=CA:FALSE\n"
                 "keyUsage=critical,digitalSignature\n"
                 "extendedKeyUsage=serverAuth\n"
-                "subjectAltName=" + ",".join(f"DNS:{n}" for n in names) + "\n")
+                "subjectAltName=" + ",".join(_san(n) for n in names) + "\n")
     _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
              "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "server.ext",
              cwd=directory)
