@@ -230,6 +230,7 @@ void BindBox(py::module_& m) {
         d["limits"] = info.limits;
         d["limits_not_enforced"] = info.limits_not_enforced;
         d["network"] = info.network;
+        d["user"] = info.user;
         return d;
       });
 }

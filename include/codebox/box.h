@@ -32,6 +32,10 @@ struct BoxInfo {
   // The box's way out: "none", "allow: pypi.org, *.pythonhosted.org" or "open (any public
   // address)".
   std::string network = "none";
+  // Who the box's processes run as: "root", or the image's user ("1000:1000", "1000:1000
+  // (app)"), or "root (the image's user 1000:1000 cannot be: ...)" where the driver cannot
+  // switch to it (a jail without root on the host).
+  std::string user = "root";
 };
 
 // One connection a box opened through its egress proxy (docs/security.md, "Network"), allowed

@@ -78,6 +78,7 @@ class _Base:
             disk_mib=o["disk_mib"],
             options=_shown_options(o),
             network=raw.get("network", "none"),
+            user=raw.get("user", "root"),
         )
 
     def _live(self) -> Any:

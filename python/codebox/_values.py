@@ -106,6 +106,9 @@ class BoxInfo:
     network: str = "none"
     """The box's way out: ``"none"``, ``"allow: pypi.org, *.example.org"`` or
     ``"open (any public address)"``."""
+    user: str = "root"
+    """Who the box's processes run as: ``"root"``, the image's user (``"1000:1000 (app)"``), or
+    ``"root (...)"`` saying why the image's user cannot be on this host."""
 
 
 # CodeBox's positional parameters, in their historical order; every option is also a keyword.

@@ -1,6 +1,7 @@
 #include "agent/exec.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ StatusOr<ExecSpec> ParseExecSpec(const protocol::msg::Exec& request) {
   spec.stdin_stream = request.stdin_stream;
   spec.timeout_ms = request.timeout_ms;
   spec.output_limit = request.output_limit;
+  spec.user = request.user;
   return spec;
 }
 
@@ -61,8 +63,40 @@ StatusOr<Pipe> MakePipe() {
   ::_exit(127);
 }
 
+// What the child writes on the switch report when it cannot become the exec's user.
+enum class SwitchStep : int32_t { kGroups = 1, kGid = 2, kUid = 3 };
+struct SwitchReport {
+  SwitchStep step;
+  int32_t err;
+};
+
+[[noreturn]] void FailSwitch(int report_fd, SwitchStep step) {
+  SwitchReport report{step, errno};
+  (void)!::write(report_fd, &report, sizeof report);  // a pipe: all of it or nothing
+  ::_exit(127);
+}
+
+// Only async-signal-safe calls. Groups first, then the gid, then the uid: each later step
+// takes away the privilege the earlier ones need. All three ids of each kind (real, effective,
+// saved) are set, so nothing the program runs can switch back.
+void BecomeUser(const protocol::msg::User& user, pid_t agent, int report_fd) {
+  // Where the box's user namespace denies setgroups (a jail's), EPERM is fine only when there
+  // is nothing to drop: the supervisor dropped every group before the box was made, so no
+  // group that maps to box root (or to anything) follows the exec.
+  if (::setgroups(0, nullptr) != 0 && !(errno == EPERM && ::getgroups(0, nullptr) == 0)) {
+    FailSwitch(report_fd, SwitchStep::kGroups);
+  }
+  if (::setresgid(user.gid, user.gid, user.gid) != 0) FailSwitch(report_fd, SwitchStep::kGid);
+  if (::setresuid(user.uid, user.uid, user.uid) != 0) FailSwitch(report_fd, SwitchStep::kUid);
+  // A credential change clears the parent-death signal: set it again, and make sure the
+  // agent did not die before it was set.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != agent) ::_exit(127);
+  ::close(report_fd);  // nothing written: the switch worked
+}
+
 [[noreturn]] void RunChild(const ExecSpec& spec, char* const* argv, char* const* envp, int in_fd,
-                           int out_fd, int err_fd) {
+                           int out_fd, int err_fd, pid_t agent, int report_fd) {
   ::setsid();
   // If the agent dies (killed, crashed), its direct children die with it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -77,6 +111,8 @@ StatusOr<Pipe> MakePipe() {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Before the chdir: the directory must be one the user may enter.
+  if (spec.user) BecomeUser(*spec.user, agent, report_fd);
   if (::chdir(spec.cwd.c_str()) != 0) FailInChild("chdir", spec.cwd.c_str(), errno);
   // execvp looks argv[0] up in the PATH of `environ`, which must be the exec's own.
   environ = const_cast<char**>(envp);
@@ -107,7 +143,12 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
   std::vector<char*> envp;
   for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  Pipe report;
+  if (spec.user) {
+    ASSIGN_OR_RETURN(report, MakePipe());
+  }
 
+  const pid_t agent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0 && errno == EAGAIN) {
     return Unavailable("fork: the box's process limit is reached (" +
@@ -115,7 +156,8 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
   }
   if (pid < 0) return base::ErrnoStatus("fork");
   if (pid == 0) {
-    RunChild(spec, argv.data(), envp.data(), in.read.get(), out.write.get(), err.write.get());
+    RunChild(spec, argv.data(), envp.data(), in.read.get(), out.write.get(), err.write.get(), agent,
+             report.write.get());
   }
   SpawnedExec spawned;
   spawned.pid = pid;
@@ -127,7 +169,38 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
     spawned.stdin_fd = std::move(in.write);
     RETURN_IF_ERROR(base::SetNonBlocking(spawned.stdin_fd.get(), true));
   }
+  if (spec.user) {
+    spawned.switch_report = std::move(report.read);
+    RETURN_IF_ERROR(base::SetNonBlocking(spawned.switch_report.get(), true));
+  }
   return spawned;
+}
+
+std::optional<Status> UserSwitchFailure(int switch_report, const protocol::msg::User& user) {
+  SwitchReport report{};
+  ssize_t n;
+  do {
+    n = ::read(switch_report, &report, sizeof report);
+  } while (n < 0 && errno == EINTR);
+  // Nothing (EOF, or EAGAIN from a child still holding it): the switch worked.
+  if (n != static_cast<ssize_t>(sizeof report)) return std::nullopt;
+  std::string what;
+  switch (report.step) {
+    case SwitchStep::kGroups:
+      what = "drop the supplementary groups";
+      break;
+    case SwitchStep::kGid:
+      what = "switch to gid " + std::to_string(user.gid);
+      break;
+    case SwitchStep::kUid:
+      what = "switch to uid " + std::to_string(user.uid);
+      break;
+  }
+  std::string message = "exec: cannot " + what + ": " + std::strerror(report.err);
+  // EINVAL: an id the box's user namespace does not map.
+  if (report.err == EPERM) return PermissionDenied(message);
+  if (report.err == EINVAL) return InvalidArgument(message);
+  return IoError(message);
 }
 
 }  // namespace codebox::agent

@@ -23,6 +23,7 @@ TEST(ParseExecSpec, CopiesAValidRequest) {
   r.stdin_stream = true;
   r.timeout_ms = 1500;
   r.output_limit = 99;
+  r.user = protocol::msg::User{1000, 100};
   auto spec = ParseExecSpec(r);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->argv, r.argv);
@@ -31,6 +32,7 @@ TEST(ParseExecSpec, CopiesAValidRequest) {
   EXPECT_TRUE(spec->stdin_stream);
   EXPECT_EQ(spec->timeout_ms, 1500);
   EXPECT_EQ(spec->output_limit, 99u);
+  EXPECT_EQ(spec->user, (protocol::msg::User{1000, 100}));
 }
 
 TEST(ParseExecSpec, RefusesWhatExecveWouldCutOrMisread) {

@@ -57,6 +57,19 @@ Status MakeDir(const std::string& path, uint32_t mode, bool parents) {
   return Status::Ok();
 }
 
+Status ChownDir(const std::string& path, uint32_t uid, uint32_t gid) {
+  const std::string owner = std::to_string(uid) + ":" + std::to_string(gid);
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return PathError("mkdir: open the directory", path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return PathError("mkdir: stat", path);
+  if (st.st_uid == uid && st.st_gid == gid) return Status::Ok();
+  if (::fchown(fd.get(), uid, gid) != 0) {
+    return PathError("mkdir: give " + owner + " the directory", path);
+  }
+  return Status::Ok();
+}
+
 StatusOr<FileWriter> FileWriter::Open(const std::string& path, uint32_t mode, bool parents) {
   if (path.empty() || path.back() == '/') return InvalidArgument("write_file: bad path \"" + path + "\"");
   if (parents) RETURN_IF_ERROR(MakeDir(Parent(path), 0755, true).WithContext("write_file"));

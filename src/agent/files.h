@@ -49,6 +49,11 @@ StatusOr<OpenedFile> OpenForRead(const std::string& path);
 StatusOr<protocol::Json> ListDir(const std::string& path);
 // mkdir, with parents like `mkdir -p` (an existing directory is then not an error).
 Status MakeDir(const std::string& path, uint32_t mode, bool parents);
+// Makes the directory at `path` belong to uid:gid (mkdir's "owner"). The last component is
+// opened without following a symlink, then changed through the fd; a directory that already
+// has that owner is left alone (so a jail's agent, which holds no CAP_CHOWN, succeeds on the
+// workdir its supervisor already gave the user).
+Status ChownDir(const std::string& path, uint32_t uid, uint32_t gid);
 // Removes a file, or a directory with everything in it, like `rm -rf` but: a symlink is
 // removed, never followed (the final component and every entry of the tree); a directory on
 // another file system (a mount point) is not descended into; "/" and "" are refused; an

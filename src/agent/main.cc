@@ -3,6 +3,8 @@
 //   codebox-agent --fd N [--mount TYPE:TARGET[:OPTIONS]]...   (jail driver, tests)
 //                 [--egress-port N]   (tests on the host: another port, 0 = any free one)
 //   codebox-agent                                           (as PID 1: /init of a vm box)
+#include <signal.h>
+#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -33,6 +35,35 @@ namespace {
 void NotDumpable(int, char**, char**) { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 [[gnu::section(".preinit_array"), gnu::used]] void (*const kNotDumpable)(int, char**,
                                                                        char**) = NotDumpable;
+
+// A jail whose image names a user starts the agent with root's ids as its real ones and the
+// user's as its effective ones (src/jail/privileges.h, HandUserToAgent: nothing in a box holds
+// a capability to set ids, and execve copies the effective ids into the saved ones). Root's
+// become the effective ids again; the user's stay saved, so an exec's child can become the
+// user (a set*id call may always pick an id the process holds) and no one else. The agent
+// works on files as the user (its filesystem ids): box root has no CAP_DAC_OVERRIDE, so as
+// root it could not write in the user's workdir; so what it writes is the user's too. That
+// start was a secure execve, which cleared the parent-death signal: it is set again. (The
+// user's processes may signal the agent now, as a saved id allows; it only passes SIGTERM and
+// SIGINT on to the execs, which are theirs.)
+Status TakeBackRoot() {
+  uid_t ruid, euid, suid;
+  gid_t rgid, egid, sgid;
+  if (::getresuid(&ruid, &euid, &suid) != 0 || ::getresgid(&rgid, &egid, &sgid) != 0) {
+    return base::ErrnoStatus("getresuid");
+  }
+  if (ruid != 0 || rgid != 0 || (euid == 0 && egid == 0)) return Status::Ok();
+  if (egid != 0 && ::setresgid(0, 0, egid) != 0) return base::ErrnoStatus("take back gid 0");
+  if (euid != 0 && ::setresuid(0, 0, euid) != 0) return base::ErrnoStatus("take back uid 0");
+  // setfs*id answer the previous id, never an error: asking again (-1 changes nothing) checks.
+  ::setfsgid(egid);
+  ::setfsuid(euid);
+  if (static_cast<gid_t>(::setfsgid(-1)) != egid || static_cast<uid_t>(::setfsuid(-1)) != euid) {
+    return Internal("cannot work on files as " + std::to_string(euid) + ":" + std::to_string(egid));
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return Status::Ok();
+}
 
 struct Args {
   int fd = -1;
@@ -86,6 +117,11 @@ Status MountOne(const std::string& spec) {
 }
 
 int Main(int argc, char** argv) {
+  // First: a change of ids makes the process dumpable or not anew, which is checked next.
+  if (Status st = TakeBackRoot(); !st.ok()) {
+    std::fprintf(stderr, "codebox-agent: %s\n", st.message().c_str());
+    return 1;
+  }
   // Checked, not assumed: should a toolchain drop the .preinit_array entry, this is the
   // latest safe point (nothing of the box runs before the agent execs it).
   if (::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) {

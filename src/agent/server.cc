@@ -327,6 +327,9 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
   if (std::holds_alternative<m::EgressAccept>(*decoded)) return StartEgress(stream);
   if (auto* mkdir = std::get_if<m::MakeDir>(&*decoded)) {
     Status st = agent::MakeDir(mkdir->path, mkdir->mode, mkdir->parents);
+    if (st.ok() && mkdir->owner) {
+      st = agent::ChownDir(mkdir->path, mkdir->owner->uid, mkdir->owner->gid);
+    }
     return st.ok() ? SendEvent(stream, m::Done{}) : SendError(stream, st);
   }
   if (auto* remove = std::get_if<m::Remove>(&*decoded)) {

@@ -69,6 +69,8 @@ class Server {
     bool exited = false;
     int wait_status = 0;
     Clock::time_point exited_at;
+    std::optional<protocol::msg::User> user;
+    base::UniqueFd switch_report;  // with a user: SpawnedExec::switch_report
   };
   struct Upload {
     std::optional<FileWriter> writer;

@@ -39,6 +39,8 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   exec.in = std::move(spawned->stdin_fd);
   exec.out = std::move(spawned->stdout_fd);
   exec.err = std::move(spawned->stderr_fd);
+  exec.user = spec->user;
+  exec.switch_report = std::move(spawned->switch_report);
   exec.output_limit = spec->output_limit;
   if (spec->timeout_ms > 0) exec.deadline = exec.start + std::chrono::milliseconds(spec->timeout_ms);
   execs_.emplace(stream, std::move(exec));
@@ -207,6 +209,14 @@ void Server::FinishExecs(Clock::time_point now) {
       // Whatever is already in the pipes belongs to the result.
       DrainPipe(it->first, exec, exec.out, FrameType::kStdout);
       DrainPipe(it->first, exec, exec.err, FrameType::kStderr);
+    }
+    // A child that could not become the exec's user ran nothing: the request failed.
+    if (exec.user) {
+      if (std::optional<Status> failed = UserSwitchFailure(exec.switch_report.get(), *exec.user)) {
+        SendError(it->first, *failed);
+        it = execs_.erase(it);
+        continue;
+      }
     }
     const int ws = exec.wait_status;
     const bool signaled = WIFSIGNALED(ws);

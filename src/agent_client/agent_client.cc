@@ -49,8 +49,21 @@ struct RunningExec::State {
 
 namespace {
 
+// The agent refuses ids past kMaxId too; this says so before anything is sent.
+Status CheckUser(const std::optional<msg::User>& user, const char* what) {
+  if (!user) return Status::Ok();
+  for (uint32_t id : {user->uid, user->gid}) {
+    if (id > msg::kMaxId) {
+      return InvalidArgument(std::string(what) + ": id " + std::to_string(id) +
+                             " is the kernel's \"unchanged\", not an id one can run as");
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckExecRequest(const ExecRequest& request) {
   if (request.argv.empty()) return InvalidArgument("exec: empty argv");
+  RETURN_IF_ERROR(CheckUser(request.user, "exec: user"));
   for (size_t i = 0; i < request.argv.size(); ++i) {
     // execve would cut the string at the NUL, silently dropping the rest.
     if (request.argv[i].find('\0') != std::string::npos) {
@@ -118,6 +131,7 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   exec.stdin_stream = request.stdin_data.has_value() || request.interactive_stdin;
   exec.timeout_ms = std::max<int64_t>(0, request.timeout.count());
   exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
+  exec.user = request.user;
   std::string what = "exec " + request.argv[0].substr(0, 256);
   // Encoded once: measured here, sent below.
   const std::string encoded = msg::EncodeRequest(exec);
@@ -345,9 +359,11 @@ StatusOr<std::vector<DirEntry>> AgentClient::ListDir(const std::string& box_path
   return std::move(state->entries);
 }
 
-Status AgentClient::MakeDir(const std::string& box_path, uint32_t mode) {
+Status AgentClient::MakeDir(const std::string& box_path, uint32_t mode,
+                            std::optional<msg::User> owner) {
+  RETURN_IF_ERROR(CheckUser(owner, "owner").WithContext("mkdir " + box_path));
   return impl_
-      ->Call(msg::MakeDir{box_path, mode & 07777, true}, ExpectDone("mkdir"),
+      ->Call(msg::MakeDir{box_path, mode & 07777, true, owner}, ExpectDone("mkdir"),
              IdleWait(impl_->idle()), nullptr)
       .WithContext("mkdir " + box_path);
 }

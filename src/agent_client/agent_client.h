@@ -45,6 +45,9 @@ struct ExecRequest {
   // throws fails this exec (kInternal); the rest of its output is dropped.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
+  // nullopt: the agent's own ids (root in the box); else the process runs as uid:gid with no
+  // supplementary groups, or the exec fails (docs/protocol.md, "exec").
+  std::optional<msg::User> user;
   // false: output goes to the callbacks only and ExecResult's stdout_data / stderr_data stay
   // empty, so a long-lived process (the code-interpreter kernel) does not grow host memory.
   bool keep_output = true;
@@ -93,7 +96,9 @@ class AgentClient {
   StatusOr<std::vector<DirEntry>> ListDir(const std::string& box_path,
                                           size_t max_entries = kDefaultListEntries,
                                           uint64_t max_bytes = kDefaultListBytes);
-  Status MakeDir(const std::string& box_path, uint32_t mode = 0755);
+  // mkdir -p; with `owner` the directory (made now or already there) then belongs to it.
+  Status MakeDir(const std::string& box_path, uint32_t mode = 0755,
+                 std::optional<msg::User> owner = std::nullopt);
   // Removes a box file, or a directory with everything in it (the agent never follows a
   // symlink); kNotFound when absent.
   Status Remove(const std::string& box_path);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/log.h"
 #include "base/paths.h"
 #include "box/jail_spares.h"
 #include "box/leftovers.h"
@@ -78,18 +79,26 @@ StatusOr<DriverChoice> ChooseDriver(const BoxOptions& options) {
 
 StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
                                                 const DriverChoice& choice,
-                                                const std::string& image_rootfs) {
+                                                const image::ImageInfo& image) {
+  // The agent, real root in a vm, becomes any user; a jail maps a second id only for root.
+  const bool can_switch_user = choice.kind == DriverKind::kVm || jail::CanMapUser();
+  ASSIGN_OR_RETURN(ImageRun run, PlanImageRun(options, image.config, can_switch_user));
+  if (!run.user && run.user_text != "root") {
+    CODEBOX_LOG(kWarn, "create box: image " << image.name << ": runs as " << run.user_text);
+  }
   // Cleans up after codebox processes that were killed before they could (once per process).
   CollectLeftoversOnce(base::CodeboxHome(options.home));
   std::string agent = AgentPath();
   if (agent.empty()) {
     return NotFound(base::HelperNotFoundMessage("codebox-agent"));
   }
+  std::unique_ptr<Backend> backend;
   if (choice.kind == DriverKind::kJail) {
     jail::JailConfig config;
-    config.rootfs = image_rootfs;
+    config.rootfs = image.rootfs;
     config.agent_path = agent;
-    config.workdir = options.workdir;
+    config.workdir = run.workdir;
+    if (run.user) config.user = jail::BoxUser{run.user->uid, run.user->gid};
     config.memory_bytes = options.memory_mib << 20;
     config.disk_bytes = options.disk_mib << 20;
     config.max_processes = options.max_processes;
@@ -97,18 +106,29 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
     config.cpus = options.cpus;
     ASSIGN_OR_RETURN(auto jail, options.prestart ? TakePrestartedJail(options, config)
                                                  : jail::Jail::Start(config));
-    return std::unique_ptr<Backend>(new JailBackend(std::move(jail)));
+    backend = std::make_unique<JailBackend>(std::move(jail));
+    backend->set_image_run(std::move(run));
+    return backend;
   }
   vm::VmConfig config;
   config.home = base::CodeboxHome(options.home);
-  config.image_tree = image_rootfs;
+  config.image_tree = image.rootfs;
   config.agent_path = agent;
   config.allow_emulation = options.allow_emulation;
   config.memory_mib = options.memory_mib;
   config.cpus = static_cast<uint32_t>(std::max(1.0, std::ceil(options.cpus)));
   config.disk_mib = options.disk_mib;
   ASSIGN_OR_RETURN(auto machine, vm::Machine::Start(config));
-  return std::unique_ptr<Backend>(new VmBackend(std::move(machine)));
+  backend = std::make_unique<VmBackend>(std::move(machine));
+  backend->set_image_run(std::move(run));
+  return backend;
+}
+
+StatusOr<std::unique_ptr<Backend>> StartOnImage(const BoxOptions& options,
+                                                const image::ImageInfo& image) {
+  ASSIGN_OR_RETURN(DriverChoice choice, ChooseDriver(options));
+  CODEBOX_LOG(kInfo, "create box: image " << image.id << ", driver " << choice.reason);
+  return StartBackend(options, choice, image);
 }
 
 }  // namespace codebox::box

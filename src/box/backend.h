@@ -5,9 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "base/unique_fd.h"
+#include "box/image_run.h"
 #include "codebox/box.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
@@ -25,6 +28,14 @@ class Backend {
   virtual std::string Diagnostics() const { return ""; }
   // driver name and limits in force.
   virtual BoxInfo Info() const = 0;
+
+  // How the box runs its image's processes, as planned when it was started (PlanImageRun: the
+  // driver was made for it). Unset (a test's backend): as a recipe image, RecipeRun.
+  const std::optional<ImageRun>& image_run() const { return image_run_; }
+  void set_image_run(ImageRun run) { image_run_ = std::move(run); }
+
+ private:
+  std::optional<ImageRun> image_run_;
 };
 
 // The driver a BoxOptions asks for, resolved against what this host can do.
@@ -35,10 +46,17 @@ struct DriverChoice {
 };
 StatusOr<DriverChoice> ChooseDriver(const BoxOptions& options);
 
-// Starts the chosen driver on an image rootfs.
+// Starts the chosen driver on `image`'s tree, made to run as the image's config says
+// (PlanImageRun); the backend carries that plan.
 StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
                                                 const DriverChoice& choice,
-                                                const std::string& image_rootfs);
+                                                const image::ImageInfo& image);
+
+// ChooseDriver, then StartBackend: what the real BoxEnv does once it found the image. Tests
+// call it with an image whose config they wrote (an OCI image's run config on a recipe
+// image's tree).
+StatusOr<std::unique_ptr<Backend>> StartOnImage(const BoxOptions& options,
+                                                const image::ImageInfo& image);
 
 }  // namespace codebox::box
 

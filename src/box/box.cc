@@ -16,6 +16,7 @@
 #include "box/egress.h"
 #include "box/host_files.h"
 #include "box/image_lookup.h"
+#include "box/image_run.h"
 #include "box/install.h"
 #include "box/warm_python.h"
 #include "image/store.h"
@@ -34,6 +35,13 @@ constexpr size_t kInlineProgramBytes = 64u << 10;
 
 bool IsInlinePython(const std::vector<std::string>& argv) {
   return argv.size() >= 3 && (argv[0] == "python3" || argv[0] == "python") && argv[1] == "-c";
+}
+
+// The `-c` argument that runs the program sent as the file `path`: compiled as "<string>" like
+// -c, nothing entering its globals, and with `unlink` removed before it runs.
+std::string ProgramFromFile(const std::string& path, bool unlink) {
+  return std::string("exec((lambda p: (compile(open(p, 'rb').read(), '<string>', 'exec'), ") +
+         (unlink ? "__import__('os').unlink(p)" : "") + ")[0])('" + path + "'))";
 }
 
 std::string ResolveBoxPath(const std::string& workdir, const std::string& path) {
@@ -76,7 +84,8 @@ class LocalBox final : public Box::Impl {
       : options_(std::move(options)),
         backend_(std::move(backend)),
         agent_(std::move(agent)),
-        info_(WithNetwork(backend_->Info(), options_)) {
+        run_(backend_->image_run().value_or(box::RecipeRun(options_))),
+        info_(Described(backend_->Info(), options_, run_)) {
     if (options_.box_timeout != kNoTimeout) {
       deadline_ = std::chrono::steady_clock::now() + options_.box_timeout;
       watchdog_ = std::thread([this] { Watchdog(); });
@@ -104,7 +113,8 @@ class LocalBox final : public Box::Impl {
     request.env = BaseEnvironment();
     for (const auto& [k, v] : options.env) request.env[k] = v;
     RETURN_IF_ERROR(ValidateEnvironment(request.env).WithContext("exec"));
-    request.cwd = options.cwd.empty() ? options_.workdir : ResolveBoxPath(options_.workdir, options.cwd);
+    request.cwd = ExecCwd(options);
+    request.user = run_.user;
     request.stdin_data = options.stdin_data;
     std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
     if (auto left = TimeLeft()) timeout = std::min(timeout, *left);  // not past the box's end
@@ -113,16 +123,20 @@ class LocalBox final : public Box::Impl {
     request.on_stdout = options.on_stdout;
     request.on_stderr = options.on_stderr;
 
+    std::string program_path;
     if (program) {
-      std::string path = "/tmp/.codebox-program-" + std::to_string(next_program_++) + ".py";
-      RETURN_IF_ERROR(Explain(agent_->WriteFile(path, *program, 0600), "exec: send program"));
+      program_path = "/tmp/.codebox-program-" + std::to_string(next_program_++) + ".py";
+      // The image's user must read it; it may be root's (a vm's agent writes as root), and a
+      // user cannot unlink a root file in sticky /tmp, so the host removes it after the exec.
+      const uint32_t mode = run_.user ? 0644 : 0600;
+      RETURN_IF_ERROR(
+          Explain(agent_->WriteFile(program_path, *program, mode), "exec: send program"));
       program.reset();
-      // Compiled as "<string>" like -c, and removed before it runs; nothing enters its globals.
-      request.argv[2] = "exec((lambda p: (compile(open(p, 'rb').read(), '<string>', 'exec'), "
-                        "__import__('os').unlink(p))[0])('" + path + "'))";
+      request.argv[2] = ProgramFromFile(program_path, /*unlink=*/!run_.user);
     }
     uint64_t oom_before = backend_->OomKillCount();
     auto result = agent_->Exec(request);
+    if (result.ok() && run_.user && !program_path.empty()) (void)agent_->Remove(program_path);
     if (!result.ok()) return Explain(result.status(), "exec " + request.argv[0]);
     // The cgroup's count is the authoritative word on OOM kills in a jail.
     if (result->signal == SIGKILL && !result->timed_out &&
@@ -143,8 +157,7 @@ class LocalBox final : public Box::Impl {
     if (code.find('\0') == std::string_view::npos && options.cwd.find('\0') == std::string::npos &&
         (!options.timeout || ValidateTimeout(*options.timeout, "").ok()) &&
         ValidateEnvironment(warm.env).ok() && CheckUsable().ok()) {
-      warm.cwd = options.cwd.empty() ? options_.workdir
-                                     : ResolveBoxPath(options_.workdir, options.cwd);
+      warm.cwd = ExecCwd(options);
       std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
       if (auto left = TimeLeft()) timeout = std::min(timeout, *left);
       if (timeout != kNoTimeout) warm.timeout = timeout;
@@ -174,7 +187,7 @@ class LocalBox final : public Box::Impl {
 
   Status CopyIn(const std::string& host_path, const std::string& box_path) override {
     RETURN_IF_ERROR(CheckUsable());
-    return Explain(box::CopyHostToBox(*agent_, host_path, ResolveBoxPath(options_.workdir, box_path)),
+    return Explain(box::CopyHostToBox(*agent_, host_path, ResolveBoxPath(run_.workdir, box_path)),
                    "");
   }
 
@@ -186,14 +199,14 @@ class LocalBox final : public Box::Impl {
     if (resolved.max_bytes == 0) {
       resolved.max_bytes = std::max<uint64_t>(options_.disk_mib, 1) << 20;
     }
-    std::string from = ResolveBoxPath(options_.workdir, box_path);
+    std::string from = ResolveBoxPath(run_.workdir, box_path);
     return Explain(box::CopyBoxToHost(*agent_, from, host_path, resolved), "");
   }
 
   Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode) override {
     RETURN_IF_ERROR(CheckBoxPath(box_path, "write file"));
     RETURN_IF_ERROR(CheckUsable());
-    return Explain(agent_->WriteFile(ResolveBoxPath(options_.workdir, box_path), data, mode), "");
+    return Explain(agent_->WriteFile(ResolveBoxPath(run_.workdir, box_path), data, mode), "");
   }
 
   StatusOr<std::string> ReadFile(const std::string& box_path, uint64_t max_bytes) override {
@@ -201,7 +214,7 @@ class LocalBox final : public Box::Impl {
     RETURN_IF_ERROR(CheckUsable());
     // The box cannot hold a file larger than its scratch disk.
     if (max_bytes == 0) max_bytes = std::max<uint64_t>(options_.disk_mib, 1) << 20;
-    auto data = agent_->ReadFile(ResolveBoxPath(options_.workdir, box_path), max_bytes);
+    auto data = agent_->ReadFile(ResolveBoxPath(run_.workdir, box_path), max_bytes);
     if (!data.ok()) return Explain(data.status(), "");
     return data;
   }
@@ -209,7 +222,7 @@ class LocalBox final : public Box::Impl {
   StatusOr<std::vector<FileEntry>> ListDir(const std::string& box_path) override {
     RETURN_IF_ERROR(CheckBoxPath(box_path, "list dir"));
     RETURN_IF_ERROR(CheckUsable());
-    std::string dir = CleanBoxPath(options_.workdir, box_path);
+    std::string dir = CleanBoxPath(run_.workdir, box_path);
     auto listing = agent_->ListDir(dir);
     if (!listing.ok()) return Explain(listing.status(), "");
     std::vector<FileEntry> entries;
@@ -228,7 +241,7 @@ class LocalBox final : public Box::Impl {
     RETURN_IF_ERROR(CheckBoxPath(box_path, "remove"));
     RETURN_IF_ERROR(CheckUsable());
     // Not cleaned: "." and ".." stay as given, and the agent refuses them.
-    return Explain(agent_->Remove(ResolveBoxPath(options_.workdir, box_path)), "");
+    return Explain(agent_->Remove(ResolveBoxPath(run_.workdir, box_path)), "");
   }
 
   Status Destroy() override {
@@ -288,22 +301,23 @@ class LocalBox final : public Box::Impl {
     return Status::Ok();
   }
 
-  // The workdir lives on the writable layer; it must exist before the first exec.
+  // The workdir lives on the writable layer; it must exist before the first exec, and be the
+  // image user's when the box runs as one.
   Status PrepareWorkdir() {
-    return Explain(agent_->MakeDir(options_.workdir, 0755), "make workdir " + options_.workdir);
+    return Explain(agent_->MakeDir(run_.workdir, 0755, run_.user), "make workdir " + run_.workdir);
   }
 
  private:
-  // What every process in the box starts with: the defaults, then BoxOptions::env.
+  // What every process in the box starts with (image_run.h: defaults < image < network <
+  // BoxOptions::env).
   std::map<std::string, std::string> BaseEnvironment() const {
-    std::map<std::string, std::string> env = {
-        {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-        {"HOME", "/root"},
-        {"LANG", "C.UTF-8"},
-        {"MPLBACKEND", "Agg"}};  // charts render to files; there is no display
-    if (EffectiveNetwork(options_) != NetworkMode::kNone) env.merge(box::ProxyEnvironment(options_));
-    for (const auto& [k, v] : options_.env) env[k] = v;
-    return env;
+    return box::BoxEnvironment(options_, run_);
+  }
+
+  // An exec's directory: the box's default (the workdir, or the image's WorkingDir), or the
+  // one asked for, relative ones under the workdir like every relative box path.
+  std::string ExecCwd(const ExecOptions& options) const {
+    return options.cwd.empty() ? run_.cwd : ResolveBoxPath(run_.workdir, options.cwd);
   }
 
   // What is left of the box's lifetime (at least 1 ms), or nullopt for a box without one.
@@ -318,7 +332,8 @@ class LocalBox final : public Box::Impl {
     kernel::KernelHost host;
     host.agent = agent_.get();
     host.env = BaseEnvironment();
-    host.cwd = options_.workdir;
+    host.cwd = run_.cwd;
+    host.user = run_.user;
     host.image = options_.image;
     host.output_limit = options_.output_limit_bytes;
     host.memory_mib = options_.memory_mib;
@@ -333,7 +348,8 @@ class LocalBox final : public Box::Impl {
     box::WarmHost host;
     host.agent = agent_.get();
     host.env = BaseEnvironment();
-    host.workdir = options_.workdir;
+    host.workdir = run_.cwd;
+    host.user = run_.user;
     host.image = options_.image;
     host.output_limit = options_.output_limit_bytes;
     host.oom_kill_count = [this] { return backend_->OomKillCount(); };
@@ -383,14 +399,16 @@ class LocalBox final : public Box::Impl {
     (void)backend_->Destroy();
   }
 
-  static BoxInfo WithNetwork(BoxInfo info, const BoxOptions& options) {
+  static BoxInfo Described(BoxInfo info, const BoxOptions& options, const box::ImageRun& run) {
     info.network = box::NetworkDescription(options);
+    info.user = run.user_text;
     return info;
   }
 
   const BoxOptions options_;
   std::unique_ptr<box::Backend> backend_;
   std::unique_ptr<protocol::AgentClient> agent_;
+  const box::ImageRun run_;  // how the image's processes run: workdir, cwd, env, user
   // Set before the box is handed out; destroyed before the agent connection its threads use.
   std::unique_ptr<box::EgressService> egress_;
   const BoxInfo info_;
@@ -428,9 +446,7 @@ class DriverEnv final : public BoxEnv {
  public:
   StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options) override {
     ASSIGN_OR_RETURN(image::ImageInfo image, FindOrPullImage(options));
-    ASSIGN_OR_RETURN(DriverChoice choice, ChooseDriver(options));
-    CODEBOX_LOG(kInfo, "create box: image " << image.id << ", driver " << choice.reason);
-    return box::StartBackend(options, choice, image.rootfs);
+    return StartOnImage(options, image);
   }
 };
 

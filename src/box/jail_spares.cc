@@ -13,10 +13,13 @@ namespace {
 using StartedJail = StatusOr<std::unique_ptr<jail::Jail>>;
 
 // What the jail is made of beyond the options (hostname, the agent binary, the image tree the
-// options' image and home resolve to), plus every option the started box depends on, as the
-// schema marks them (OptionSpec::shapes_box).
+// options' image and home resolve to, and what the image's config made of the workdir and the
+// user), plus every option the started box depends on, as the schema marks them
+// (OptionSpec::shapes_box).
 std::string KeyOf(const BoxOptions& options, const jail::JailConfig& c) {
-  return c.rootfs + '\n' + c.agent_path + '\n' + c.hostname + '\n' + BoxShapeKey(options);
+  std::string user = c.user ? std::to_string(c.user->uid) + ":" + std::to_string(c.user->gid) : "";
+  return c.rootfs + '\n' + c.agent_path + '\n' + c.hostname + '\n' + c.workdir + '\n' + user +
+         '\n' + BoxShapeKey(options);
 }
 
 class Spares {

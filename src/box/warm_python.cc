@@ -75,6 +75,7 @@ class WarmPython::Waiter {
     request.argv = {"python3", "-c", kWarmPythonSource};
     request.env = host.env;
     request.cwd = host.workdir;
+    request.user = host.user;
     request.interactive_stdin = true;
     request.timeout = std::chrono::milliseconds(0);  // the host enforces each program's own
     request.keep_output = false;                     // kept here, without the markers

@@ -102,6 +102,7 @@ int DoctorCommand(const std::vector<std::string>& args) {
   }
   std::printf("  driver:        %s\n", (*box)->info().driver.c_str());
   std::printf("  network:       %s\n", (*box)->info().network.c_str());
+  std::printf("  user:          %s\n", (*box)->info().user.c_str());
   for (const std::string& l : (*box)->info().limits)
     std::printf("  enforced:      %s\n", l.c_str());
   for (const std::string& l : (*box)->info().limits_not_enforced) {

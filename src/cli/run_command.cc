@@ -316,6 +316,7 @@ int Report(const Invocation& inv, ExecResult& result, const Box* box) {
   if (inv.json) {
     nlohmann::json j = server::ExecResultJson(result);  // the same fields as the HTTP API's
     AddNetworkJson(inv.box, box, inv.pip, &j);
+    if (box != nullptr) j["user"] = box->info().user;  // who ran it (BoxInfo::user)
     PrintJson(j);
   } else {
     if (box != nullptr) ReportNetwork(inv.box, *box);

@@ -32,6 +32,20 @@ std::vector<std::pair<std::string, std::string>> Lines(const std::string& text) 
   return out;
 }
 
+bool ParseU64(const std::string& s, uint64_t* out);
+
+// "UID:GID", each 0..2^32 - 2 (2^32 - 1 is the kernel's "unchanged").
+bool ParseUser(const std::string& s, BoxUser* out) {
+  size_t colon = s.find(':');
+  uint64_t uid = 0, gid = 0;
+  if (colon == std::string::npos || !ParseU64(s.substr(0, colon), &uid) ||
+      !ParseU64(s.substr(colon + 1), &gid) || uid > 0xfffffffe || gid > 0xfffffffe) {
+    return false;
+  }
+  *out = BoxUser{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid)};
+  return true;
+}
+
 bool ParseU64(const std::string& s, uint64_t* out) {
   // strtoull alone would take " 5", "+5" and "-1" (as 2^64 - 1).
   if (s.empty() || s[0] < '0' || s[0] > '9') return false;
@@ -59,6 +73,9 @@ std::string EncodeConfig(const SupervisorConfig& c) {
   Put(os, "id", c.id);
   Put(os, "staging", c.staging_dir);
   Put(os, "cgroup_version", std::to_string(c.cgroup_version));
+  if (c.jail.user) {
+    Put(os, "user", std::to_string(c.jail.user->uid) + ":" + std::to_string(c.jail.user->gid));
+  }
   for (const auto& dir : c.cgroup_dirs) Put(os, "cgroup", dir);
   return os.str();
 }
@@ -82,7 +99,12 @@ StatusOr<SupervisorConfig> DecodeConfig(const std::string& text) {
       c.staging_dir = value;
     else if (key == "cgroup")
       c.cgroup_dirs.push_back(value);
-    else if (!is_number)
+    else if (key == "user") {
+      BoxUser user;
+      if (!ParseUser(value, &user))
+        return ProtocolError("control config: bad user '" + value + "'");
+      c.jail.user = user;
+    } else if (!is_number)
       return ProtocolError("control config: bad line '" + key + "'");
     else if (key == "memory")
       c.jail.memory_bytes = n;

@@ -42,6 +42,11 @@ TEST(ControlConfig, RoundTrips) {
   EXPECT_EQ(back->staging_dir, c.staging_dir);
   EXPECT_EQ(back->cgroup_version, 1);
   EXPECT_EQ(back->cgroup_dirs, c.cgroup_dirs);
+  EXPECT_EQ(back->jail.user, std::nullopt) << "no user: root only";
+  c.jail.user = BoxUser{1000, 0xfffffffe};
+  auto with_user = DecodeConfig(EncodeConfig(c));
+  ASSERT_TRUE(with_user.ok()) << with_user.status().ToString();
+  EXPECT_EQ(with_user->jail.user, (BoxUser{1000, 0xfffffffe}));
 }
 
 TEST(ControlConfig, CpusTravelInMillicpusRounded) {
@@ -58,8 +63,11 @@ TEST(ControlConfig, RefusesWhatItCannotRead) {
   auto unknown = DecodeConfig(good + "colour=7\n");
   EXPECT_EQ(unknown.status().code(), StatusCode::kProtocolError);
   EXPECT_NE(unknown.status().message().find("unknown key 'colour'"), std::string::npos);
-  for (const char* bad : {"memory=lots\n", "memory=\n", "memory=-1\n", "memory=+5\n", "memory= 5\n",
-                          "nproc=1e3\n", "memory=99999999999999999999999\n", "no-equals-sign\n"}) {
+  for (const char* bad :
+       {"memory=lots\n", "memory=\n", "memory=-1\n", "memory=+5\n", "memory= 5\n", "nproc=1e3\n",
+        "memory=99999999999999999999999\n", "no-equals-sign\n", "user=1000\n", "user=1000:\n",
+        "user=:1000\n", "user=-1:0\n", "user=1000:4294967295\n", "user=4294967296:0\n",
+        "user=1:2:3\n", "user=app\n"}) {
     auto st = DecodeConfig(good + bad);
     EXPECT_EQ(st.status().code(), StatusCode::kProtocolError) << bad;
   }

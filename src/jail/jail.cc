@@ -49,6 +49,8 @@ std::string NewId() {
 
 }  // namespace
 
+bool CanMapUser() { return ::geteuid() == 0; }
+
 std::string StagingParentPath() {
   return ::geteuid() == 0 ? "/run/codebox-jail" : "/tmp/codebox-jail-" + std::to_string(::geteuid());
 }
@@ -95,6 +97,14 @@ Status Validate(const JailConfig& c) {
   if (c.max_processes < 2) return InvalidArgument("jail: max_processes below 2");
   if (c.max_open_files < 16) return InvalidArgument("jail: max_open_files below 16");
   if (!(c.cpus > 0.0) || c.cpus > 4096) return InvalidArgument("jail: cpus out of range");
+  if (c.user && !CanMapUser()) {
+    return InvalidArgument("jail: a user besides root (" + std::to_string(c.user->uid) + ":" +
+                           std::to_string(c.user->gid) +
+                           ") needs root on the host: only one id can be mapped otherwise");
+  }
+  if (c.user && (c.user->uid > 0xfffffffe || c.user->gid > 0xfffffffe)) {
+    return InvalidArgument("jail: user ids are at most 4294967294");
+  }
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,13 @@
 #include "codebox/status.h"
 
 namespace codebox::jail {
+
+// A user of the box besides root: ids in the box (0..2^32 - 2).
+struct BoxUser {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  bool operator==(const BoxUser&) const = default;
+};
 
 struct JailConfig {
   std::string rootfs;      // image tree, mounted read-only as /
@@ -23,7 +31,16 @@ struct JailConfig {
   uint32_t max_processes = 128;
   uint32_t max_open_files = 1024;
   double cpus = 1.0;
+  // The image's user: its uid and gid are mapped in the box's user namespace besides root's,
+  // the workdir is made theirs, and the agent keeps their ids to run execs as them. Needs
+  // CanMapUser(). nullopt: root only, as for a recipe image.
+  std::optional<BoxUser> user = std::nullopt;
 };
+
+// Whether a jail can map a user besides root: only host root may write a user namespace's id
+// map with more than the writer's own id (user_namespaces(7)), so otherwise a box has one id,
+// root's, and runs everything as it.
+bool CanMapUser();
 
 // Parent of the per-jail staging directories: /run/codebox-jail for root, else
 // /tmp/codebox-jail-<uid>. Each jail's is "<parent>/<id>", id = "<pid>-<start>-<n>-<random>"

@@ -1,6 +1,7 @@
 #include "jail/mounts.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -145,6 +146,33 @@ Status MaskProc(const std::string& proc) {
   return Status::Ok();
 }
 
+// Makes `box_path` in the skeleton. A top-level one the image may lack; a deeper one (an
+// image's WorkingDir such as /srv/app) only where its parent is a directory in the image, so
+// the skeleton's directories merge with the image's instead of hiding what the image has
+// there. The parent is looked up with the image's tree as its root (a symlink in the image
+// never leads to the host's files).
+Status MakeMountPoint(const std::string& skel, const std::string& rootfs,
+                      const std::string& box_path) {
+  const size_t last = box_path.rfind('/');
+  if (last != 0) {
+    base::UniqueFd image(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!image.valid()) return ErrnoStatus("open image " + rootfs);
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    const std::string parent = box_path.substr(1, last - 1);
+    base::UniqueFd dir(
+        static_cast<int>(::syscall(SYS_openat2, image.get(), parent.c_str(), &how, sizeof how)));
+    if (!dir.valid()) {
+      return NotFound("workdir " + box_path + ": its parent is not a directory in the image");
+    }
+  }
+  for (size_t slash = box_path.find('/', 1);; slash = box_path.find('/', slash + 1)) {
+    RETURN_IF_ERROR(MakeDir(skel + box_path.substr(0, slash), 0755));
+    if (slash == std::string::npos) return Status::Ok();
+  }
+}
+
 // `dev` exists: the skeleton layer provides it.
 Status BuildDev(const std::string& dev, const std::string& data) {
   RETURN_IF_ERROR(Mount("/dev tmpfs", "codebox-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
@@ -208,15 +236,24 @@ Status BuildRootAndPivot(const SupervisorConfig& c) {
   RETURN_IF_ERROR(MakeDir(data, 0755));
   RETURN_IF_ERROR(MakeDir(skel, 0755));
   const auto writable = WritableDirs(c.jail.workdir);
-  // Top-level mount points come from the skeleton layer; deeper ones must exist in the image.
+  // Mount points come from the skeleton layer, above the image.
   for (const char* name : {"proc", "dev", "sys"}) RETURN_IF_ERROR(MakeDir(skel + "/" + name, 0555));
   for (const auto& w : writable) {
-    if (w.box_path.rfind('/') == 0) RETURN_IF_ERROR(MakeDir(skel + w.box_path, 0755));
+    Status made = MakeMountPoint(skel, c.jail.rootfs, w.box_path);
+    if (!made.ok() && w.box_path != "/var/tmp") return made;  // /var/tmp is optional
   }
   RETURN_IF_ERROR(MountImageRoot(skel, c.jail.rootfs, newroot));
 
   for (const auto& w : writable) {
     RETURN_IF_ERROR(MakeDir(data + "/" + w.data_name, w.mode));
+    // With a box user, the workdir and /data (where callers put inputs) are the user's: the
+    // agent works on files as the user (it could not give them away later, without CAP_CHOWN).
+    // /tmp and /var/tmp stay everyone's, /root root's.
+    const bool users = w.box_path == c.jail.workdir || w.box_path == "/data";
+    if (c.jail.user && users && (w.mode & S_ISVTX) == 0 &&
+        ::chown((data + "/" + w.data_name).c_str(), c.jail.user->uid, c.jail.user->gid) != 0) {
+      return ErrnoStatus("give " + w.box_path + " to the box's user");
+    }
     std::string target = newroot + w.box_path;
     struct stat sb {};
     if (::stat(target.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {

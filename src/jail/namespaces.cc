@@ -19,10 +19,15 @@ int CloneFlags() {
   return CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
 }
 
-HostIds ChooseHostIds() {
+HostIds ChooseHostIds(const std::optional<BoxUser>& user) {
   if (::geteuid() == 0) {
     uid_t id = kBoxIdBase + static_cast<uid_t>(::getpid());
-    return {id, static_cast<gid_t>(id)};
+    HostIds ids{id, static_cast<gid_t>(id)};
+    if (user && (user->uid != 0 || user->gid != 0)) {
+      ids.user = *user;
+      ids.user_host = kBoxUserIdBase + static_cast<uid_t>(::getpid());
+    }
+    return ids;
   }
   return {::geteuid(), ::getegid()};
 }
@@ -41,10 +46,14 @@ Status WriteIdMaps(pid_t child, HostIds ids) {
   // setgroups must be denied before an unprivileged gid_map write; it also keeps box root from
   // dropping supplementary groups to reach files a group-deny ACL protects.
   RETURN_IF_ERROR(base::WriteFile(proc + "/setgroups", "deny").WithContext("setgroups"));
-  RETURN_IF_ERROR(base::WriteFile(proc + "/uid_map", "0 " + std::to_string(ids.uid) + " 1\n")
-                      .WithContext("uid_map"));
-  RETURN_IF_ERROR(base::WriteFile(proc + "/gid_map", "0 " + std::to_string(ids.gid) + " 1\n")
-                      .WithContext("gid_map"));
+  std::string uid_map = "0 " + std::to_string(ids.uid) + " 1\n";
+  std::string gid_map = "0 " + std::to_string(ids.gid) + " 1\n";
+  const std::string user_line = " " + std::to_string(ids.user_host) + " 1\n";
+  if (ids.user && ids.user->uid != 0) uid_map += std::to_string(ids.user->uid) + user_line;
+  if (ids.user && ids.user->gid != 0) gid_map += std::to_string(ids.user->gid) + user_line;
+  // Each map in one write: the kernel takes a map only whole, once.
+  RETURN_IF_ERROR(base::WriteFile(proc + "/uid_map", uid_map).WithContext("uid_map"));
+  RETURN_IF_ERROR(base::WriteFile(proc + "/gid_map", gid_map).WithContext("gid_map"));
   return Status::Ok();
 }
 

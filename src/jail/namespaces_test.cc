@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "jail/privileges.h"
@@ -35,6 +36,21 @@ TEST(ChooseHostIds, RootGetsAPerBoxIdOthersTheirOwn) {
     EXPECT_EQ(ids.uid, ::geteuid());
     EXPECT_EQ(ids.gid, ::getegid());
   }
+}
+
+TEST(ChooseHostIds, TheBoxUserGetsASecondPerBoxIdOnlyForRoot) {
+  HostIds ids = ChooseHostIds(BoxUser{1000, 1000});
+  if (::geteuid() != 0) {
+    EXPECT_EQ(ids.user, std::nullopt) << "an ordinary user can map one id only";
+    return;
+  }
+  ASSERT_EQ(ids.user, (BoxUser{1000, 1000}));
+  EXPECT_EQ(ids.user_host, kBoxUserIdBase + static_cast<uid_t>(::getpid()));
+  EXPECT_NE(ids.user_host, ids.uid);
+  // Root's ids and the users' lie in ranges that never meet, whatever the pids.
+  EXPECT_GT(kBoxUserIdBase, kBoxIdBase + (1u << 22));
+  EXPECT_LT(kBoxUserIdBase + (1u << 22), 0xffffffffu);
+  EXPECT_EQ(ChooseHostIds(BoxUser{0, 0}).user, std::nullopt) << "root is mapped already";
 }
 
 // "Name:\tvalue" of /proc/self/status.
@@ -83,6 +99,59 @@ TEST(CloneChild, IsPidOneThenBoxRootThenPowerless) {
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "10: no go-ahead, 11: not PID 1, 12-13: not box root, 14: DropAll failed, "
          "15: a capability is left, 16: no no_new_privs";
+}
+
+// What the supervisor does for a box whose image names a user, minus the mounts: map the user
+// besides root, become box root keeping the user's ids saved, drop everything, hand the user
+// to the agent; then what the agent and its exec's child do with it (src/agent/main.cc,
+// src/agent/exec.cc). Only host root can map a second id.
+TEST(CloneChild, TheBoxUserIsHandedToTheAgentWithoutACapability) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mapping a second id needs root";
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  const BoxUser user{1000, 1001};
+  auto child = CloneChild(CloneFlags());
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  if (*child == 0) {
+    ::close(go[1]);
+    char c;
+    if (::read(go[0], &c, 1) != 1) ::_exit(10);
+    if (!privileges::BecomeBoxRoot(user).ok()) ::_exit(11);
+    if (!privileges::DropAll().ok()) ::_exit(12);
+    if (!privileges::HandUserToAgent(user).ok()) ::_exit(13);
+    uid_t r, e, s;
+    gid_t rg, eg, sg;
+    if (::getresuid(&r, &e, &s) != 0 || r != 0 || e != 1000 || s != 1000) ::_exit(14);
+    if (::getresgid(&rg, &eg, &sg) != 0 || rg != 0 || eg != 1001 || sg != 1001) ::_exit(14);
+    // The agent takes root back as its effective ids...
+    if (::setresgid(0, 0, 1001) != 0 || ::setresuid(0, 0, 1000) != 0) ::_exit(15);
+    // ...and holds no capability for it, or for anything.
+    if (StatusField("CapEff") != "0000000000000000" ||
+        StatusField("CapPrm") != "0000000000000000") {
+      ::_exit(16);
+    }
+    // An exec's child becomes the user for good.
+    if (::setresgid(1001, 1001, 1001) != 0 || ::setresuid(1000, 1000, 1000) != 0) ::_exit(18);
+    if (::setresuid(0, 0, 0) == 0) ::_exit(19);
+    ::_exit(0);
+  }
+  ::close(go[0]);
+  Status st = WriteIdMaps(*child, ChooseHostIds(user));
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  std::ifstream uid_map("/proc/" + std::to_string(*child) + "/uid_map");
+  std::string map((std::istreambuf_iterator<char>(uid_map)), std::istreambuf_iterator<char>());
+  EXPECT_NE(map.find(std::to_string(kBoxUserIdBase + static_cast<uid_t>(::getpid()))),
+            std::string::npos)
+      << map;
+  (void)!::write(go[1], "g", 1);
+  ::close(go[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(*child, &status, 0), *child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: no go-ahead, 11: not box root, 12: DropAll failed, 13: hand-over failed, "
+         "14: wrong ids after it, 15: root not taken back, 16: a capability, 18: the user could "
+         "not be become, 19: the user switched back";
 }
 
 }  // namespace

@@ -27,9 +27,21 @@ int LastCap() {
 
 }  // namespace
 
-Status BecomeBoxRoot() {
-  if (::setresgid(0, 0, 0) != 0) return base::ErrnoStatus("setresgid 0");
-  if (::setresuid(0, 0, 0) != 0) return base::ErrnoStatus("setresuid 0");
+Status BecomeBoxRoot(const std::optional<BoxUser>& user) {
+  const gid_t saved_gid = user ? user->gid : 0;
+  const uid_t saved_uid = user ? user->uid : 0;
+  if (::setresgid(0, 0, saved_gid) != 0) return base::ErrnoStatus("setresgid 0");
+  if (::setresuid(0, 0, saved_uid) != 0) return base::ErrnoStatus("setresuid 0");
+  return Status::Ok();
+}
+
+Status HandUserToAgent(const BoxUser& user) {
+  if (::setresgid(0, user.gid, user.gid) != 0) {
+    return base::ErrnoStatus("hand gid " + std::to_string(user.gid) + " to the agent");
+  }
+  if (::setresuid(0, user.uid, user.uid) != 0) {
+    return base::ErrnoStatus("hand uid " + std::to_string(user.uid) + " to the agent");
+  }
   return Status::Ok();
 }
 

@@ -83,7 +83,7 @@ void ResetSignals() {
   auto step = [&](const Status& st, const char* what) {
     if (!st.ok()) ChildFail(err_fd, st.WithContext(what));
   };
-  step(privileges::BecomeBoxRoot(), "become box root");
+  step(privileges::BecomeBoxRoot(c.jail.user), "become box root");
   // Changing our uid cleared the parent-death signal (the kernel does so on every credential
   // change): set it again, or a SIGKILLed supervisor would leave the box running.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -107,6 +107,7 @@ void ResetSignals() {
   }
   step(privileges::DropAll(), "drop privileges");
   step(seccomp::Install(), "seccomp");
+  if (c.jail.user) step(privileges::HandUserToAgent(*c.jail.user), "box user");
   std::string fd = std::to_string(kAgentFd);
   char* argv[] = {const_cast<char*>("codebox-agent"), const_cast<char*>("--fd"), fd.data(),
                   nullptr};
@@ -135,7 +136,7 @@ std::string ReadAll(int fd) {
 }
 
 Status StartBox(const SupervisorConfig& c, Box* box, ReadyMessage* ready) {
-  ns::HostIds ids = ns::ChooseHostIds();
+  ns::HostIds ids = ns::ChooseHostIds(c.jail.user);
   // Supplementary groups survive into a user namespace and, with setgroups denied, could
   // never be dropped there: root's group 0 must not follow box root.
   if (::geteuid() == 0 && ::setgroups(0, nullptr) != 0) {

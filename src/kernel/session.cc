@@ -93,6 +93,7 @@ StatusOr<std::shared_ptr<KernelSession::Kernel>> KernelSession::StartKernel(
   request.env["IPYTHONDIR"] = "/tmp/.codebox-ipython";
   request.env["PYTHONDONTWRITEBYTECODE"] = "1";
   request.cwd = host_.cwd;
+  request.user = host_.user;
   request.interactive_stdin = true;
   request.keep_output = false;  // the decoder keeps what it needs, per cell
   request.output_limit = std::numeric_limits<int64_t>::max();  // capped per cell instead

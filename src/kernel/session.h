@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,7 @@ struct KernelHost {
   protocol::AgentClient* agent = nullptr;  // outlives the session
   std::map<std::string, std::string> env;  // the exec environment (the kernel adds its own)
   std::string cwd;
+  std::optional<protocol::msg::User> user;  // who the kernel runs as; nullopt: root
   std::string image;  // named in the "no IPython" error
   uint64_t output_limit = 16ull << 20;
   uint64_t memory_mib = 0;

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <set>
+#include <type_traits>
 
 #include "base/text.h"
 
@@ -16,8 +17,11 @@ constexpr size_t kMaxErrorText = 4096;
 // read so that the rest can be reported as unknown.
 class Reader {
  public:
-  // "op" and "event" name the message; their dispatcher has read them already.
-  Reader(const Json& message, std::string_view what) : message_(message), what_(what) {
+  // "op" and "event" name the message; their dispatcher has read them already. An object
+  // inside a message (`nested`) has no such names.
+  Reader(const Json& message, std::string_view what, bool nested = false)
+      : message_(message), what_(what) {
+    if (nested) return;
     seen_.insert("op");
     seen_.insert("event");
   }
@@ -109,6 +113,23 @@ StatusOr<std::vector<std::string>> StringArray(Reader& r, const char* field, con
   return out;
 }
 
+// `field` as {"uid": U, "gid": G}, or nullopt when absent.
+StatusOr<std::optional<User>> DecodeUser(Reader& r, const char* field, std::string_view what) {
+  const Json* value = r.Find(field);
+  if (value == nullptr) return std::optional<User>();
+  if (!value->is_object()) return r.Fault(field, "is not an object with \"uid\" and \"gid\"");
+  std::string inner = std::string(what) + ": " + field;
+  Reader u(*value, inner, /*nested=*/true);
+  ASSIGN_OR_RETURN(int64_t uid, u.Int("uid", 0, kMaxId));
+  ASSIGN_OR_RETURN(int64_t gid, u.Int("gid", 0, kMaxId));
+  RETURN_IF_ERROR(u.CheckNoUnknown());
+  return std::optional<User>(User{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid)});
+}
+
+void PutUser(Json& j, const char* field, const std::optional<User>& user) {
+  if (user) j[field] = Json{{"uid", user->uid}, {"gid", user->gid}};
+}
+
 StatusOr<Request> DecodeExec(const Json& m) {
   Reader r(m, "exec request");
   Exec e;
@@ -132,6 +153,7 @@ StatusOr<Request> DecodeExec(const Json& m) {
   ASSIGN_OR_RETURN(int64_t limit,
                    r.Int("output_limit", 0, kInt64Max, static_cast<int64_t>(e.output_limit)));
   e.output_limit = static_cast<uint64_t>(limit);
+  ASSIGN_OR_RETURN(e.user, DecodeUser(r, "user", "exec request"));
   RETURN_IF_ERROR(r.CheckNoUnknown());
   return Request(std::move(e));
 }
@@ -144,6 +166,9 @@ StatusOr<Request> DecodePathMode(const Json& m, const char* what, uint32_t defau
   ASSIGN_OR_RETURN(int64_t mode, r.Int("mode", 0, kMaxMode, default_mode));
   t.mode = static_cast<uint32_t>(mode);
   ASSIGN_OR_RETURN(t.parents, r.Bool("parents", false));
+  if constexpr (std::is_same_v<T, MakeDir>) {
+    ASSIGN_OR_RETURN(t.owner, DecodeUser(r, "owner", what));
+  }
   RETURN_IF_ERROR(r.CheckNoUnknown());
   return Request(std::move(t));
 }
@@ -227,13 +252,15 @@ std::string EncodeRequest(const Request& request) {
   Json j = std::visit(
       Overloaded{
           [](const Exec& e) {
-            return Json{{"op", "exec"},
-                        {"argv", e.argv},
-                        {"env", e.env},
-                        {"cwd", e.cwd},
-                        {"stdin", e.stdin_stream ? "stream" : "none"},
-                        {"timeout_ms", e.timeout_ms},
-                        {"output_limit", e.output_limit}};
+            Json j{{"op", "exec"},
+                   {"argv", e.argv},
+                   {"env", e.env},
+                   {"cwd", e.cwd},
+                   {"stdin", e.stdin_stream ? "stream" : "none"},
+                   {"timeout_ms", e.timeout_ms},
+                   {"output_limit", e.output_limit}};
+            PutUser(j, "user", e.user);
+            return j;
           },
           [](const WriteFile& w) {
             return Json{
@@ -246,8 +273,9 @@ std::string EncodeRequest(const Request& request) {
             return Json{{"op", "list_dir"}, {"path", l.path}};
           },
           [](const MakeDir& m) {
-            return Json{
-                {"op", "mkdir"}, {"path", m.path}, {"mode", m.mode}, {"parents", m.parents}};
+            Json j{{"op", "mkdir"}, {"path", m.path}, {"mode", m.mode}, {"parents", m.parents}};
+            PutUser(j, "owner", m.owner);
+            return j;
           },
           [](const Kill& k) {
             return Json{{"op", "kill"}, {"target", k.target}, {"signal", k.signal}};

@@ -36,6 +36,10 @@ inline constexpr int64_t kMaxExitCode = 255;
 inline constexpr int64_t kMinExitCode = -1;
 inline constexpr int64_t kMaxSignal = 64;
 inline constexpr int64_t kMaxMode = 07777;
+// The largest user or group id a request may name: 2^32 - 1 is (uid_t)-1, which the kernel's
+// set*id calls take as "leave this id unchanged", so a process asked to run as it would keep
+// running as root.
+inline constexpr int64_t kMaxId = 0xfffffffe;
 // The box's egress port (127.0.0.1 in the box) and the most bytes of data either side may send
 // on an egress stream before the other acknowledges them (docs/protocol.md, "egress_accept").
 inline constexpr uint16_t kEgressPort = 3128;
@@ -49,6 +53,13 @@ struct Hello {
   std::optional<int64_t> pid;
 };
 
+// Who a process runs as, or who owns a directory: ids in the box, 0..kMaxId each.
+struct User {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  bool operator==(const User&) const = default;
+};
+
 // Requests.
 struct Exec {
   std::vector<std::string> argv;
@@ -57,6 +68,9 @@ struct Exec {
   bool stdin_stream = false;  // "stdin": "stream" | "none"
   int64_t timeout_ms = 0;     // 0 = none
   uint64_t output_limit = 16ull << 20;
+  // nullopt: the agent's own ids (root in the box). Else the process drops every supplementary
+  // group and runs as uid:gid, or the exec fails with an error (it never runs as root instead).
+  std::optional<User> user = std::nullopt;
 };
 struct WriteFile {
   std::string path;
@@ -73,6 +87,8 @@ struct MakeDir {
   std::string path;
   uint32_t mode = 0755;
   bool parents = false;
+  // The directory at `path` (made now or already there) is made to belong to uid:gid.
+  std::optional<User> owner = std::nullopt;
 };
 // signal 0 only asks whether the exec still runs (done: yes; not_found: no).
 struct Kill {

@@ -154,6 +154,61 @@ TEST(MessagesTest, RequestDefaultsAndErrors) {
   EXPECT_FALSE(DecodeRequestPayload(R"({"op":"remove","path":"/x","recursive":true})").ok());
 }
 
+TEST(MessagesTest, ExecUserAndMkdirOwnerRoundTripAndAreOptional) {
+  Exec e;
+  e.argv = {"id"};
+  e.user = User{1000, 100};
+  EXPECT_EQ(RoundTripRequest(e).user, (User{1000, 100}));
+  e.user = User{0, static_cast<uint32_t>(kMaxId)};
+  EXPECT_EQ(RoundTripRequest(e).user, (User{0, 0xfffffffeu}));
+  e.user.reset();
+  EXPECT_EQ(RoundTripRequest(e).user, std::nullopt);
+  // Absent is not sent at all: what an agent of before these fields reads, unchanged.
+  EXPECT_EQ(EncodeRequest(e).find("user"), std::string::npos);
+  EXPECT_EQ(RoundTripRequest(MakeDir{"/w", 0755, true, User{7, 8}}).owner, (User{7, 8}));
+  EXPECT_EQ(RoundTripRequest(MakeDir{"/w", 0755, true}).owner, std::nullopt);
+  EXPECT_EQ(EncodeRequest(MakeDir{"/w", 0755, true}).find("owner"), std::string::npos);
+  // JSON null is absent, as for every field.
+  auto null_user = DecodeRequestPayload(R"({"op":"exec","argv":["id"],"user":null})");
+  ASSERT_TRUE(null_user.ok()) << null_user.status().ToString();
+  EXPECT_EQ(std::get<Exec>(*null_user).user, std::nullopt);
+}
+
+TEST(MessagesTest, HostileUsersAreCleanDecodeErrors) {
+  auto exec = [](const std::string& user) {
+    return DecodeRequestPayload(R"({"op":"exec","argv":["id"],"user":)" + user + "}");
+  };
+  auto mkdir = [](const std::string& owner) {
+    return DecodeRequestPayload(R"({"op":"mkdir","path":"/w","owner":)" + owner + "}");
+  };
+  auto expect = [](const StatusOr<Request>& r, const std::string& text) {
+    ASSERT_FALSE(r.ok()) << "decoded";
+    EXPECT_EQ(r.status().code(), StatusCode::kProtocolError);
+    EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().ToString();
+  };
+  expect(exec(R"({"uid":-1,"gid":0})"), "exec request: user: field \"uid\" is -1, outside");
+  expect(exec(R"({"uid":0,"gid":-5})"), "field \"gid\" is -5");
+  // 2^32 - 1 is the kernel's "unchanged": asking for it would leave the process root.
+  expect(exec(R"({"uid":4294967295,"gid":0})"), "outside 0..4294967294");
+  expect(exec(R"({"uid":4294967296,"gid":0})"), "field \"uid\"");
+  expect(exec(R"({"uid":18446744073709551615,"gid":0})"), "field \"uid\"");
+  expect(exec(R"({"uid":1e3,"gid":0})"), "field \"uid\" is not an integer");
+  expect(exec(R"({"uid":"1000","gid":0})"), "field \"uid\" is not an integer");
+  expect(exec(R"({"uid":true,"gid":0})"), "field \"uid\" is not an integer");
+  expect(exec(R"({"uid":1000})"), "missing field \"gid\"");
+  expect(exec(R"({"gid":1000})"), "missing field \"uid\"");
+  expect(exec(R"({"uid":1,"gid":1,"groups":[0]})"), "unknown field \"groups\"");
+  expect(exec(R"({"uid":1,"gid":1,"op":"exec"})"), "unknown field \"op\"");
+  expect(exec("1000"), "field \"user\" is not an object");
+  expect(exec(R"("1000:1000")"), "field \"user\" is not an object");
+  expect(exec("[1000,1000]"), "field \"user\" is not an object");
+  expect(mkdir(R"({"uid":1,"gid":4294967296})"), "mkdir request: owner: field \"gid\"");
+  expect(mkdir("7"), "field \"owner\" is not an object");
+  // The owner belongs to mkdir only.
+  expect(DecodeRequestPayload(R"({"op":"write_file","path":"/w","owner":{"uid":1,"gid":1}})"),
+         "unknown field \"owner\"");
+}
+
 TEST(MessagesTest, DeepNestingIsAnErrorNotACrash) {
   std::string deep(kMaxPayload / 2, '[');
   EXPECT_FALSE(DecodeEventPayload(deep).ok());

@@ -115,6 +115,8 @@ StatusOr<CreatedBox> CreatedBoxFromJson(const json& j) {
   ASSIGN_OR_RETURN(box.info.limits_not_enforced, f.Strings("limits_not_enforced", false));
   ASSIGN_OR_RETURN(std::string network, f.String("network", false));
   if (!network.empty()) box.info.network = base::TerminalSafe(network, 4096);
+  ASSIGN_OR_RETURN(std::string user, f.String("user", false));
+  if (!user.empty()) box.info.user = base::TerminalSafe(user, 4096);
   return box;
 }
 

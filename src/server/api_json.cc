@@ -59,6 +59,7 @@ json BoxJson(const BoxRecord& b) {
           {"limits", b.info.limits},
           {"limits_not_enforced", b.info.limits_not_enforced},
           {"network", b.info.network},
+          {"user", b.info.user},
           {"state", b.state},
           {"from_pool", b.from_pool},
           {"created_at", UtcSeconds(b.created_at)},

@@ -1,6 +1,7 @@
 #include "agent_harness.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,7 +14,8 @@
 
 namespace codebox::testing {
 
-StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start(std::vector<std::string> extra_args) {
+StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start(std::vector<std::string> extra_args,
+                                                            std::optional<AgentIds> run_as) {
   auto agent = std::make_unique<AgentProcess>();
   ASSIGN_OR_RETURN(auto pair, base::SocketPair());
   char path[] = "/tmp/codebox-agent-test-stderr-XXXXXX";
@@ -33,6 +35,11 @@ StatusOr<std::unique_ptr<AgentProcess>> AgentProcess::Start(std::vector<std::str
   if (pid == 0) {
     // dup2 onto fd 3 clears close-on-exec; only async-signal-safe calls here.
     if (::dup2(child_fd, 3) < 0 || ::dup2(err_fd, STDERR_FILENO) < 0) ::_exit(126);
+    if (run_as &&
+        (::setgroups(0, nullptr) != 0 || ::setresgid(run_as->gid, run_as->gid, run_as->gid) != 0 ||
+         ::setresuid(run_as->uid, run_as->uid, run_as->uid) != 0)) {
+      ::_exit(125);
+    }
     ::execv(CODEBOX_AGENT_PATH, argv.data());
     ::_exit(127);
   }

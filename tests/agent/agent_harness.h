@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,19 @@
 
 namespace codebox::testing {
 
+// Ids the agent runs as (AgentProcess::Start), with no supplementary groups.
+struct AgentIds {
+  uid_t uid;
+  gid_t gid;
+};
+
 class AgentProcess {
  public:
   // Forks the agent with its end of a socketpair as --fd 3 and its stderr in a temp file;
-  // `extra_args` follow (e.g. {"--egress-port", "0"}).
-  static StatusOr<std::unique_ptr<AgentProcess>> Start(std::vector<std::string> extra_args = {});
+  // `extra_args` follow (e.g. {"--egress-port", "0"}). With `run_as` (needs root) the agent
+  // runs as those ids instead of the test's.
+  static StatusOr<std::unique_ptr<AgentProcess>> Start(std::vector<std::string> extra_args = {},
+                                                       std::optional<AgentIds> run_as = {});
   ~AgentProcess();  // kills the agent if it still runs
 
   pid_t pid() const { return pid_; }

@@ -18,8 +18,9 @@ BoxOptions TestBoxOptions() {
   return options;
 }
 
-std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, std::string* skip_reason) {
-  auto box = Box::Create(options);
+namespace {
+
+std::unique_ptr<Box> BoxOrSkipReason(StatusOr<std::unique_ptr<Box>> box, std::string* skip_reason) {
   if (box.ok()) return std::move(*box);
   // Only "this host cannot" is a skip; anything else is a failure of ours. CI sets
   // CODEBOX_TESTS_REQUIRE_BOX=1 after building every image, so there nothing may skip.
@@ -33,6 +34,17 @@ std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, std::string*
   ADD_FAILURE() << "Box::Create: " << box.status().ToString();
   *skip_reason = "box creation failed";
   return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, std::string* skip_reason) {
+  return BoxOrSkipReason(Box::Create(options), skip_reason);
+}
+
+std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, box::BoxEnv& env,
+                                         std::string* skip_reason) {
+  return BoxOrSkipReason(box::CreateBox(options, env), skip_reason);
 }
 
 static void ForEachEntry(const std::string& dir, const std::function<void(const std::string&)>& fn) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "box/box_internal.h"
 #include "codebox/box.h"
 
 namespace codebox::testing {
@@ -17,6 +18,9 @@ BoxOptions TestBoxOptions();
 
 // Creates a box or returns nullptr after GTEST_SKIP-worthy reason in *skip_reason.
 std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, std::string* skip_reason);
+// The same through `env` (box::CreateBox).
+std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, box::BoxEnv& env,
+                                         std::string* skip_reason);
 
 // Host processes whose command line contains `needle` (excluding this process).
 int CountHostProcesses(const std::string& needle);
@@ -40,9 +44,10 @@ int CountSupervisorsOf(int owner_pid);
 
 }  // namespace codebox::testing
 
-#define CODEBOX_MAKE_BOX_OR_SKIP(var, options)                          \
-  std::string var##_skip;                                               \
-  auto var = ::codebox::testing::MakeBoxOrSkipReason(options, &var##_skip); \
+// CODEBOX_MAKE_BOX_OR_SKIP(box, options) or (box, options, env).
+#define CODEBOX_MAKE_BOX_OR_SKIP(var, ...)                                      \
+  std::string var##_skip;                                                       \
+  auto var = ::codebox::testing::MakeBoxOrSkipReason(__VA_ARGS__, &var##_skip); \
   if (!var) GTEST_SKIP() << var##_skip
 
 #endif  // CODEBOX_TESTS_BOX_BOX_TEST_UTIL_H_

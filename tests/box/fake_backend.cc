@@ -171,9 +171,13 @@ class FakeBackend final : public box::Backend {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<box::Backend>> FakeEnv::StartBackend(const BoxOptions&) {
+StatusOr<std::unique_ptr<box::Backend>> FakeEnv::StartBackend(const BoxOptions& options) {
   if (start_error) return *start_error;
   auto backend = std::make_unique<FakeBackend>(state, tamper);
+  if (image_config) {
+    ASSIGN_OR_RETURN(box::ImageRun run, box::PlanImageRun(options, *image_config, can_switch_user));
+    backend->set_image_run(std::move(run));
+  }
   RETURN_IF_ERROR(backend->Start());
   return std::unique_ptr<box::Backend>(std::move(backend));
 }

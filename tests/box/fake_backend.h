@@ -18,8 +18,9 @@
 #include <optional>
 #include <string>
 
-#include "box/box_internal.h"
 #include "agent_client/agent_client.h"
+#include "box/box_internal.h"
+#include "image/store.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
 
@@ -69,6 +70,10 @@ class FakeEnv final : public box::BoxEnv {
   std::shared_ptr<FakeBoxState> state;
   Tamper tamper;                      // unset: the host talks to the agent directly
   std::optional<Status> start_error;  // StartBackend fails with it
+  // The image's run config: the backend is planned for it (PlanImageRun) as a real driver's
+  // would be, with `can_switch_user` for what the driver can do. Unset: a recipe image.
+  std::optional<image::ImageConfig> image_config;
+  bool can_switch_user = true;
   std::chrono::milliseconds handshake{10'000};
   std::chrono::milliseconds idle = protocol::kDefaultIdleTimeout;
 };
