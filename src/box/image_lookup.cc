@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/paths.h"
 #include "image/oci_import.h"
+#include "image/recipe.h"
 
 namespace codebox::box {
 
@@ -23,8 +24,16 @@ StatusOr<image::ImageInfo> FindOrPullImage(const BoxOptions& options) {
                                    CODEBOX_LOG(kWarn, "image pull: " << line);
                                  });
   if (!pulled.ok()) {
-    return pulled.status().WithContext("image " + options.image + " is not in the store, and "
-                                       "pulling it failed");
+    std::string message = "image '" + options.image + "' is not in the store";
+    if (image::IsValidImageName(options.image)) {
+      // A plain word: perhaps a recipe's name mistyped rather than a Docker Hub image.
+      std::string names;
+      for (const std::string& r : image::ListRecipes()) names += (names.empty() ? "" : ", ") + r;
+      message += " and no recipe has that name (recipes: " + names + ")";
+      return NotFound(message + "; pulling it as an OCI image failed: " + pulled.status().message());
+    }
+    return Status(pulled.status().code(), message + ", and pulling it failed: " +
+                                              pulled.status().message());
   }
   return pulled;
 }
