@@ -116,7 +116,7 @@ def test_boxlite_spellings() -> None:
         ({"driver": "docker"}, ValueError,
          "driver: unknown driver 'docker' (choose auto, jail or vm)"),
         ({"workdir": "work"}, ValueError, "workdir: must be an absolute path"),
-        ({"image": "../etc"}, ValueError, "image: image name '../etc' is not valid"),
+        ({"image": "../etc"}, ValueError, "image: image name '../etc' is neither a recipe's name"),
         ({"timeout": 0}, ValueError, "timeout: must be at least 1 ms (at least 0.001 s), got 0 s"),
         ({"box_timeout": -1}, ValueError, "box_timeout: must be at least 1 ms (at least 0.001 s)"),
         ({"disk_size_gb": 4096}, ValueError, "disk_size_gb: must be at most 1048576 MiB"),
