@@ -63,7 +63,8 @@ def main():
     if not os.path.isfile(os.path.join(rootfs, "usr", "bin", "python3")):
         sys.exit("build the python image first: codebox image build python")
 
-    work = tempfile.mkdtemp(prefix="codebox-oci-bench.")
+    work = tempfile.mkdtemp(prefix="codebox-oci-bench.", dir="/var/tmp")
+    os.chmod(work, 0o755)  # the store below it is read by box root, an id of its own
     reg = None
     try:
         layout = os.path.join(work, "layout")
