@@ -190,3 +190,49 @@ def test_layers_past_max_size_compressed_are_refused_before_unpacking(fresh_code
                       [base, lambda tar: entry(tar, "bin/random", data=os.urandom(2 << 20))],
                       "--max-size", "1M")
     refused(fresh_codebox, r, "compressed", "limit", "(--max-size)")
+
+
+def test_symlinked_mount_points_and_etc_are_replaced_not_followed(fresh_codebox, layout_dir,
+                                                                  sentinel):
+    # The drivers mount onto /.codebox and /tmp, and codebox writes /etc/hostname and /etc/hosts:
+    # an image that makes them symlinks to host paths must get real directories there instead.
+    def layer(tar):
+        directory(tar, "bin")
+        entry(tar, "bin/busybox", data=open("/bin/busybox", "rb").read(), mode=0o755)
+        for applet in ("sh", "cat", "ls"):
+            entry(tar, f"bin/{applet}", tarfile.SYMTYPE, link="busybox", mode=0o777)
+        entry(tar, ".codebox", tarfile.SYMTYPE, link=sentinel, mode=0o777)
+        entry(tar, "tmp", tarfile.SYMTYPE, link=sentinel, mode=0o777)
+        entry(tar, "etc", tarfile.SYMTYPE, link=sentinel, mode=0o777)
+
+    with open("/etc/hostname", "rb") as f:
+        host_hostname = f.read()
+    r = import_layers(fresh_codebox, layout_dir, [layer])
+    assert r.returncode == 0, r.stderr
+    rootfs = rootfs_of(fresh_codebox)
+    for name in (".codebox", "tmp", "etc"):
+        assert not os.path.islink(os.path.join(rootfs, name)), name
+        assert os.path.isdir(os.path.join(rootfs, name)), name
+    with open("/etc/hostname", "rb") as f:
+        assert f.read() == host_hostname
+    run = fresh_codebox("exec", "--driver", "jail", "--image", "local/hostile:1", "--",
+                        "sh", "-c", "cat /etc/hostname; ls -a /tmp")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0] == "codebox"
+    # (the sentinel fixture checks that nothing was written into the host directory)
+
+
+def test_the_user_is_resolved_in_the_image_never_the_host(fresh_codebox, layout_dir):
+    # /etc/passwd a symlink to the host's: resolved inside the tree it names nothing, so a user
+    # the host has (daemon, uid 1, in every Debian /etc/passwd) is not found.
+    with open("/etc/passwd") as f:
+        assert any(line.startswith("daemon:") for line in f)
+
+    def layer(tar):
+        base(tar)
+        directory(tar, "etc")
+        entry(tar, "etc/passwd", tarfile.SYMTYPE, link="/../../../../etc/passwd", mode=0o777)
+
+    ocilayout.write_image(layout_dir, [layer], {"Env": ["PATH=/bin"], "User": "daemon"}, tag="1")
+    r = fresh_codebox("image", "import", "--name", "local/hostile:1", layout_dir)
+    refused(fresh_codebox, r, "User 'daemon'", "not in its /etc/passwd")
