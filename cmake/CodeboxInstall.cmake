@@ -49,9 +49,10 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 # dpkg-shlibdeps adds libc6, libstdc++6, libgcc-s1, libseccomp2, libcurl4 and libedit2 from the
 # binaries.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# debootstrap builds every image (nothing runs without one); the vm driver needs QEMU,
-# mkfs.erofs and xz (the cloud kernel's modules), and `codebox doctor` says when they lack.
+# debootstrap builds the recipe images; skopeo pulls and imports OCI images (one of the two is
+# needed before anything runs); the vm driver needs QEMU, mkfs.erofs and xz (the cloud
+# kernel's modules), and `codebox doctor` says when they lack.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "debootstrap")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "qemu-system-x86, erofs-utils, xz-utils")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "skopeo, qemu-system-x86, erofs-utils, xz-utils")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libseccomp-dev")
 include(CPack)

@@ -170,7 +170,8 @@ void BindBox(py::module_& m) {
       .def_readonly("timed_out", &ExecResult::timed_out)
       .def_readonly("out_of_memory", &ExecResult::out_of_memory)
       .def_readonly("output_truncated", &ExecResult::output_truncated)
-      .def_property_readonly("duration", [](const ExecResult& r) { return r.duration.count() / 1000.0; })
+      .def_property_readonly("duration",
+                             [](const ExecResult& r) { return r.duration.count() / 1000.0; })
       .def_readonly("driver", &ExecResult::driver);
 
   m.def("choose_server", &ChooseServer, py::arg("server"), py::arg("token"), py::arg("local"));

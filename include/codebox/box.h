@@ -26,8 +26,8 @@ namespace codebox {
 
 // What a box enforces, as reported by its driver: honest about what this host allowed.
 struct BoxInfo {
-  std::string driver;                    // "jail", "vm/kvm", "vm/tcg"
-  std::vector<std::string> limits;       // e.g. "memory 512 MiB (cgroup v1)"
+  std::string driver;                            // "jail", "vm/kvm", "vm/tcg"
+  std::vector<std::string> limits;               // e.g. "memory 512 MiB (cgroup v1)"
   std::vector<std::string> limits_not_enforced;  // with the reason
   // The box's way out: "none", "allow: pypi.org, *.pythonhosted.org" or "open (any public
   // address)".
@@ -76,9 +76,9 @@ struct CopyOutOptions {
 // `path` leave the directory, "", ".", "..", or one with a '/', fails the listing).
 struct FileEntry {
   std::string name;
-  std::string path;   // the directory asked for (absolute: a relative one is under the
-                      // workdir) + "/" + name
-  std::string type;   // "file", "dir", "symlink", "other"
+  std::string path;  // the directory asked for (absolute: a relative one is under the
+                     // workdir) + "/" + name
+  std::string type;  // "file", "dir", "symlink", "other"
   uint64_t size = 0;
   uint32_t mode = 0;  // permission bits
 };
@@ -105,8 +105,7 @@ class Box {
 
   // Runs argv[0] (looked up in the box's PATH). A non-zero exit is a result, not an error;
   // errors are for a box that cannot answer (crashed, destroyed, protocol failure).
-  StatusOr<ExecResult> Exec(const std::vector<std::string>& argv,
-                            const ExecOptions& options = {});
+  StatusOr<ExecResult> Exec(const std::vector<std::string>& argv, const ExecOptions& options = {});
   // `python3 -c code`, returning the whole result (through the waiting python3 of Prewarm
   // when there is one).
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options = {});

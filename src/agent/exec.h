@@ -20,8 +20,8 @@ struct ExecSpec {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=value", the whole environment
   std::string cwd = "/";
-  bool stdin_stream = false;     // else /dev/null
-  int64_t timeout_ms = 0;        // 0 = none
+  bool stdin_stream = false;  // else /dev/null
+  int64_t timeout_ms = 0;     // 0 = none
   uint64_t output_limit = 16ull << 20;
   std::optional<protocol::msg::User> user;  // nullopt: the agent's own ids
 };
@@ -31,9 +31,9 @@ struct ExecSpec {
 StatusOr<ExecSpec> ParseExecSpec(const protocol::msg::Exec& request);
 
 struct SpawnedExec {
-  pid_t pid = -1;          // also its process group and session id (setsid)
-  base::UniqueFd stdin_fd;  // write end, non-blocking; invalid when stdin is /dev/null
-  base::UniqueFd stdout_fd; // read ends, non-blocking
+  pid_t pid = -1;            // also its process group and session id (setsid)
+  base::UniqueFd stdin_fd;   // write end, non-blocking; invalid when stdin is /dev/null
+  base::UniqueFd stdout_fd;  // read ends, non-blocking
   base::UniqueFd stderr_fd;
   // With a user: the read end (non-blocking) on which the child reports a failed switch to it;
   // read it with UserSwitchFailure once the child has exited.

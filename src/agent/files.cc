@@ -71,7 +71,8 @@ Status ChownDir(const std::string& path, uint32_t uid, uint32_t gid) {
 }
 
 StatusOr<FileWriter> FileWriter::Open(const std::string& path, uint32_t mode, bool parents) {
-  if (path.empty() || path.back() == '/') return InvalidArgument("write_file: bad path \"" + path + "\"");
+  if (path.empty() || path.back() == '/')
+    return InvalidArgument("write_file: bad path \"" + path + "\"");
   if (parents) RETURN_IF_ERROR(MakeDir(Parent(path), 0755, true).WithContext("write_file"));
   static std::atomic<uint64_t> counter{0};
   FileWriter w;

@@ -34,7 +34,7 @@ namespace {
 // before it makes them dumpable.
 void NotDumpable(int, char**, char**) { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 [[gnu::section(".preinit_array"), gnu::used]] void (*const kNotDumpable)(int, char**,
-                                                                       char**) = NotDumpable;
+                                                                         char**) = NotDumpable;
 
 // A jail whose image names a user starts the agent with root's ids as its real ones and the
 // user's as its effective ones (src/jail/privileges.h, HandUserToAgent: nothing in a box holds
@@ -88,7 +88,8 @@ StatusOr<Args> ParseArgs(int argc, char** argv) {
     if (a == "--fd") {
       char* end = nullptr;
       long fd = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || fd < 0 || fd > 1 << 20) return InvalidArgument("bad --fd " + std::string(argv[i]));
+      if (*end != '\0' || fd < 0 || fd > 1 << 20)
+        return InvalidArgument("bad --fd " + std::string(argv[i]));
       args.fd = static_cast<int>(fd);
     } else if (a == "--egress-port") {
       char* end = nullptr;

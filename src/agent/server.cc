@@ -167,8 +167,7 @@ void Server::SendError(uint32_t stream, const Status& status) {
 
 bool Server::Flush() {
   while (out_sent_ < out_.size()) {
-    ssize_t n = ::send(conn_.get(), out_.data() + out_sent_, out_.size() - out_sent_,
-                       MSG_NOSIGNAL);
+    ssize_t n = ::send(conn_.get(), out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
     // Not every transport is a socket (a virtio-serial port is a character device).
     if (n < 0 && errno == ENOTSOCK) {
       n = ::write(conn_.get(), out_.data() + out_sent_, out_.size() - out_sent_);

@@ -78,9 +78,9 @@ class Server {
   };
   // One egress_accept stream (server_egress.cc): waiting for a connection, then carrying it.
   struct Egress {
-    base::UniqueFd sock;           // invalid while the stream waits for a connection
-    uint64_t unacked = 0;          // bytes sent to the host that it has not acknowledged
-    std::string to_socket;         // the host's bytes; those from to_socket_off on are unwritten
+    base::UniqueFd sock;    // invalid while the stream waits for a connection
+    uint64_t unacked = 0;   // bytes sent to the host that it has not acknowledged
+    std::string to_socket;  // the host's bytes; those from to_socket_off on are unwritten
     size_t to_socket_off = 0;
     uint64_t written_unacked = 0;  // written to the socket, not yet acknowledged to the host
     bool host_eof = false;         // the host ended its sending
@@ -99,7 +99,7 @@ class Server {
   void Send(protocol::FrameType type, uint32_t stream, std::string_view payload);
   void SendEvent(uint32_t stream, const protocol::msg::Event& event);
   void SendError(uint32_t stream, const Status& status);
-  bool Flush();                       // non-blocking; false when the connection broke
+  bool Flush();  // non-blocking; false when the connection broke
   void FlushBlocking(std::chrono::milliseconds budget);
   void ReadConnection();
   void Fatal(int exit_code, const Status& why);

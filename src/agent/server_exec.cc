@@ -27,8 +27,8 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   auto spawned = SpawnExec(*spec);
   // The processes an earlier exec's kill left may still count against the box's process
   // limit until they are reaped: reap, and try again for a moment (bounded: 200 ms).
-  for (int retry = 0; retry < 20 && !spawned.ok() &&
-                      spawned.status().code() == StatusCode::kUnavailable;
+  for (int retry = 0;
+       retry < 20 && !spawned.ok() && spawned.status().code() == StatusCode::kUnavailable;
        ++retry) {
     ReapChildren();
     ::usleep(10'000);
@@ -42,7 +42,8 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   exec.user = spec->user;
   exec.switch_report = std::move(spawned->switch_report);
   exec.output_limit = spec->output_limit;
-  if (spec->timeout_ms > 0) exec.deadline = exec.start + std::chrono::milliseconds(spec->timeout_ms);
+  if (spec->timeout_ms > 0)
+    exec.deadline = exec.start + std::chrono::milliseconds(spec->timeout_ms);
   execs_.emplace(stream, std::move(exec));
 }
 
@@ -166,9 +167,9 @@ void Server::KillExecTree(uint32_t stream, Exec& exec) {
     if (!exec.exited && DescendsFrom(p.pid, exec.pid, all)) return true;
     // An orphan of the agent whose exec is gone: it escaped (setsid + double fork).
     if (p.ppid == self) return true;
-    return DescendsFrom(p.pid, self, all) && !std::any_of(others.begin(), others.end(), [&](pid_t o) {
-             return DescendsFrom(p.pid, o, all);
-           });
+    return DescendsFrom(p.pid, self, all) &&
+           !std::any_of(others.begin(), others.end(),
+                        [&](pid_t o) { return DescendsFrom(p.pid, o, all); });
   });
 }
 
@@ -223,7 +224,8 @@ void Server::FinishExecs(Clock::time_point now) {
     const int sig = signaled ? WTERMSIG(ws) : 0;
     const bool oom = signaled && sig == SIGKILL && !exec.killed_by_agent &&
                      ReadOomKillCount() > exec.oom_kills_before;
-    auto duration = std::chrono::duration_cast<std::chrono::milliseconds>(exec.exited_at - exec.start);
+    auto duration =
+        std::chrono::duration_cast<std::chrono::milliseconds>(exec.exited_at - exec.start);
     protocol::msg::Exit exit;
     exit.exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
     exit.signal = sig;
@@ -242,8 +244,8 @@ void Server::HandleKill(uint32_t stream, const protocol::msg::Kill& request) {
   }
   auto it = execs_.find(request.target);
   if (it == execs_.end() || it->second.exited) {
-    return SendError(stream, NotFound("kill: no running exec on stream " +
-                                      std::to_string(request.target)));
+    return SendError(stream,
+                     NotFound("kill: no running exec on stream " + std::to_string(request.target)));
   }
   // Signal 0 is the host's liveness probe: "does this exec still run?"
   if (request.signal == 0) return SendEvent(stream, protocol::msg::Done{});

@@ -20,9 +20,9 @@
 #include <thread>
 #include <variant>
 
+#include "agent_client/agent_connection.h"
 #include "base/io.h"
 #include "base/log.h"
-#include "agent_client/agent_connection.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"
 #include "protocol/messages.h"
@@ -369,8 +369,7 @@ Status AgentClient::MakeDir(const std::string& box_path, uint32_t mode,
 }
 
 Status AgentClient::Remove(const std::string& box_path) {
-  return impl_
-      ->Call(msg::Remove{box_path}, ExpectDone("remove"), IdleWait(impl_->idle()), nullptr)
+  return impl_->Call(msg::Remove{box_path}, ExpectDone("remove"), IdleWait(impl_->idle()), nullptr)
       .WithContext("remove " + box_path);
 }
 

@@ -39,8 +39,8 @@ struct ExecRequest {
   std::optional<std::string> stdin_data;  // nullopt: /dev/null (unless interactive_stdin)
   // Stdin stays open for RunningExec::WriteStdin / CloseStdin (after stdin_data, if any).
   bool interactive_stdin = false;
-  std::chrono::milliseconds timeout{0};   // 0 = none
-  uint64_t output_limit = 16ull << 20;    // per stream; also enforced by the host
+  std::chrono::milliseconds timeout{0};  // 0 = none
+  uint64_t output_limit = 16ull << 20;   // per stream; also enforced by the host
   // Called on the reader thread with at most output_limit bytes in all per stream. One that
   // throws fails this exec (kInternal); the rest of its output is dropped.
   std::function<void(std::string_view)> on_stdout;
@@ -182,12 +182,12 @@ class EgressStream {
   int wake_fd() const;
 
   struct State {
-    bool connected = false;  // the program in the box opened the connection
-    std::string data;        // the box's bytes since the last Take (at most the window)
-    bool box_eof = false;    // the box ended its sending (after `data`)
+    bool connected = false;    // the program in the box opened the connection
+    std::string data;          // the box's bytes since the last Take (at most the window)
+    bool box_eof = false;      // the box ended its sending (after `data`)
     uint64_t send_credit = 0;  // bytes Send may send now
-    bool ended = false;      // the stream is over (done, error, connection lost): see status
-    Status status;           // why it ended; OK for done
+    bool ended = false;        // the stream is over (done, error, connection lost): see status
+    Status status;             // why it ended; OK for done
   };
   State Take();
 

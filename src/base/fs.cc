@@ -52,7 +52,6 @@ Status MountPointError(const std::string& path) {
   return IoError("remove " + path + ": it is a mount point; it was left alone (unmount it first)");
 }
 
-
 // Removes what is in the directory open at `dir_fd`. Keeps going past errors (so as much as
 // possible goes) and returns the first.
 Status RemoveContents(int dir_fd, const std::string& path) {

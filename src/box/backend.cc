@@ -67,8 +67,9 @@ StatusOr<DriverChoice> ChooseDriver(const BoxOptions& options) {
   // The probe starts a helper process: once per process is enough (as for the vm probe).
   static const Status jail_ok = jail::ProbeJailSupport();
   if (jail_ok.ok()) {
-    return DriverChoice{DriverKind::kJail, false,
-                        want_jail ? "jail (asked for)" : "jail: vm not at full speed: " + vm_reason};
+    return DriverChoice{
+        DriverKind::kJail, false,
+        want_jail ? "jail (asked for)" : "jail: vm not at full speed: " + vm_reason};
   }
   if (want_jail) return Unavailable("jail driver: " + jail_ok.message());
   if (options.allow_emulation && vm::ProbeAccelerators().tcg_usable) {

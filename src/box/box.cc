@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <mutex>
 #include <thread>
 
+#include "agent_client/agent_client.h"
 #include "base/log.h"
 #include "base/paths.h"
 #include "base/text.h"
@@ -20,7 +21,6 @@
 #include "box/install.h"
 #include "box/warm_python.h"
 #include "image/store.h"
-#include "agent_client/agent_client.h"
 #include "kernel/session.h"
 #include "remote/remote_box.h"
 
@@ -80,7 +80,7 @@ std::string CleanBoxPath(const std::string& workdir, const std::string& path) {
 class LocalBox final : public Box::Impl {
  public:
   LocalBox(BoxOptions options, std::unique_ptr<box::Backend> backend,
-       std::unique_ptr<protocol::AgentClient> agent)
+           std::unique_ptr<protocol::AgentClient> agent)
       : options_(std::move(options)),
         backend_(std::move(backend)),
         agent_(std::move(agent)),
@@ -139,8 +139,7 @@ class LocalBox final : public Box::Impl {
     if (result.ok() && run_.user && !program_path.empty()) (void)agent_->Remove(program_path);
     if (!result.ok()) return Explain(result.status(), "exec " + request.argv[0]);
     // The cgroup's count is the authoritative word on OOM kills in a jail.
-    if (result->signal == SIGKILL && !result->timed_out &&
-        backend_->OomKillCount() > oom_before) {
+    if (result->signal == SIGKILL && !result->timed_out && backend_->OomKillCount() > oom_before) {
       result->out_of_memory = true;
     }
     result->driver = info_.driver;

@@ -195,8 +195,8 @@ HostDescription DescribeHost(const BoxOptions& options) {
   for (const image::ImageInfo& info : image::ListImages(stores)) {
     if (info.source != "oci") continue;
     auto ref = image::ParseImageReference(info.reference);
-    host.images.push_back({ref.ok() ? ref->Familiar() : info.reference, true, info.id,
-                           info.store, "", info.digest});
+    host.images.push_back(
+        {ref.ok() ? ref->Familiar() : info.reference, true, info.id, info.store, "", info.digest});
   }
   return host;
 }

@@ -19,10 +19,9 @@ StatusOr<image::ImageInfo> FindOrPullImage(const BoxOptions& options) {
   }
   CODEBOX_LOG(kWarn, "image " << options.image << " is not in " << stores.front().path
                               << "; pulling it (first use)");
-  auto pulled = image::PullImage(stores.front().path, options.image, image::PullOptions{},
-                                 [](const std::string& line) {
-                                   CODEBOX_LOG(kWarn, "image pull: " << line);
-                                 });
+  auto pulled =
+      image::PullImage(stores.front().path, options.image, image::PullOptions{},
+                       [](const std::string& line) { CODEBOX_LOG(kWarn, "image pull: " << line); });
   if (!pulled.ok()) {
     std::string message = "image '" + options.image + "' is not in the store";
     if (image::IsValidImageName(options.image)) {
@@ -30,10 +29,11 @@ StatusOr<image::ImageInfo> FindOrPullImage(const BoxOptions& options) {
       std::string names;
       for (const std::string& r : image::ListRecipes()) names += (names.empty() ? "" : ", ") + r;
       message += " and no recipe has that name (recipes: " + names + ")";
-      return NotFound(message + "; pulling it as an OCI image failed: " + pulled.status().message());
+      return NotFound(message +
+                      "; pulling it as an OCI image failed: " + pulled.status().message());
     }
-    return Status(pulled.status().code(), message + ", and pulling it failed: " +
-                                              pulled.status().message());
+    return Status(pulled.status().code(),
+                  message + ", and pulling it failed: " + pulled.status().message());
   }
   return pulled;
 }

@@ -50,11 +50,11 @@ inline constexpr size_t kMaxWarmProgramBytes = 16u << 20;
 
 // What the waiter needs from its box.
 struct WarmHost {
-  protocol::AgentClient* agent = nullptr;  // outlives the WarmPython
-  std::map<std::string, std::string> env;  // the box's environment: the waiter starts with it
-  std::string workdir;                     // where the waiter starts: the box's default cwd
+  protocol::AgentClient* agent = nullptr;   // outlives the WarmPython
+  std::map<std::string, std::string> env;   // the box's environment: the waiter starts with it
+  std::string workdir;                      // where the waiter starts: the box's default cwd
   std::optional<protocol::msg::User> user;  // who it runs as (the box's); nullopt: root
-  std::string image;  // named in errors
+  std::string image;                        // named in errors
   uint64_t output_limit = 16ull << 20;
   // The box's OOM kill count (the cgroup's word in a jail).
   std::function<uint64_t()> oom_kill_count;

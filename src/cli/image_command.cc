@@ -162,8 +162,12 @@ int List(const std::vector<std::string>& args) {
   std::vector<Row> rows;
   std::map<std::string, bool> built_current;
   for (const image::ImageInfo& info : image::ListImages(stores)) {
-    Row r{info.name, info.id, base::FormatSize(info.size_bytes), info.built_at,
-          base::StoreKindName(info.store_kind), ""};
+    Row r{info.name,
+          info.id,
+          base::FormatSize(info.size_bytes),
+          info.built_at,
+          base::StoreKindName(info.store_kind),
+          ""};
     if (info.source == "oci") {
       // The reference as the user writes it, and the manifest digest it was pulled at.
       auto ref = image::ParseImageReference(info.reference);
@@ -186,9 +190,9 @@ int List(const std::vector<std::string>& args) {
   }
   for (const auto& [name, id] : current_ids) {
     if (built_current.count(name) != 0) continue;
-    rows.push_back({name, "-", "-", "-", "-",
-                    "(not built; run: " + image::BuildCommandHint(name, stores, ::geteuid() == 0) +
-                        ")"});
+    rows.push_back(
+        {name, "-", "-", "-", "-",
+         "(not built; run: " + image::BuildCommandHint(name, stores, ::geteuid() == 0) + ")"});
   }
   int width = 16;
   for (const Row& r : rows) width = std::max(width, static_cast<int>(r.name.size()));

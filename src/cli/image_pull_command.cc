@@ -90,8 +90,9 @@ int ParseOciFlags(const std::vector<std::string>& args, const char* command, boo
     }
   }
   if (flags->operands.empty()) {
-    std::fprintf(stderr, "codebox image %s: name the %s\n", command,
-                 import ? "file or directory to import" : "image to pull (NAME[:TAG] or NAME@sha256:...)");
+    std::fprintf(
+        stderr, "codebox image %s: name the %s\n", command,
+        import ? "file or directory to import" : "image to pull (NAME[:TAG] or NAME@sha256:...)");
     return 2;
   }
   return 0;
@@ -114,7 +115,8 @@ int ImagePull(const std::vector<std::string>& args) {
   for (const std::string& ref : flags.operands) {
     auto pulled = image::PullImage(home, ref, flags.options, PrintProgress);
     if (!pulled.ok() && InterruptGuard::interrupted()) {
-      std::fprintf(stderr, "codebox image pull: interrupted; nothing of %s was kept\n", ref.c_str());
+      std::fprintf(stderr, "codebox image pull: interrupted; nothing of %s was kept\n",
+                   ref.c_str());
       return 130;
     }
     if (!pulled.ok()) {

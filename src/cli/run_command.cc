@@ -7,8 +7,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "base/io.h"
 #include "base/fs.h"
+#include "base/io.h"
 #include "base/text.h"
 #include "cli/box_flags.h"
 #include "cli/cell_output.h"
@@ -16,8 +16,8 @@
 #include "cli/run_network.h"
 #include "codebox/box.h"
 #include "remote/remote_box.h"
-#include "server/api_json.h"
 #include "remote/server_choice.h"
+#include "server/api_json.h"
 
 namespace codebox::cli {
 namespace {
@@ -34,16 +34,16 @@ struct Cell {
 
 struct Invocation {
   BoxOptions box;
-  std::vector<std::string> argv;      // exec: the command; run: python3 -c CODE
-  std::vector<Cell> cells;            // run --session: the files, in order
-  std::string out_dir;                // run --session: where images go ("": not saved)
+  std::vector<std::string> argv;  // exec: the command; run: python3 -c CODE
+  std::vector<Cell> cells;        // run --session: the files, in order
+  std::string out_dir;            // run --session: where images go ("": not saved)
   std::optional<std::string> stdin_data;
-  std::vector<Copy> copy_in;          // host -> box
-  std::vector<Copy> copy_out;         // box -> host
-  CopyOutOptions copy_out_options;    // max_bytes 0: the box's disk size
+  std::vector<Copy> copy_in;        // host -> box
+  std::vector<Copy> copy_out;       // box -> host
+  CopyOutOptions copy_out_options;  // max_bytes 0: the box's disk size
   bool json = false;
-  bool local = false;                 // --local: never through a server
-  PipInstall pip;                     // --pip, --index-url: installed before anything runs
+  bool local = false;  // --local: never through a server
+  PipInstall pip;      // --pip, --index-url: installed before anything runs
 };
 
 constexpr const char kRunHelp[] = R"(usage: codebox run [options] CODE | - | --file F
@@ -125,8 +125,8 @@ StatusOr<bool> ReadCells(const std::vector<std::string>& files, bool has_code_fi
 
 // Parses flags common to run and exec; positional arguments go to *rest.
 // Returns nullopt status-less when --help was printed.
-StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exec,
-                               Invocation* inv, std::vector<std::string>* rest) {
+StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exec, Invocation* inv,
+                               std::vector<std::string>* rest) {
   std::optional<std::string> code_file;
   bool forward_stdin = false;
   bool session = false;
@@ -182,7 +182,8 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
   }
   RETURN_IF_ERROR(ApplyPip(inv->pip, &inv->box));
   if (is_exec) {
-    if (rest->empty()) return InvalidArgument("no command given; usage: codebox exec [options] -- CMD ARGS...");
+    if (rest->empty())
+      return InvalidArgument("no command given; usage: codebox exec [options] -- CMD ARGS...");
     inv->argv = *rest;
     if (forward_stdin) {
       ASSIGN_OR_RETURN(inv->stdin_data, ReadAllStdin());
@@ -193,7 +194,8 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
   if (!inv->out_dir.empty()) return InvalidArgument("--out goes with --session");
   std::string code;
   if (code_file) {
-    if (!rest->empty()) return InvalidArgument("give the code either as an argument or with --file, not both");
+    if (!rest->empty())
+      return InvalidArgument("give the code either as an argument or with --file, not both");
     auto text = base::ReadFile(*code_file);
     if (!text.ok()) return InvalidArgument("--file: " + text.status().message());
     code = *text;
@@ -202,8 +204,9 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
   } else if (rest->size() == 1) {
     code = (*rest)[0];
   } else {
-    return InvalidArgument(rest->empty() ? "no code given; usage: codebox run [options] CODE | - | --file F"
-                                         : "give the code as one argument (quote it)");
+    return InvalidArgument(rest->empty()
+                               ? "no code given; usage: codebox run [options] CODE | - | --file F"
+                               : "give the code as one argument (quote it)");
   }
   inv->argv = {"python3", "-c", code};
   return true;
@@ -217,8 +220,9 @@ void WriteOut(FILE* stream, std::string_view data) {
 // Serializes straight to stdout: escaped binary output is up to 6x its size, and must not
 // be built as one more string in memory first. Invalid UTF-8 becomes U+FFFD.
 void PrintJson(const nlohmann::json& j) {
-  nlohmann::detail::serializer<nlohmann::json> out(nlohmann::detail::output_adapter<char>(std::cout),
-                                                   ' ', nlohmann::json::error_handler_t::replace);
+  nlohmann::detail::serializer<nlohmann::json> out(
+      nlohmann::detail::output_adapter<char>(std::cout), ' ',
+      nlohmann::json::error_handler_t::replace);
   out.dump(j, /*pretty_print=*/true, /*ensure_ascii=*/false, /*indent_step=*/2);
   std::cout << '\n' << std::flush;
 }
@@ -294,14 +298,15 @@ int RunCells(const std::string& command, Invocation& inv) {
       status = kExitCodeboxError;
       break;
     }
-    printer.End(*e, {.timeout = inv.box.exec_timeout,
-                     .output_limit_bytes = inv.box.output_limit_bytes});
+    printer.End(
+        *e, {.timeout = inv.box.exec_timeout, .output_limit_bytes = inv.box.output_limit_bytes});
     if (e->error) {
       const size_t left = inv.cells.size() - i - 1;
-      std::fprintf(stderr, "codebox %s: %s (cell %zu of %zu) raised %s%s\n", command.c_str(),
-                   base::TerminalSafe(cell.file).c_str(), i + 1, inv.cells.size(),
-                   base::TerminalSafe(e->error->name, 200).c_str(),
-                   left == 0 ? "" : ("; the " + std::to_string(left) + " after it did not run").c_str());
+      std::fprintf(
+          stderr, "codebox %s: %s (cell %zu of %zu) raised %s%s\n", command.c_str(),
+          base::TerminalSafe(cell.file).c_str(), i + 1, inv.cells.size(),
+          base::TerminalSafe(e->error->name, 200).c_str(),
+          left == 0 ? "" : ("; the " + std::to_string(left) + " after it did not run").c_str());
       status = e->timed_out ? kExitTimedOut : 1;
       break;
     }
@@ -354,8 +359,8 @@ int Execute(const std::string& command, Invocation& inv) {
   }
   // `run CODE` on a server with nothing to copy or install and no network: one request, a
   // warm pool box.
-  if (command == "run" && !inv.box.server.empty() && inv.copy_in.empty() &&
-      inv.copy_out.empty() && EffectiveNetwork(inv.box) == NetworkMode::kNone) {
+  if (command == "run" && !inv.box.server.empty() && inv.copy_in.empty() && inv.copy_out.empty() &&
+      EffectiveNetwork(inv.box) == NetworkMode::kNone) {
     auto result = remote::RunOnServer(inv.box, inv.argv[2], exec);
     if (!result.ok()) {
       PrintError(command, result.status());

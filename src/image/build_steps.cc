@@ -256,12 +256,13 @@ Status FinishTree(const std::string& rootfs) {
   base::UniqueFd etc(::openat(root.get(), "etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!etc.valid()) return base::ErrnoStatus("open " + rootfs + "/etc");
   for (const auto& [name, data] : {std::pair<const char*, const char*>{"hostname", "codebox\n"},
-                                   {"hosts", "127.0.0.1\tlocalhost codebox\n::1\tlocalhost "
-                                             "ip6-localhost\n"}}) {
+                                   {"hosts",
+                                    "127.0.0.1\tlocalhost codebox\n::1\tlocalhost "
+                                    "ip6-localhost\n"}}) {
     if (::unlinkat(etc.get(), name, 0) != 0 && errno != ENOENT)
       return base::ErrnoStatus(std::string("unlink etc/") + name);
-    base::UniqueFd fd(::openat(etc.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                               0644));
+    base::UniqueFd fd(
+        ::openat(etc.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!fd.valid()) return base::ErrnoStatus(std::string("create etc/") + name);
     RETURN_IF_ERROR(base::WriteAll(fd.get(), data));
     if (::fchmod(fd.get(), 0644) != 0) return base::ErrnoStatus(std::string("chmod etc/") + name);

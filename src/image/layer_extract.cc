@@ -103,7 +103,6 @@ int OpenSubdir(int dir_fd, const std::string& name) {
   return static_cast<int>(::syscall(SYS_openat2, dir_fd, name.c_str(), &how, sizeof how));
 }
 
-
 // Removes `name` in `dir_fd`, a directory with everything in it; symlinks are removed, never
 // followed. Missing is fine. `shown` is its path in the tree, for messages.
 Status RemoveAt(int dir_fd, const std::string& name, const std::string& shown, int depth) {

@@ -25,9 +25,9 @@ Status ScanTar(const std::string& path,
   archive_read_support_filter_zstd(a);
   archive_read_support_format_tar(a);
   if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
-    Status st = InvalidArgument(path + " is not a tar archive (" +
-                                std::string(archive_error_string(a) ? archive_error_string(a) : "") +
-                                ")");
+    Status st =
+        InvalidArgument(path + " is not a tar archive (" +
+                        std::string(archive_error_string(a) ? archive_error_string(a) : "") + ")");
     archive_read_free(a);
     return st;
   }

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/fs.h"
 #include "base/io.h"
@@ -79,8 +79,9 @@ std::string ExplainSkopeoFailure(const base::RunResult& r) {
       {"connection refused", "nothing listens at the registry's address"},
       {"no such host", "the registry's host name does not resolve"},
       {"i/o timeout", "the registry did not answer in time"},
-      {"digest", "the content does not match its digest: the registry or archive is corrupt or "
-                 "was tampered with"},
+      {"digest",
+       "the content does not match its digest: the registry or archive is corrupt or "
+       "was tampered with"},
   };
   for (const Hint& h : kHints) {
     if (msg.find(h.says) != std::string::npos) return msg + " (" + h.hint + ")";
@@ -169,7 +170,8 @@ class SkopeoSession {
     };
     auto r = base::Run(command, run);
     if (!r.ok()) {
-      return Unavailable(r.status().message() + " (codebox pulls and imports with skopeo; "
+      return Unavailable(r.status().message() +
+                         " (codebox pulls and imports with skopeo; "
                          "Debian: apt-get install skopeo)");
     }
     if (!r->ok()) {
@@ -197,9 +199,10 @@ Status CheckDigest(const std::string& raw, const std::string& digest, const std:
 
 Status CheckCanPull(const PullOptions& options, const ImageReference& ref, const char* verb) {
   if (options.insecure && !IsLocalRegistry(ref.registry)) {
-    return InvalidArgument("--insecure (plain HTTP, no TLS verification) is only for a registry "
-                           "on this host or at a private address; " +
-                           ref.registry + " is neither");
+    return InvalidArgument(
+        "--insecure (plain HTTP, no TLS verification) is only for a registry "
+        "on this host or at a private address; " +
+        ref.registry + " is neither");
   }
   if (options.require_root && ::geteuid() != 0) {
     return PermissionDenied(std::string(verb) +
@@ -238,7 +241,8 @@ std::string RefPointerName(const std::string& canonical_reference) {
     if (c == '/') c = '%';
   }
   // A file name holds at most 255 bytes; a reference may be longer (name, tag and digest).
-  if (out.size() > 200) out = out.substr(0, 150) + "#" + Sha256Hex(canonical_reference).substr(0, 32);
+  if (out.size() > 200)
+    out = out.substr(0, 150) + "#" + Sha256Hex(canonical_reference).substr(0, 32);
   return out;
 }
 
@@ -272,9 +276,8 @@ StatusOr<ImageInfo> FindOciImage(const std::vector<base::ImageStore>& stores,
     for (const std::string& r : ListRecipes()) names += (names.empty() ? "" : ", ") + r;
     recipes = " (and there is no recipe of that name; recipes: " + names + ")";
   }
-  return NotFound("image '" + ref.Familiar() + "' is not in the store" + recipes +
-                  "; pull it: " + (::geteuid() == 0 ? "" : "sudo ") + "codebox image pull " +
-                  ref.Familiar());
+  return NotFound("image '" + ref.Familiar() + "' is not in the store" + recipes + "; pull it: " +
+                  (::geteuid() == 0 ? "" : "sudo ") + "codebox image pull " + ref.Familiar());
 }
 
 StatusOr<ImageInfo> PullImage(const std::string& home, const std::string& reference,
@@ -336,8 +339,9 @@ StatusOr<ImageInfo> PullImage(const std::string& home, const std::string& refere
       std::to_string(manifest.layers.size()) + " layers, " +
       base::FormatSize(manifest.LayerBytes()) + ")");
   // By digest: what is copied is exactly what was inspected, even if the tag moves meanwhile.
-  RETURN_IF_ERROR(skopeo.Copy("docker://" + ref.AtDigest(manifest_digest).Canonical(),
-                              /*from_registry=*/true, say)
+  RETURN_IF_ERROR(skopeo
+                      .Copy("docker://" + ref.AtDigest(manifest_digest).Canonical(),
+                            /*from_registry=*/true, say)
                       .WithContext("pull " + ref.Familiar()));
   return UnpackLayout(request, skopeo.layout(), options, say);
 }
@@ -356,8 +360,10 @@ StatusOr<ImageInfo> ImportImage(const std::string& home, const std::string& path
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return base::ErrnoStatus("import " + path);
   if (options.require_root && ::geteuid() != 0) {
-    return PermissionDenied("importing an image needs root (its files belong to the users the "
-                            "image names); run: sudo codebox image import " + path);
+    return PermissionDenied(
+        "importing an image needs root (its files belong to the users the "
+        "image names); run: sudo codebox image import " +
+        path);
   }
   ASSIGN_OR_RETURN(std::string transport, DetectArchiveTransport(path));
   std::string absolute = path;
@@ -371,7 +377,8 @@ StatusOr<ImageInfo> ImportImage(const std::string& home, const std::string& path
     if (given.empty()) {
       return InvalidArgument("import " + path +
                              ": the archive names no image; give it one: codebox image import "
-                             "--name NAME[:TAG] " + path);
+                             "--name NAME[:TAG] " +
+                             path);
     }
     ASSIGN_OR_RETURN(ref, ParseImageReference(given));
   }

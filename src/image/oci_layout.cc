@@ -216,8 +216,7 @@ StatusOr<ImageConfig> ParseImageConfig(std::string_view text) {
   if (const json* env = ArrayField(*run, "Env")) {
     if (env->size() > kMaxEnvEntries) {
       return InvalidArgument("the image config sets " + std::to_string(env->size()) +
-                             " environment variables, more than " +
-                             std::to_string(kMaxEnvEntries));
+                             " environment variables, more than " + std::to_string(kMaxEnvEntries));
     }
     size_t total = 0;
     for (const json& e : *env) {
@@ -243,8 +242,8 @@ StatusOr<ImageConfig> ParseImageConfig(std::string_view text) {
     }
     auto clean = CleanAbsolutePath(workdir);  // relative: from "/", as the OCI spec says
     if (!clean.ok()) {
-      return InvalidArgument("the image config's WorkingDir '" + workdir.substr(0, 100) +
-                             "' " + clean.status().message());
+      return InvalidArgument("the image config's WorkingDir '" + workdir.substr(0, 100) + "' " +
+                             clean.status().message());
     }
     if (*clean != "/") c.working_dir = *clean;
   }
@@ -281,8 +280,7 @@ StatusOr<OciImage> ReadOciLayout(const std::string& dir, uint64_t max_layer_byte
   OciImage image;
   image.manifest_digest = top.digest;
   image.config_digest = manifest.config.digest;
-  ASSIGN_OR_RETURN(std::string config_text,
-                   ReadJsonBlob(dir, manifest.config, "the image config"));
+  ASSIGN_OR_RETURN(std::string config_text, ReadJsonBlob(dir, manifest.config, "the image config"));
   ASSIGN_OR_RETURN(image.config, ParseImageConfig(config_text));
   for (size_t i = 0; i < manifest.layers.size(); ++i) {
     const OciDescriptor& d = manifest.layers[i];

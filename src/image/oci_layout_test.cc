@@ -15,8 +15,8 @@ TEST(OciLayoutTest, TellsIndexesFromManifests) {
   EXPECT_TRUE(*IsImageIndex(R"({"mediaType": "application/vnd.oci.image.index.v1+json",
                                 "manifests": []})"));
   EXPECT_TRUE(*IsImageIndex(R"({"manifests": []})"));
-  EXPECT_FALSE(*IsImageIndex(
-      R"({"mediaType": "application/vnd.docker.distribution.manifest.v2+json"})"));
+  EXPECT_FALSE(
+      *IsImageIndex(R"({"mediaType": "application/vnd.docker.distribution.manifest.v2+json"})"));
   EXPECT_FALSE(IsImageIndex("not json").ok());
   EXPECT_FALSE(IsImageIndex("[1, 2]").ok());
   auto v1 = IsImageIndex(R"({"schemaVersion": 1, "fsLayers": []})");
@@ -26,9 +26,11 @@ TEST(OciLayoutTest, TellsIndexesFromManifests) {
 
 TEST(OciLayoutTest, SelectsLinuxAmd64AndNamesWhatThereIs) {
   std::string index = R"({"manifests": [
-    {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": ")" + kDigestA +
+    {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": ")" +
+                      kDigestA +
                       R"(", "size": 10, "platform": {"os": "linux", "architecture": "arm64"}},
-    {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": ")" + kDigestB +
+    {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": ")" +
+                      kDigestB +
                       R"(", "size": 12, "platform": {"os": "linux", "architecture": "amd64"}}]})";
   auto chosen = SelectPlatform(index);
   ASSERT_TRUE(chosen.ok()) << chosen.status().message();
@@ -44,16 +46,17 @@ TEST(OciLayoutTest, SelectsLinuxAmd64AndNamesWhatThereIs) {
 
 TEST(OciLayoutTest, ManifestDescriptorsAreChecked) {
   std::string good = R"({"config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-      "digest": ")" + kDigestA + R"(", "size": 5}, "layers": [
-      {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": ")" + kDigestB +
-                     R"(", "size": 7}]})";
+      "digest": ")" + kDigestA +
+                     R"(", "size": 5}, "layers": [
+      {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": ")" +
+                     kDigestB + R"(", "size": 7}]})";
   auto m = ParseManifest(good);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->layers.size(), 1u);
   EXPECT_EQ(m->LayerBytes(), 7u);
 
   for (const std::string& bad : std::vector<std::string>{
-           R"({"layers": []})",                                   // no config
+           R"({"layers": []})",                                                 // no config
            R"({"config": {"digest": "sha256:abc", "size": 1}, "layers": []})",  // short digest
            R"({"config": {"digest": ")" + kDigestA + R"(", "size": -1}, "layers": []})",
            R"({"config": {"digest": ")" + kDigestA + R"(", "size": "5"}, "layers": []})",
@@ -61,7 +64,8 @@ TEST(OciLayoutTest, ManifestDescriptorsAreChecked) {
            R"({"config": {"mediaType": "application/vnd.cncf.helm.config.v1+json", "digest": ")" +
                kDigestA + R"(", "size": 1}, "layers": []})",
            R"({"config": {"digest": ")" + kDigestA + R"(", "size": 1}, "layers": [
-               {"mediaType": "text/plain", "digest": ")" + kDigestB + R"(", "size": 1}]})"}) {
+               {"mediaType": "text/plain", "digest": ")" +
+               kDigestB + R"(", "size": 1}]})"}) {
     EXPECT_FALSE(ParseManifest(bad).ok()) << bad;
   }
 }

@@ -35,10 +35,11 @@ TEST(OciReferenceTest, FamiliarFormDropsTheDefaults) {
 }
 
 TEST(OciReferenceTest, RefusesMalformedReferences) {
-  for (const std::string& bad : std::vector<std::string>{"", ":tag", "Python", "python:", "python:-x", "a//b", "/python", "python@sha256:abc",
-        "python@md5:" + std::string(32, 'a'), "python@sha256:" + std::string(64, 'A'),
-        "bad host.io/x", "-host.io/x", "host.io:99999999/x", "a..b", "a/b/", "py thon",
-        std::string(300, 'a'), "python:" + std::string(129, 't'), std::string("py\0x", 4)}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "", ":tag", "Python", "python:", "python:-x", "a//b", "/python", "python@sha256:abc",
+           "python@md5:" + std::string(32, 'a'), "python@sha256:" + std::string(64, 'A'),
+           "bad host.io/x", "-host.io/x", "host.io:99999999/x", "a..b", "a/b/", "py thon",
+           std::string(300, 'a'), "python:" + std::string(129, 't'), std::string("py\0x", 4)}) {
     EXPECT_FALSE(ParseImageReference(bad).ok()) << "accepted '" << bad << "'";
   }
   auto st = ParseImageReference("python:-x").status();

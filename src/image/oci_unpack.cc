@@ -119,7 +119,8 @@ Status ResolveImageUser(int root_fd, ImageConfig* config) {
       }
       if (!found) {
         return InvalidArgument("the image's User names group '" +
-                               base::TerminalSafe(parts[1], 100) + "', which is not in its /etc/group");
+                               base::TerminalSafe(parts[1], 100) +
+                               "', which is not in its /etc/group");
       }
     }
   }
@@ -168,8 +169,7 @@ StatusOr<ImageInfo> UnpackLayout(const UnpackRequest& request, const std::string
   if (!request.expected_config_digest.empty() &&
       image.config_digest != request.expected_config_digest) {
     return ProtocolError("digest mismatch: the image fetched has config " + image.config_digest +
-                         ", not the " + request.expected_config_digest +
-                         " its manifest names");
+                         ", not the " + request.expected_config_digest + " its manifest names");
   }
   const std::string id = OciImageId(image.config_digest, options.keep_setuid);
   const std::string images_dir = ImagesDir(request.home);
@@ -201,7 +201,8 @@ StatusOr<ImageInfo> UnpackLayout(const UnpackRequest& request, const std::string
                         .WithContext("unpack " + request.reference));
   }
   if (stats.dropped_devices > 0) {
-    say("dropped " + std::to_string(stats.dropped_devices) + " device nodes (a box makes its own /dev)");
+    say("dropped " + std::to_string(stats.dropped_devices) +
+        " device nodes (a box makes its own /dev)");
   }
   if (stats.cleared_setuid > 0) {
     say("cleared setuid/setgid bits of " + std::to_string(stats.cleared_setuid) +
@@ -213,8 +214,8 @@ StatusOr<ImageInfo> UnpackLayout(const UnpackRequest& request, const std::string
   if (!root.valid()) return base::ErrnoStatus("open " + rootfs);
   BuildRecord record;
   record.info.config = image.config;
-  RETURN_IF_ERROR(ResolveImageUser(root.get(), &record.info.config)
-                      .WithContext("image " + request.reference));
+  RETURN_IF_ERROR(
+      ResolveImageUser(root.get(), &record.info.config).WithContext("image " + request.reference));
   if (!record.info.config.working_dir.empty()) {
     record.info.config.working_dir_has_files =
         TreeDirHasEntries(root.get(), record.info.config.working_dir);
@@ -227,7 +228,7 @@ StatusOr<ImageInfo> UnpackLayout(const UnpackRequest& request, const std::string
   record.info.size_bytes = base::TreeSize(rootfs);
   record.info.built_at = NowIso8601();
   record.description = request.source_path.empty() ? "pulled from " + request.reference
-                                                    : "imported from " + request.source_path;
+                                                   : "imported from " + request.source_path;
   record.build_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   RETURN_IF_ERROR(WriteManifest(staging.path() + "/manifest.json", record, ""));

@@ -14,8 +14,8 @@ namespace codebox::image {
 
 struct UnpackRequest {
   std::string home;
-  std::string reference;  // canonical; the image's name in the store
-  std::string digest;     // the registry's manifest digest; empty: the layout's own
+  std::string reference;               // canonical; the image's name in the store
+  std::string digest;                  // the registry's manifest digest; empty: the layout's own
   std::vector<std::string> pointers;   // canonical references that name the image after
   std::string expected_config_digest;  // empty: whatever the layout has
   std::string source_path;             // an import's file, for the manifest

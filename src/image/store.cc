@@ -205,7 +205,8 @@ StatusOr<ImageInfo> FindImage(const std::vector<base::ImageStore>& stores,
   if (IsOciImageName(name)) {
     // A plain word without a recipe may still name a recipe's earlier build (by-name/).
     bool built = false;
-    for (const base::ImageStore& store : stores) built = built || !NamePointer(store.path, name).empty();
+    for (const base::ImageStore& store : stores)
+      built = built || !NamePointer(store.path, name).empty();
     if (!IsValidImageName(name) || !built) return FindOciImage(stores, name);
   }
   if (!IsValidImageName(name)) {

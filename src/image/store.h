@@ -41,7 +41,7 @@ struct ImageConfig {
 };
 
 struct ImageInfo {
-  std::string name;  // a recipe's name, or an OCI image's canonical reference
+  std::string name;    // a recipe's name, or an OCI image's canonical reference
   std::string id;      // content-addressed: hash of the recipe text (+ builder version)
   std::string dir;     // $home/images/<id>
   std::string rootfs;  // $home/images/<id>/rootfs

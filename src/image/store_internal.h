@@ -57,7 +57,8 @@ class StagingDir {
   Status CommitTo(const std::string& final_dir);
 
  private:
-  StagingDir(std::string path, base::UniqueFd lock) : path_(std::move(path)), lock_(std::move(lock)) {}
+  StagingDir(std::string path, base::UniqueFd lock)
+      : path_(std::move(path)), lock_(std::move(lock)) {}
   std::string path_;
   base::UniqueFd lock_;
 };

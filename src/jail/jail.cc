@@ -52,7 +52,8 @@ std::string NewId() {
 bool CanMapUser() { return ::geteuid() == 0; }
 
 std::string StagingParentPath() {
-  return ::geteuid() == 0 ? "/run/codebox-jail" : "/tmp/codebox-jail-" + std::to_string(::geteuid());
+  return ::geteuid() == 0 ? "/run/codebox-jail"
+                          : "/tmp/codebox-jail-" + std::to_string(::geteuid());
 }
 
 namespace {

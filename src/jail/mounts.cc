@@ -96,9 +96,8 @@ Status MountImageRoot(const std::string& skeleton, const std::string& rootfs,
   if (!image.valid()) return ErrnoStatus("open image " + rootfs);
   // overlayfs keeps the option strings as given: fd paths name nothing on the host.
   // redirect_dir/metacopy: follow no redirects or metacopy xattrs found in the layers.
-  std::string options = "lowerdir=/proc/self/fd/" + std::to_string(skel.get()) +
-                        ":/proc/self/fd/" + std::to_string(image.get()) +
-                        ",redirect_dir=nofollow,metacopy=off";
+  std::string options = "lowerdir=/proc/self/fd/" + std::to_string(skel.get()) + ":/proc/self/fd/" +
+                        std::to_string(image.get()) + ",redirect_dir=nofollow,metacopy=off";
   RETURN_IF_ERROR(Mount("image root (overlay)", "codebox", newroot, "overlay",
                         MS_RDONLY | MS_NOSUID | MS_NODEV, options));
   return SetAttr("image root", newroot, kReadOnly, false);
@@ -109,8 +108,8 @@ Status MountImageRoot(const std::string& skeleton, const std::string& rootfs,
 // config.gz too: the host kernel's command line can carry infrastructure details or secrets,
 // and its configuration helps only someone choosing a kernel exploit.
 constexpr const char* kMaskedProcFiles[] = {
-    "kcore",       "keys",     "timer_list", "sched_debug", "latency_stats", "timer_stats",
-    "interrupts",  "cmdline",  "config.gz",  "kallsyms",    "sysrq-trigger"};
+    "kcore",      "keys",    "timer_list", "sched_debug", "latency_stats", "timer_stats",
+    "interrupts", "cmdline", "config.gz",  "kallsyms",    "sysrq-trigger"};
 constexpr const char* kMaskedProcDirs[] = {"acpi", "scsi", "asound"};
 // Readable, never writable (runc's read-only paths).
 constexpr const char* kReadOnlyProc[] = {"sys", "irq", "bus", "fs"};
@@ -136,12 +135,11 @@ Status MaskProc(const std::string& proc) {
     std::string target = proc + "/" + name;
     struct stat sb {};
     if (::lstat(target.c_str(), &sb) != 0) continue;
-    RETURN_IF_ERROR(Mount(std::string("/proc/") + name, target.c_str(), target, nullptr,
-                          MS_BIND | MS_REC));
-    RETURN_IF_ERROR(SetAttr(std::string("/proc/") + name, target,
-                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                MOUNT_ATTR_NOEXEC,
-                            true));
+    RETURN_IF_ERROR(
+        Mount(std::string("/proc/") + name, target.c_str(), target, nullptr, MS_BIND | MS_REC));
+    RETURN_IF_ERROR(SetAttr(
+        std::string("/proc/") + name, target,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, true));
   }
   return Status::Ok();
 }

@@ -42,7 +42,7 @@ struct KernelHost {
   std::map<std::string, std::string> env;  // the exec environment (the kernel adds its own)
   std::string cwd;
   std::optional<protocol::msg::User> user;  // who the kernel runs as; nullopt: root
-  std::string image;  // named in the "no IPython" error
+  std::string image;                        // named in the "no IPython" error
   uint64_t output_limit = 16ull << 20;
   uint64_t memory_mib = 0;
   std::chrono::milliseconds default_timeout{30'000};

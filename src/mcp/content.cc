@@ -69,7 +69,6 @@ std::string ImageType(std::string_view bytes) {
   return "";
 }
 
-
 StatusOr<std::string> CheckedImage(std::string_view base64, std::string_view mime,
                                    uint64_t max_bytes) {
   auto bytes = cell_images::DecodeBase64(base64, max_bytes);

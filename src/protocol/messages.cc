@@ -213,10 +213,9 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 }  // namespace
 
 std::string_view RequestName(const Request& request) {
-  static constexpr std::string_view kNames[] = {"exec",     "write_file", "read_file",
-                                                "list_dir", "mkdir",      "kill",
-                                                "shutdown", "cancel",     "remove",
-                                                "egress_accept", "ack"};
+  static constexpr std::string_view kNames[] = {"exec",   "write_file",    "read_file", "list_dir",
+                                                "mkdir",  "kill",          "shutdown",  "cancel",
+                                                "remove", "egress_accept", "ack"};
   return kNames[request.index()];
 }
 

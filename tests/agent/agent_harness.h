@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "agent_client/agent_client.h"
 #include "base/unique_fd.h"
 #include "codebox/status.h"
-#include "agent_client/agent_client.h"
 
 namespace codebox::testing {
 

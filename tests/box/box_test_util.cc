@@ -5,8 +5,8 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <functional>
+#include <map>
 #include <sstream>
 
 namespace codebox::testing {
@@ -47,7 +47,8 @@ std::unique_ptr<Box> MakeBoxOrSkipReason(const BoxOptions& options, box::BoxEnv&
   return BoxOrSkipReason(box::CreateBox(options, env), skip_reason);
 }
 
-static void ForEachEntry(const std::string& dir, const std::function<void(const std::string&)>& fn) {
+static void ForEachEntry(const std::string& dir,
+                         const std::function<void(const std::string&)>& fn) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;
   while (dirent* e = ::readdir(d)) {
@@ -66,7 +67,8 @@ int CountHostProcesses(const std::string& needle) {
     std::stringstream ss;
     ss << in.rdbuf();
     std::string cmd = ss.str();
-    for (char& c : cmd) if (c == '\0') c = ' ';
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
     if (cmd.find(needle) != std::string::npos) ++count;
   });
   return count;
@@ -93,7 +95,8 @@ int CountOurBoxProcesses() {
     std::stringstream ss;
     ss << in.rdbuf();
     std::string cmd = ss.str();
-    for (char& c : cmd) if (c == '\0') c = ' ';
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
     if (cmd.find(supervisor_of_ours) != std::string::npos) ++count;
   });
   for (const auto& [pid, ppid] : parent_of) {
@@ -123,9 +126,8 @@ int CountDirEntries(const std::string& dir, const std::string& prefix) {
 }
 
 int CountDirEntriesContaining(const std::string& dir, const std::string& needle) {
-  return CountEntriesWhere(dir, [&](const std::string& name) {
-    return name.find(needle) != std::string::npos;
-  });
+  return CountEntriesWhere(
+      dir, [&](const std::string& name) { return name.find(needle) != std::string::npos; });
 }
 
 int CountOpenFds() { return CountDirEntries("/proc/self/fd"); }
