@@ -33,7 +33,7 @@ class Registry:
     """One docker-registry process: `addr` is 127.0.0.1:PORT, `log()` what it logged so far
     (one line per request, with the URI)."""
 
-    def __init__(self, work, name, cert=None, key=None, ca=None, wait_s=30):
+    def __init__(self, work, name, cert=None, key=None, ca=None, htpasswd=None, wait_s=30):
         self.dir = os.path.join(work, name)
         os.makedirs(os.path.join(self.dir, "storage"), exist_ok=True)
         self.port = free_port()
@@ -56,6 +56,9 @@ class Registry:
         ]
         if self.tls:
             config += ["  tls:", f"    certificate: {cert}", f"    key: {key}"]
+        self.auth = htpasswd is not None
+        if self.auth:  # basic auth against an htpasswd file (bcrypt entries)
+            config += ["auth:", "  htpasswd:", "    realm: codebox-test", f"    path: {htpasswd}"]
         self.config = os.path.join(self.dir, "config.yml")
         with open(self.config, "w") as f:
             f.write("\n".join(config) + "\n")
@@ -95,7 +98,7 @@ class Registry:
                                    f"{self.log()[-2000:]}")
             try:
                 status, _, _ = self.request("GET", "/v2/")
-                if status == 200:
+                if status == 200 or (self.auth and status == 401):
                     return
                 last = f"GET /v2/ answered {status}"
             except (OSError, http.client.HTTPException) as e:
@@ -132,9 +135,10 @@ class Registry:
         self._log.close()
 
 
-def push(layout, tag, registry, name, timeout=300):
+def push(layout, tag, registry, name, timeout=300, creds=None):
     """skopeo copy oci:LAYOUT:TAG docker://REGISTRY/NAME:TAG (no TLS checks: the test's own)."""
+    login = ["--dest-creds", creds] if creds else []
     subprocess.run(["skopeo", "copy", "--insecure-policy", "--dest-tls-verify=false",
-                    "--retry-times", "0", f"oci:{layout}:{tag}",
+                    "--retry-times", "0", *login, f"oci:{layout}:{tag}",
                     f"docker://{registry.addr}/{name}:{tag}"],
                    check=True, capture_output=True, text=True, timeout=timeout)
