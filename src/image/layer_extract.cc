@@ -10,9 +10,7 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +26,7 @@
 #include "base/io.h"
 #include "base/text.h"
 #include "base/unique_fd.h"
+#include "image/tree_fs.h"
 
 namespace codebox::image {
 namespace {
@@ -36,9 +35,6 @@ using base::ErrnoStatus;
 using base::UniqueFd;
 
 constexpr size_t kReadBlock = 1 << 20;
-// Directories a removal walks into at most, each holding an fd: far deeper than any real
-// image, and short of the fd limit.
-constexpr int kMaxDepth = 512;
 constexpr std::string_view kWhiteoutPrefix = ".wh.";
 // aufs metadata (".wh..wh.plnk", ".wh..wh.aufs"): never part of the tree; the one exception
 // is the opaque marker.
@@ -49,8 +45,7 @@ struct ArchiveReadFree {
   void operator()(archive* a) const { archive_read_free(a); }
 };
 
-// A name from a layer, quoted for a message: it may hold terminal escapes.
-std::string Quote(std::string_view name) { return "'" + base::TerminalSafe(name, 1024) + "'"; }
+std::string Quote(std::string_view name) { return QuoteTreeName(name); }
 
 std::string Join(const std::vector<std::string>& parts, size_t n) {
   std::string out;
@@ -78,55 +73,6 @@ StatusOr<std::vector<std::string>> SplitName(std::string_view name) {
     start = end + 1;
   }
   return parts;
-}
-
-// openat2 inside the tree: `path` resolves with the tree as "/", as in the box, so an
-// absolute symlink or a ".." in one stays inside; magic links (/proc/self/...) and mounts are
-// not crossed.
-int OpenInRoot(int root_fd, const std::string& path, uint64_t flags) {
-  struct open_how how {};
-  how.flags = flags | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  const char* p = path.empty() ? "." : path.c_str();
-  for (int tries = 0;; ++tries) {
-    long fd = ::syscall(SYS_openat2, root_fd, p, &how, sizeof how);
-    // EAGAIN: a rename elsewhere in the tree raced the lookup; the kernel asks for a retry.
-    if (fd >= 0 || errno != EAGAIN || tries == 8) return static_cast<int>(fd);
-  }
-}
-
-// Opens the directory `name` in `dir_fd` itself: no symlink followed, no mount entered.
-int OpenSubdir(int dir_fd, const std::string& name) {
-  struct open_how how {};
-  how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  return static_cast<int>(::syscall(SYS_openat2, dir_fd, name.c_str(), &how, sizeof how));
-}
-
-// Removes `name` in `dir_fd`, a directory with everything in it; symlinks are removed, never
-// followed. Missing is fine. `shown` is its path in the tree, for messages.
-Status RemoveAt(int dir_fd, const std::string& name, const std::string& shown, int depth) {
-  struct stat st;
-  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return errno == ENOENT ? Status::Ok() : ErrnoStatus("stat " + Quote(shown));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    if (depth >= kMaxDepth) {
-      return LimitExceeded("remove " + Quote(shown) + ": directories nested deeper than " +
-                           std::to_string(kMaxDepth));
-    }
-    UniqueFd sub(OpenSubdir(dir_fd, name));
-    if (!sub.valid()) return ErrnoStatus("open directory " + Quote(shown));
-    ASSIGN_OR_RETURN(std::vector<std::string> names, base::ListNamesAt(sub.get(), Quote(shown)));
-    for (const std::string& n : names) {
-      RETURN_IF_ERROR(RemoveAt(sub.get(), n, shown + "/" + n, depth + 1));
-    }
-  }
-  if (::unlinkat(dir_fd, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0 &&
-      errno != ENOENT) {
-    return ErrnoStatus("remove " + Quote(shown));
-  }
-  return Status::Ok();
 }
 
 Status PwriteAll(int fd, const char* data, size_t n, off_t offset) {
@@ -236,14 +182,14 @@ class Extractor {
 // symlink on the way leads where it would in the box.
 StatusOr<UniqueFd> Extractor::OpenParent(const std::vector<std::string>& parts) {
   const size_t n = parts.size() - 1;
-  UniqueFd dir(OpenInRoot(root_, Join(parts, n), O_PATH | O_DIRECTORY));
+  UniqueFd dir(OpenInTreeFd(root_, Join(parts, n), O_PATH | O_DIRECTORY));
   if (dir.valid()) return dir;
   if (errno != ENOENT) return ErrnoStatus("open directory " + Quote(Join(parts, n)));
-  dir.reset(OpenInRoot(root_, "", O_PATH | O_DIRECTORY));
+  dir.reset(OpenInTreeFd(root_, "", O_PATH | O_DIRECTORY));
   if (!dir.valid()) return ErrnoStatus("open the tree's root");
   for (size_t i = 0; i < n; ++i) {
     const std::string path = Join(parts, i + 1);
-    UniqueFd next(OpenInRoot(root_, path, O_PATH | O_DIRECTORY));
+    UniqueFd next(OpenInTreeFd(root_, path, O_PATH | O_DIRECTORY));
     if (!next.valid() && errno == ENOENT) {
       const char* name = parts[i].c_str();
       if (::mkdirat(dir.get(), name, 0700) != 0) {
@@ -277,16 +223,16 @@ bool Extractor::Touched(const std::string& path) const {
 // wrote there: a directory this layer wrote into is walked, anything else it wrote stays.
 Status Extractor::RemoveLower(int dir_fd, const std::string& name, const std::string& path,
                               int depth) {
-  if (!Touched(path)) return RemoveAt(dir_fd, name, path, depth);
+  if (!Touched(path)) return RemoveInTree(dir_fd, name, path, depth);
   struct stat st;
   if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return errno == ENOENT ? Status::Ok() : ErrnoStatus("stat " + Quote(path));
   }
   if (!S_ISDIR(st.st_mode)) return Status::Ok();
-  if (depth >= kMaxDepth) {
-    return LimitExceeded("directories nested deeper than " + std::to_string(kMaxDepth));
+  if (depth >= kMaxTreeDepth) {
+    return LimitExceeded("directories nested deeper than " + std::to_string(kMaxTreeDepth));
   }
-  UniqueFd sub(OpenSubdir(dir_fd, name));
+  UniqueFd sub(OpenTreeSubdir(dir_fd, name));
   if (!sub.valid()) return ErrnoStatus("open directory " + Quote(path));
   ASSIGN_OR_RETURN(std::vector<std::string> names, base::ListNamesAt(sub.get(), Quote(path)));
   for (const std::string& n : names) {
@@ -305,7 +251,7 @@ Status Extractor::Whiteout(const std::vector<std::string>& parts) {
   }
   ++stats_->whiteouts;
   const std::string dir_path = Join(parts, parts.size() - 1);
-  UniqueFd dir(OpenInRoot(root_, dir_path, O_PATH | O_DIRECTORY));
+  UniqueFd dir(OpenInTreeFd(root_, dir_path, O_PATH | O_DIRECTORY));
   if (!dir.valid()) {
     if (errno == ENOENT || errno == ENOTDIR) return Status::Ok();
     return ErrnoStatus("open directory " + Quote(dir_path));
@@ -327,7 +273,7 @@ Status Extractor::Clear(int dir_fd, const std::string& name, const std::string& 
     return errno == ENOENT ? Status::Ok() : ErrnoStatus("stat " + Quote(path));
   }
   if (keep_dir && S_ISDIR(st.st_mode)) return Status::Ok();
-  return RemoveAt(dir_fd, name, path, 0);
+  return RemoveInTree(dir_fd, name, path, 0);
 }
 
 // The target is resolved inside the tree like any name, its last component not followed: a
@@ -337,7 +283,7 @@ Status Extractor::Hardlink(const char* target, const std::vector<std::string>& p
   if (!tparts.ok()) return tparts.status().WithContext("hardlink target " + Quote(target));
   if (tparts->empty()) return InvalidArgument("a hardlink to the tree's root");
   const std::string tpath = Join(*tparts, tparts->size());
-  UniqueFd tfd(OpenInRoot(root_, tpath, O_PATH | O_NOFOLLOW));
+  UniqueFd tfd(OpenInTreeFd(root_, tpath, O_PATH | O_NOFOLLOW));
   struct stat tst;
   if (!tfd.valid()) {
     if (errno == ENOENT || errno == ENOTDIR) {
@@ -513,7 +459,7 @@ Status ApplyLayer(const std::string& rootfs, const std::string& layer_path,
   if (!root.valid()) return ErrnoStatus(label + ": open " + rootfs);
   {
     // Refuse rather than fall back to path walks that a symlink could lead out of the tree.
-    UniqueFd probe(OpenInRoot(root.get(), "", O_PATH | O_DIRECTORY));
+    UniqueFd probe(OpenInTreeFd(root.get(), "", O_PATH | O_DIRECTORY));
     if (!probe.valid() && errno == ENOSYS) {
       return Unavailable(label + ": extracting a layer needs openat2 (Linux 5.6 or later)");
     }

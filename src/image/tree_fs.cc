@@ -8,21 +8,65 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <vector>
 
+#include "base/fs.h"
 #include "base/io.h"
+#include "base/text.h"
 
 namespace codebox::image {
 
-StatusOr<base::UniqueFd> OpenInTree(int root_fd, const std::string& path, int flags) {
+std::string QuoteTreeName(std::string_view name) {
+  return "'" + base::TerminalSafe(name, 1024) + "'";
+}
+
+int OpenInTreeFd(int root_fd, const std::string& path, uint64_t flags) {
   struct open_how how {};
-  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  long fd;
-  do {
-    fd = ::syscall(SYS_openat2, root_fd, path.c_str(), &how, sizeof how);
-  } while (fd < 0 && errno == EAGAIN);  // a concurrent rename elsewhere: retry
-  if (fd < 0) return base::ErrnoStatus("open " + path + " in the image");
-  return base::UniqueFd(static_cast<int>(fd));
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  const char* p = path.empty() ? "." : path.c_str();
+  for (int tries = 0;; ++tries) {
+    long fd = ::syscall(SYS_openat2, root_fd, p, &how, sizeof how);
+    if (fd >= 0 || errno != EAGAIN || tries == 8) return static_cast<int>(fd);
+  }
+}
+
+StatusOr<base::UniqueFd> OpenInTree(int root_fd, const std::string& path, int flags) {
+  base::UniqueFd fd(OpenInTreeFd(root_fd, path, static_cast<uint64_t>(flags)));
+  if (!fd.valid()) return base::ErrnoStatus("open " + path + " in the image");
+  return fd;
+}
+
+int OpenTreeSubdir(int dir_fd, const std::string& name) {
+  struct open_how how {};
+  how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  return static_cast<int>(::syscall(SYS_openat2, dir_fd, name.c_str(), &how, sizeof how));
+}
+
+Status RemoveInTree(int dir_fd, const std::string& name, const std::string& shown, int depth) {
+  struct stat st;
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return errno == ENOENT ? Status::Ok() : base::ErrnoStatus("stat " + QuoteTreeName(shown));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    if (depth >= kMaxTreeDepth) {
+      return LimitExceeded("remove " + QuoteTreeName(shown) + ": directories nested deeper than " +
+                           std::to_string(kMaxTreeDepth));
+    }
+    base::UniqueFd sub(OpenTreeSubdir(dir_fd, name));
+    if (!sub.valid()) return base::ErrnoStatus("open directory " + QuoteTreeName(shown));
+    ASSIGN_OR_RETURN(std::vector<std::string> names,
+                     base::ListNamesAt(sub.get(), QuoteTreeName(shown)));
+    for (const std::string& n : names) {
+      RETURN_IF_ERROR(RemoveInTree(sub.get(), n, shown + "/" + n, depth + 1));
+    }
+  }
+  if (::unlinkat(dir_fd, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0 &&
+      errno != ENOENT) {
+    return base::ErrnoStatus("remove " + QuoteTreeName(shown));
+  }
+  return Status::Ok();
 }
 
 StatusOr<std::string> ReadTreeFile(int root_fd, const std::string& path, uint64_t max_bytes) {

@@ -1,125 +1,23 @@
 #include "protocol/messages.h"
 
-#include <limits>
-#include <set>
 #include <type_traits>
 
 #include "base/text.h"
+#include "protocol/field_reader.h"
 
 namespace codebox::protocol::msg {
 namespace {
 
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 // Error texts from a peer are shown to users; past this they are cut.
 constexpr size_t kMaxErrorText = 4096;
 
-// Reads the fields of one message with checked types and ranges; remembers which fields it
-// read so that the rest can be reported as unknown.
-class Reader {
- public:
-  // "op" and "event" name the message; their dispatcher has read them already. An object
-  // inside a message (`nested`) has no such names.
-  Reader(const Json& message, std::string_view what, bool nested = false)
-      : message_(message), what_(what) {
-    if (nested) return;
-    seen_.insert("op");
-    seen_.insert("event");
-  }
-
-  StatusOr<std::string> String(const char* field, std::optional<std::string> fallback = {}) {
-    const Json* value = Find(field);
-    if (value == nullptr) {
-      if (fallback) return *fallback;
-      return Missing(field);
-    }
-    if (!value->is_string()) return Fault(field, "is not a string");
-    return value->get_ref<const std::string&>();
-  }
-
-  StatusOr<int64_t> Int(const char* field, int64_t min, int64_t max,
-                        std::optional<int64_t> fallback = {}) {
-    const Json* value = Find(field);
-    if (value == nullptr) {
-      if (fallback) return *fallback;
-      return Missing(field);
-    }
-    if (!value->is_number_integer()) return Fault(field, "is not an integer");
-    int64_t v = 0;
-    if (value->is_number_unsigned()) {
-      uint64_t u = value->get<uint64_t>();
-      if (u > static_cast<uint64_t>(kInt64Max)) return Range(field, std::to_string(u), min, max);
-      v = static_cast<int64_t>(u);
-    } else {
-      v = value->get<int64_t>();
-    }
-    if (v < min || v > max) return Range(field, std::to_string(v), min, max);
-    return v;
-  }
-
-  StatusOr<bool> Bool(const char* field, std::optional<bool> fallback = {}) {
-    const Json* value = Find(field);
-    if (value == nullptr) {
-      if (fallback) return *fallback;
-      return Missing(field);
-    }
-    if (!value->is_boolean()) return Fault(field, "is not a boolean");
-    return value->get<bool>();
-  }
-
-  // The raw value (nullptr when absent or null), for arrays and objects.
-  const Json* Find(const char* field) {
-    seen_.insert(field);
-    auto it = message_.find(field);
-    if (it == message_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
-  Status Missing(const char* field) const {
-    return ProtocolError(std::string(what_) + ": missing field \"" + field + "\"");
-  }
-  Status Fault(const char* field, std::string_view fault) const {
-    return ProtocolError(std::string(what_) + ": field \"" + field + "\" " + std::string(fault));
-  }
-
-  Status CheckNoUnknown() const {
-    for (auto it = message_.begin(); it != message_.end(); ++it) {
-      if (!seen_.count(it.key())) {
-        return ProtocolError(std::string(what_) + ": unknown field \"" +
-                             base::TerminalSafe(it.key(), 64) + "\"");
-      }
-    }
-    return Status::Ok();
-  }
-
- private:
-  Status Range(const char* field, const std::string& value, int64_t min, int64_t max) const {
-    return Fault(field,
-                 "is " + value + ", outside " + std::to_string(min) + ".." + std::to_string(max));
-  }
-
-  const Json& message_;
-  std::string_view what_;
-  std::set<std::string, std::less<>> seen_;
-};
-
-StatusOr<std::vector<std::string>> StringArray(Reader& r, const char* field, const Json* value) {
-  if (value == nullptr || !value->is_array()) return r.Fault(field, "is not an array of strings");
-  std::vector<std::string> out;
-  out.reserve(value->size());
-  for (const Json& item : *value) {
-    if (!item.is_string()) return r.Fault(field, "holds a value that is not a string");
-    out.push_back(item.get_ref<const std::string&>());
-  }
-  return out;
-}
-
 // `field` as {"uid": U, "gid": G}, or nullopt when absent.
-StatusOr<std::optional<User>> DecodeUser(Reader& r, const char* field, std::string_view what) {
+StatusOr<std::optional<User>> DecodeUser(FieldReader& r, const char* field, std::string_view what) {
   const Json* value = r.Find(field);
   if (value == nullptr) return std::optional<User>();
   if (!value->is_object()) return r.Fault(field, "is not an object with \"uid\" and \"gid\"");
   std::string inner = std::string(what) + ": " + field;
-  Reader u(*value, inner, /*nested=*/true);
+  FieldReader u(*value, inner, /*nested=*/true);
   ASSIGN_OR_RETURN(int64_t uid, u.Int("uid", 0, kMaxId));
   ASSIGN_OR_RETURN(int64_t gid, u.Int("gid", 0, kMaxId));
   RETURN_IF_ERROR(u.CheckNoUnknown());
@@ -131,7 +29,7 @@ void PutUser(Json& j, const char* field, const std::optional<User>& user) {
 }
 
 StatusOr<Request> DecodeExec(const Json& m) {
-  Reader r(m, "exec request");
+  FieldReader r(m, "exec request");
   Exec e;
   const Json* argv = r.Find("argv");
   ASSIGN_OR_RETURN(e.argv, StringArray(r, "argv", argv));
@@ -160,7 +58,7 @@ StatusOr<Request> DecodeExec(const Json& m) {
 
 template <typename T>
 StatusOr<Request> DecodePathMode(const Json& m, const char* what, uint32_t default_mode) {
-  Reader r(m, what);
+  FieldReader r(m, what);
   T t;
   ASSIGN_OR_RETURN(t.path, r.String("path"));
   ASSIGN_OR_RETURN(int64_t mode, r.Int("mode", 0, kMaxMode, default_mode));
@@ -175,7 +73,7 @@ StatusOr<Request> DecodePathMode(const Json& m, const char* what, uint32_t defau
 
 template <typename T>
 StatusOr<Request> DecodePath(const Json& m, const char* what) {
-  Reader r(m, what);
+  FieldReader r(m, what);
   T t;
   ASSIGN_OR_RETURN(t.path, r.String("path"));
   RETURN_IF_ERROR(r.CheckNoUnknown());
@@ -184,7 +82,7 @@ StatusOr<Request> DecodePath(const Json& m, const char* what) {
 
 StatusOr<DirEntry> DecodeEntry(const Json& j) {
   if (!j.is_object()) return ProtocolError("entries event: an entry is not an object");
-  Reader r(j, "entries event: entry");
+  FieldReader r(j, "entries event: entry");
   DirEntry d;
   ASSIGN_OR_RETURN(d.name, r.String("name"));
   ASSIGN_OR_RETURN(d.type, r.String("type"));
@@ -235,7 +133,7 @@ std::string EncodeHello(const Hello& hello) {
 
 StatusOr<Hello> DecodeHello(const Json& m) {
   // Open to unknown fields: a later version may add some, and must still be told it differs.
-  Reader r(m, "hello");
+  FieldReader r(m, "hello");
   Hello h;
   ASSIGN_OR_RETURN(h.protocol, r.Int("protocol", 0, kInt64Max));
   ASSIGN_OR_RETURN(h.client, r.String("client", std::string()));
@@ -313,7 +211,7 @@ StatusOr<Request> DecodeRequest(const Json& m) {
   if (op == "list_dir") return DecodePath<ListDir>(m, "list_dir request");
   if (op == "remove") return DecodePath<Remove>(m, "remove request");
   if (op == "kill") {
-    Reader r(m, "kill request");
+    FieldReader r(m, "kill request");
     Kill k;
     ASSIGN_OR_RETURN(int64_t target, r.Int("target", 1, std::numeric_limits<uint32_t>::max()));
     ASSIGN_OR_RETURN(int64_t sig, r.Int("signal", 0, kMaxSignal, 9));
@@ -323,23 +221,23 @@ StatusOr<Request> DecodeRequest(const Json& m) {
     return Request(k);
   }
   if (op == "cancel") {
-    Reader r(m, "cancel request");
+    FieldReader r(m, "cancel request");
     ASSIGN_OR_RETURN(int64_t target, r.Int("target", 1, std::numeric_limits<uint32_t>::max()));
     RETURN_IF_ERROR(r.CheckNoUnknown());
     return Request(Cancel{static_cast<uint32_t>(target)});
   }
   if (op == "shutdown") {
-    Reader r(m, "shutdown request");
+    FieldReader r(m, "shutdown request");
     RETURN_IF_ERROR(r.CheckNoUnknown());
     return Request(Shutdown{});
   }
   if (op == "egress_accept") {
-    Reader r(m, "egress_accept request");
+    FieldReader r(m, "egress_accept request");
     RETURN_IF_ERROR(r.CheckNoUnknown());
     return Request(EgressAccept{});
   }
   if (op == "ack") {
-    Reader r(m, "ack request");
+    FieldReader r(m, "ack request");
     ASSIGN_OR_RETURN(int64_t bytes, r.Int("bytes", 1, static_cast<int64_t>(kEgressWindow)));
     RETURN_IF_ERROR(r.CheckNoUnknown());
     return Request(EgressAck{static_cast<uint64_t>(bytes)});
@@ -399,7 +297,7 @@ StatusOr<Event> DecodeEvent(const Json& m) {
   }
   const std::string& name = ev_it->get_ref<const std::string&>();
   std::string what = base::TerminalSafe(name, 64) + " event";
-  Reader r(m, what);
+  FieldReader r(m, what);
   if (name == "exit") {
     Exit e;
     ASSIGN_OR_RETURN(int64_t code, r.Int("exit_code", kMinExitCode, kMaxExitCode));
