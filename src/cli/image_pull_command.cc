@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -103,29 +104,39 @@ void PrintProgress(const std::string& line) {
   std::fflush(stdout);
 }
 
+// Pulls or imports each operand into the first store with `one`, saying what failed; stops
+// at once (130) when Ctrl-C ended one, after its temp dir is gone.
+int ForEachOperand(const char* command, const std::vector<std::string>& operands,
+                   const std::function<StatusOr<image::ImageInfo>(
+                       const std::string& home, const std::string& operand)>& one) {
+  if (::geteuid() == 0) ::umask(022);  // the system store is read by every user
+  const std::string home = base::ImageStores().front().path;
+  InterruptGuard interrupts;
+  int rc = 0;
+  for (const std::string& operand : operands) {
+    auto done = one(home, operand);
+    if (done.ok()) continue;
+    if (InterruptGuard::interrupted()) {
+      std::fprintf(stderr, "codebox image %s: interrupted; nothing of %s was kept\n", command,
+                   operand.c_str());
+      return 130;
+    }
+    std::fprintf(stderr, "codebox image %s %s: %s\n", command, operand.c_str(),
+                 done.status().message().c_str());
+    rc = 1;
+  }
+  return rc;
+}
+
 }  // namespace
 
 int ImagePull(const std::vector<std::string>& args) {
   OciFlags flags;
   if (int rc = ParseOciFlags(args, "pull", false, &flags); rc != 0) return rc < 0 ? 0 : rc;
-  if (::geteuid() == 0) ::umask(022);  // the system store is read by every user
-  const std::string home = base::ImageStores().front().path;
-  InterruptGuard interrupts;
-  int rc = 0;
-  for (const std::string& ref : flags.operands) {
-    auto pulled = image::PullImage(home, ref, flags.options, PrintProgress);
-    if (!pulled.ok() && InterruptGuard::interrupted()) {
-      std::fprintf(stderr, "codebox image pull: interrupted; nothing of %s was kept\n",
-                   ref.c_str());
-      return 130;
-    }
-    if (!pulled.ok()) {
-      std::fprintf(stderr, "codebox image pull %s: %s\n", ref.c_str(),
-                   pulled.status().message().c_str());
-      rc = 1;
-    }
-  }
-  return rc;
+  return ForEachOperand("pull", flags.operands,
+                        [&](const std::string& home, const std::string& ref) {
+                          return image::PullImage(home, ref, flags.options, PrintProgress);
+                        });
 }
 
 int ImageImport(const std::vector<std::string>& args) {
@@ -135,24 +146,10 @@ int ImageImport(const std::vector<std::string>& args) {
     std::fputs("codebox image import: --name names one image; import one file at a time\n", stderr);
     return 2;
   }
-  if (::geteuid() == 0) ::umask(022);
-  const std::string home = base::ImageStores().front().path;
-  InterruptGuard interrupts;
-  int rc = 0;
-  for (const std::string& path : flags.operands) {
-    auto imported = image::ImportImage(home, path, flags.name, flags.options, PrintProgress);
-    if (!imported.ok() && InterruptGuard::interrupted()) {
-      std::fprintf(stderr, "codebox image import: interrupted; nothing of %s was kept\n",
-                   path.c_str());
-      return 130;
-    }
-    if (!imported.ok()) {
-      std::fprintf(stderr, "codebox image import %s: %s\n", path.c_str(),
-                   imported.status().message().c_str());
-      rc = 1;
-    }
-  }
-  return rc;
+  return ForEachOperand(
+      "import", flags.operands, [&](const std::string& home, const std::string& path) {
+        return image::ImportImage(home, path, flags.name, flags.options, PrintProgress);
+      });
 }
 
 }  // namespace codebox::cli
