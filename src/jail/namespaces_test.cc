@@ -17,6 +17,18 @@
 namespace codebox::jail::ns {
 namespace {
 
+// The parent's half of a cloned-child check: tell the child (waiting on the other end of
+// `go_write`'s pipe) to go on, reap it, and expect it to exit 0; `legend` says what its other
+// exit codes mean.
+void GoAheadAndExpectSuccess(pid_t child, int go_write, const char* legend) {
+  (void)!::write(go_write, "g", 1);
+  ::close(go_write);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << legend;
+}
+
 TEST(CloneFlags, EveryNamespaceButTheCgroupOne) {
   const int flags = CloneFlags();
   for (int ns :
@@ -91,14 +103,9 @@ TEST(CloneChild, IsPidOneThenBoxRootThenPowerless) {
   ::close(go[0]);
   Status st = WriteIdMaps(*child, ChooseHostIds());
   EXPECT_TRUE(st.ok()) << st.ToString();
-  (void)!::write(go[1], "g", 1);
-  ::close(go[1]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(*child, &status, 0), *child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0)
-      << "10: no go-ahead, 11: not PID 1, 12-13: not box root, 14: DropAll failed, "
-         "15: a capability is left, 16: no no_new_privs";
+  GoAheadAndExpectSuccess(*child, go[1],
+                          "10: no go-ahead, 11: not PID 1, 12-13: not box root, 14: DropAll "
+                          "failed, 15: a capability is left, 16: no no_new_privs");
 }
 
 // What the supervisor does for a box whose image names a user, minus the mounts: map the user
@@ -143,15 +150,11 @@ TEST(CloneChild, TheBoxUserIsHandedToTheAgentWithoutACapability) {
   EXPECT_NE(map.find(std::to_string(kBoxUserIdBase + static_cast<uid_t>(::getpid()))),
             std::string::npos)
       << map;
-  (void)!::write(go[1], "g", 1);
-  ::close(go[1]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(*child, &status, 0), *child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0)
-      << "10: no go-ahead, 11: not box root, 12: DropAll failed, 13: hand-over failed, "
-         "14: wrong ids after it, 15: root not taken back, 16: a capability, 18: the user could "
-         "not be become, 19: the user switched back";
+  GoAheadAndExpectSuccess(*child, go[1],
+                          "10: no go-ahead, 11: not box root, 12: DropAll failed, 13: hand-over "
+                          "failed, 14: wrong ids after it, 15: root not taken back, 16: a "
+                          "capability, 18: the user could not be become, 19: the user switched "
+                          "back");
 }
 
 }  // namespace
