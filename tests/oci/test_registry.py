@@ -169,6 +169,31 @@ def test_pyapp_exec_id_is_the_image_user(pyapp_pulled, plain):
     assert r.stdout == "1000\n", r.stdout
 
 
+def test_the_image_user_cannot_become_root_or_stop_the_agent(pyapp_pulled, plain):
+    # From inside a real box, as the image's user: every way back to root is refused, and the
+    # agent (PID 1, which U may signal through its saved id) ignores what it is sent.
+    code = ("import os, signal\n"
+            "for name, call in (('setuid', lambda: os.setuid(0)),\n"
+            "                   ('setresuid', lambda: os.setresuid(0, 0, 0)),\n"
+            "                   ('setgid', lambda: os.setgid(0))):\n"
+            "    try:\n"
+            "        call(); print(name, 'became root')\n"
+            "    except PermissionError:\n"
+            "        print(name, 'refused')\n"
+            "for sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM):\n"
+            "    try:\n"
+            "        os.kill(1, sig)\n"
+            "    except PermissionError:\n"
+            "        pass\n"
+            "print(os.getresuid(), os.getresgid())\n")
+    r = pyapp_pulled("run", *JAIL, "--image", f"{plain}/pyapp:1", code)
+    # The agent lived through the signals: the whole run's result came back.
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    lines = r.stdout.splitlines()
+    assert lines[:3] == ["setuid refused", "setresuid refused", "setgid refused"], r.stdout
+    assert lines[3] == "(1000, 1000, 1000) (1000, 1000, 1000)", r.stdout
+
+
 def test_pyapp_can_write_in_its_workdir(pyapp_pulled, plain):
     code = ("import os\n"
             "open('made-here.txt', 'w').write('written')\n"
