@@ -252,6 +252,6 @@ def test_the_cli_starts_a_box_with_non_default_options() -> None:
 def test_the_cli_names_the_flag_typed() -> None:
     cli = str(_cli())
     r = subprocess.run([cli, "run", "--pids", "0", "print(1)"], capture_output=True, timeout=60)
-    assert r.returncode == 125 and b"--pids: must be at least 1, got 0" in r.stderr
+    assert r.returncode == 2 and b"--pids: must be at least 1, got 0" in r.stderr
     r = subprocess.run([cli, "run", "--memroy", "1G", "print(1)"], capture_output=True, timeout=60)
-    assert r.returncode == 125 and b"did you mean --memory?" in r.stderr
+    assert r.returncode == 2 and b"did you mean --memory?" in r.stderr

@@ -1,5 +1,6 @@
 #include "base/text.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -13,8 +14,9 @@ void AppendEscape(std::string* out, unsigned char byte) {
   out->push_back(kHex[byte & 0xf]);
 }
 
-// Length of the valid UTF-8 sequence at text[i] (2..4), or 0 if there is none.
-size_t Utf8SequenceLength(std::string_view text, size_t i) {
+// Length of the valid UTF-8 sequence at text[i] (2..4), or 0 if there is none; C1 controls
+// (U+0080..U+009F) count as none unless `allow_c1`.
+size_t Utf8SequenceLength(std::string_view text, size_t i, bool allow_c1 = false) {
   auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
   unsigned char b0 = byte(i);
   size_t len = b0 >= 0xf0 ? 4 : b0 >= 0xe0 ? 3 : b0 >= 0xc2 ? 2 : 0;
@@ -23,11 +25,11 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
     if ((byte(i + k) & 0xc0) != 0x80) return 0;
   }
   unsigned char b1 = byte(i + 1);
-  if (b0 == 0xe0 && b1 < 0xa0) return 0;   // overlong
-  if (b0 == 0xed && b1 >= 0xa0) return 0;  // UTF-16 surrogates
-  if (b0 == 0xf0 && b1 < 0x90) return 0;   // overlong
-  if (b0 == 0xf4 && b1 >= 0x90) return 0;  // above U+10FFFF
-  if (b0 == 0xc2 && b1 < 0xa0) return 0;   // C1 controls U+0080..U+009F
+  if (b0 == 0xe0 && b1 < 0xa0) return 0;               // overlong
+  if (b0 == 0xed && b1 >= 0xa0) return 0;              // UTF-16 surrogates
+  if (b0 == 0xf0 && b1 < 0x90) return 0;               // overlong
+  if (b0 == 0xf4 && b1 >= 0x90) return 0;              // above U+10FFFF
+  if (b0 == 0xc2 && b1 < 0xa0 && !allow_c1) return 0;  // C1 controls U+0080..U+009F
   return len;
 }
 
@@ -58,6 +60,46 @@ std::string TerminalSafe(std::string_view text, size_t max_bytes) {
   }
   if (cut > 0) out += "...[" + std::to_string(cut) + " bytes cut]";
   return out;
+}
+
+bool IsValidUtf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = Utf8SequenceLength(text, i, /*allow_c1=*/true);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::string_view ClosestWord(std::string_view word,
+                             const std::vector<std::string_view>& candidates) {
+  std::string_view best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (std::string_view candidate : candidates) {
+    size_t d = EditDistance(word, candidate);
+    if (d < best_distance) best_distance = d, best = candidate;
+  }
+  return best;
 }
 
 std::string TailLines(const std::string& text, size_t max_lines) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace codebox::base {
 
@@ -27,6 +28,18 @@ std::string FormatSize(uint64_t bytes);
 
 // Standard padded base64 (RFC 4648).
 std::string EncodeBase64(std::string_view bytes);
+
+// True when `text` is well-formed UTF-8 (C1 controls included; no overlongs, surrogates or
+// code points past U+10FFFF).
+bool IsValidUtf8(std::string_view text);
+
+// Edit distance with adjacent transpositions (so "memroy" is one step from "memory").
+size_t EditDistance(std::string_view a, std::string_view b);
+
+// The candidate a few slips from `word` ("rnu" -> "run"), for "did you mean" hints: the
+// nearest within max(2, size/3) edits, or "" when none is that near.
+std::string_view ClosestWord(std::string_view word,
+                             const std::vector<std::string_view>& candidates);
 
 }  // namespace codebox::base
 

@@ -51,5 +51,27 @@ TEST(FormatSizeTest, PicksTheUnit) {
   EXPECT_EQ(FormatSize((12ull << 30) / 10), "1.2 GiB");
 }
 
+TEST(IsValidUtf8Test, TellsTextFromBytes) {
+  EXPECT_TRUE(IsValidUtf8("plain \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_TRUE(IsValidUtf8("\xc2\x85"));  // a C1 control is still UTF-8
+  EXPECT_TRUE(IsValidUtf8(std::string("nul \0 inside", 13)));
+  EXPECT_FALSE(IsValidUtf8("\xff"));
+  EXPECT_FALSE(IsValidUtf8("cut \xe2\x82"));
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(IsValidUtf8("\x89PNG\r\n\x1a\n"));  // binary
+}
+
+TEST(ClosestWordTest, SuggestsOnlyNearWords) {
+  const std::vector<std::string_view> commands = {"run", "exec", "repl", "image", "doctor"};
+  EXPECT_EQ(ClosestWord("rnu", commands), "run");  // a transposition is one slip
+  EXPECT_EQ(ClosestWord("exce", commands), "exec");
+  EXPECT_EQ(ClosestWord("doctr", commands), "doctor");
+  EXPECT_EQ(ClosestWord("kubernetes", commands), "");
+  EXPECT_EQ(ClosestWord("x", {}), "");
+  EXPECT_EQ(EditDistance("memroy", "memory"), 1u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+}
+
 }  // namespace
 }  // namespace codebox::base

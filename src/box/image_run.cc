@@ -43,7 +43,9 @@ std::map<std::string, std::string> BoxEnvironment(const BoxOptions& options, con
       {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
       {"HOME", "/root"},
       {"LANG", "C.UTF-8"},
-      {"MPLBACKEND", "Agg"}};  // charts render to files; there is no display
+      {"MPLBACKEND", "Agg"},  // charts render to files; there is no display
+      // Output goes to a pipe; unbuffered, a program's prints reach the caller as they happen.
+      {"PYTHONUNBUFFERED", "1"}};
   for (const auto& [k, v] : run.env) env[k] = v;
   // The proxy is the box's only way out, whatever the image's Env says about proxies.
   if (EffectiveNetwork(options) != NetworkMode::kNone) {

@@ -42,7 +42,8 @@ TEST(PlanImageRun, ARecipeImageRunsAsBoxesAlwaysDid) {
                 {"HOME", "/root"},
                 {"LANG", "C.UTF-8"},
                 {"MPLBACKEND", "Agg"},
-                {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}));
+                {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+                {"PYTHONUNBUFFERED", "1"}}));
 }
 
 TEST(PlanImageRun, TheEnvironmentLayersDefaultsImageNetworkOptions) {
@@ -62,6 +63,7 @@ TEST(PlanImageRun, TheEnvironmentLayersDefaultsImageNetworkOptions) {
   EXPECT_EQ(env["PATH"], "/opt/img/bin:/usr/bin:/bin") << "the image's PATH, not codebox's";
   EXPECT_EQ(env["LANG"], "de_DE.UTF-8");
   EXPECT_EQ(env["MPLBACKEND"], "Agg") << "a default the image left alone";
+  EXPECT_EQ(env["PYTHONUNBUFFERED"], "1") << "output reaches the caller as it is printed";
   EXPECT_EQ(env["HOME"], "/root") << "root's home: the image names no user";
   EXPECT_EQ(env["APP"], "from-options");
   EXPECT_EQ(env["EMPTY"], "");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/text.h"
 #include "box/options_fields.h"
 #include "codebox/option_schema.h"
 
@@ -15,23 +16,6 @@ std::string Normalized(std::string_view name) {
   std::string out(name);
   std::replace(out.begin(), out.end(), '-', '_');
   return out;
-}
-
-// Edit distance with adjacent transpositions (so "memroy" is one step from "memory").
-size_t Distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
 }
 
 std::string FormatNumber(double v) {
@@ -125,18 +109,12 @@ OptionMatch FindOption(const OptionSchema& schema, std::string_view name) {
 }
 
 std::string_view ClosestOptionName(const OptionSchema& schema, std::string_view name) {
-  std::string wanted = Normalized(name);
-  std::string_view best;
-  size_t best_distance = std::max<size_t>(2, wanted.size() / 3) + 1;
-  auto consider = [&](std::string_view candidate) {
-    size_t d = Distance(wanted, candidate);
-    if (d < best_distance) best_distance = d, best = candidate;
-  };
+  std::vector<std::string_view> names;
   for (const OptionSpec& spec : schema) {
-    consider(spec.name);
-    for (const OptionAlias& alias : spec.aliases) consider(alias.name);
+    names.push_back(spec.name);
+    for (const OptionAlias& alias : spec.aliases) names.push_back(alias.name);
   }
-  return best;
+  return base::ClosestWord(Normalized(name), names);
 }
 
 Status UnknownOptionError(const OptionSchema& schema, std::string_view name,

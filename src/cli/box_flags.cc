@@ -50,6 +50,18 @@ std::string BoxFlagHint(const std::string& flag) {
   return closest.empty() ? "" : "; did you mean " + OptionSpec::FlagOf(closest) + "?";
 }
 
+std::vector<std::string> BoxFlagNames() {
+  std::vector<std::string> names;
+  for (const OptionSpec& spec : BoxOptionSchema()) {
+    names.push_back(spec.Flag());
+    names.push_back(OptionSpec::FlagOf(spec.name));
+    for (const OptionAlias& alias : spec.aliases) names.push_back(OptionSpec::FlagOf(alias.name));
+  }
+  return names;
+}
+
+Status ValidateBoxFlags(const BoxOptions& options) { return options.Validate(); }
+
 void PrintError(const std::string& command, const Status& status) {
   // Error texts may quote the box (names, agent messages, the guest console).
   std::string message = base::TerminalSafe(status.message());

@@ -15,6 +15,7 @@
 namespace codebox::cli {
 
 // Exit statuses of codebox itself, apart from the box's own (which are passed through).
+inline constexpr int kExitUsage = 2;           // a bad option or value, as getopt tools do
 inline constexpr int kExitTimedOut = 124;      // as timeout(1)
 inline constexpr int kExitCodeboxError = 125;  // codebox could not run it (as docker run)
 
@@ -33,6 +34,14 @@ StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, Box
 
 // "; did you mean --memory?" when `flag` is a few slips from a box flag, else "".
 std::string BoxFlagHint(const std::string& flag);
+
+// Every box flag as typed ("--memory", "--mem", ...), for "did you mean" across all of a
+// command's flags.
+std::vector<std::string> BoxFlagNames();
+
+// BoxOptions::Validate() after the flags were parsed: a combination the flags cannot make
+// (a usage error) is caught before a box starts.
+Status ValidateBoxFlags(const BoxOptions& options);
 
 // Option values as text (ParseOptionText, ParseMebibytes, ParseDuration, ParseTimeout): in
 // src/box/option_text.h, shared with the server's --pool specs.

@@ -21,34 +21,38 @@ namespace codebox::cli {
 const char kImageUsage[] = R"(usage: codebox image COMMAND [options]
 
 commands:
-  build [--force] [NAME...]   build images from their recipes (default: python); an image
-                              whose recipe is unchanged is skipped unless --force is given.
-                              Needs root (debootstrap); root builds into
-                              /var/lib/codebox, where every user's boxes find them.
-  pull [options] REF...       pull OCI images from a registry: NAME[:TAG] or NAME@sha256:...
-                              (python:3.12-slim, ghcr.io/org/app:1); a digest the store
-                              has is not fetched again. Needs root.
-      --creds USER:PASSWORD   log in to the registry (default: the registry auth file,
-                              $REGISTRY_AUTH_FILE or ~/.docker/config.json, if any)
+  build [--force] [NAME...]   build images from their recipes (default:
+                              python); an image whose recipe is unchanged is
+                              skipped unless --force is given. Needs root
+                              (debootstrap); root builds into /var/lib/codebox,
+                              where every user's boxes find them.
+  pull [options] REF...       pull OCI images from a registry: NAME[:TAG] or
+                              NAME@sha256:... (python:3.12-slim,
+                              ghcr.io/org/app:1); a digest the store has is not
+                              fetched again. Needs root.
+      --creds USER:PASSWORD   log in to the registry (default: the registry
+                              auth file, $REGISTRY_AUTH_FILE or
+                              ~/.docker/config.json, if any)
       --authfile FILE         read credentials from FILE
-      --insecure              plain HTTP, no TLS checks: only for a registry on this
-                              host or at a private address
-  import [options] FILE...    import an OCI layout (a directory), an OCI archive or a
-                              `docker save` archive. Needs root.
-      --name NAME[:TAG]       what boxes ask for (default: the name the archive gives)
+      --insecure              plain HTTP, no TLS checks: only for a registry on
+                              this host or at a private address
+  import [options] FILE...    import an OCI layout (a directory), an OCI
+                              archive or a `docker save` archive. Needs root.
+      --name NAME[:TAG]       what boxes ask for (default: the name the archive
+                              gives)
   pull and import also take:
       --max-size SIZE         largest image, unpacked (default 16G)
       --keep-setuid           keep setuid/setgid bits (dropped by default)
       --force                 fetch and unpack again even when the store has it
-  ls                          list built and pulled images (in every store searched) and
-                              recipes not built yet
-  rm NAME|REF|ID...           remove every build of NAME, the image REF, or the one build
-                              ID, from your own store
+  ls                          list built and pulled images (in every store
+                              searched) and recipes not built yet
+  rm NAME|REF|ID...           remove every build of NAME, the image REF, or the
+                              one build ID, from your own store
 
-Recipes live in $CODEBOX_IMAGES or share/codebox/images where codebox is installed.
-Stores searched for images: $CODEBOX_HOME alone if set; else /var/lib/codebox for root;
-else your own ~/.local/share/codebox (or $XDG_DATA_HOME/codebox) first, then
-/var/lib/codebox (read-only for you).
+Recipes live in $CODEBOX_IMAGES or share/codebox/images where codebox is
+installed. Stores searched for images: $CODEBOX_HOME alone if set; else
+/var/lib/codebox for root; else your own ~/.local/share/codebox (or
+$XDG_DATA_HOME/codebox) first, then /var/lib/codebox (read-only for you).
 )";
 
 namespace {

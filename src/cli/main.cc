@@ -4,7 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "base/text.h"
+#include "cli/box_flags.h"
 #include "cli/commands.h"
+#include "cli/help_text.h"
 
 namespace {
 
@@ -13,48 +16,85 @@ constexpr const char kUsage[] = R"(codebox: run untrusted code in a disposable i
 usage: codebox COMMAND [options]
 
 commands:
-  run [options] CODE | - | --file F   run Python code in a fresh box, print its output
-  run --session [options] FILE...     run files as cells of one Python session (state kept)
-  repl [options]                      an interactive Python session in a fresh box
-  exec [options] -- CMD ARGS...       run a command in a fresh box
-  ask [options] TASK                  let a model write code, run it in a box, answer
-  doctor                              which drivers and limits this host supports, and why
-  image build|ls|rm [NAME]            build, list or remove images (default image: python)
-  gc [--dry-run]                      remove leftovers of codebox processes that were killed
-  options [--markdown]                every box and exec option (docs/options.md)
-  serve [options]                     serve the HTTP API with warm pools (docs/server.md)
-  status [--server ADDR] [--json]     a server's boxes and pools
-  mcp [options]                       an MCP server on stdio for agents (docs/mcp.md)
+  run [options] CODE | FILE.py   run Python code in a fresh box
+  run --session FILE...          run files as cells of one Python session
+  repl [options]                 an interactive Python session in a fresh box
+  exec [options] CMD ARGS...     run a command in a fresh box
+  ask [options] TASK             a model writes code, a box runs it: an answer
+  doctor                         which drivers and limits this host supports
+  image build|pull|ls|rm ...     build, pull, list or remove images
+  gc [--dry-run]                 remove what killed codebox processes left
+  options [--markdown]           every box and exec option (docs/options.md)
+  serve [options]                serve the HTTP API with warm pools
+  status [--server ADDR]         a server's boxes and pools
+  mcp [options]                  an MCP server on stdio for agents
+  help [COMMAND]                 this text, or a command's options
 
-run `codebox COMMAND --help` for a command's options.
+run `codebox help COMMAND` (or `codebox COMMAND --help`) for its options.
 )";
+
+// One row per subcommand: its name and its function (args exclude the name).
+struct Command {
+  const char* name;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+int Version(const std::vector<std::string>&) {
+  std::puts("codebox 0.1.0");
+  return 0;
+}
+
+constexpr Command kCommands[] = {
+    {"run", codebox::cli::RunCommand},       {"exec", codebox::cli::ExecCommand},
+    {"ask", codebox::cli::AskCommand},       {"repl", codebox::cli::ReplCommand},
+    {"doctor", codebox::cli::DoctorCommand}, {"image", codebox::cli::ImageCommand},
+    {"gc", codebox::cli::GcCommand},         {"options", codebox::cli::OptionsCommand},
+    {"serve", codebox::cli::ServeCommand},   {"status", codebox::cli::StatusCommand},
+    {"mcp", codebox::cli::McpCommand},       {"version", Version},
+};
+
+const Command* FindCommand(const std::string& name) {
+  for (const Command& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+int UnknownCommand(const std::string& name) {
+  std::vector<std::string_view> names;
+  for (const Command& c : kCommands) names.push_back(c.name);
+  std::string_view closest = codebox::base::ClosestWord(name, names);
+  std::string safe = codebox::base::TerminalSafe(name, 200);
+  std::fprintf(stderr, "codebox: unknown command '%s'%s%s%s (codebox help lists them)\n",
+               safe.c_str(), closest.empty() ? "" : "; did you mean ", std::string(closest).c_str(),
+               closest.empty() ? "" : "?");
+  return codebox::cli::kExitUsage;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
-      std::strcmp(argv[1], "help") == 0) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return codebox::cli::kExitUsage;
   }
   std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
-  using namespace codebox::cli;
-  if (command == "run") return RunCommand(args);
-  if (command == "exec") return ExecCommand(args);
-  if (command == "ask") return AskCommand(args);
-  if (command == "repl") return ReplCommand(args);
-  if (command == "doctor") return DoctorCommand(args);
-  if (command == "image") return ImageCommand(args);
-  if (command == "gc") return GcCommand(args);
-  if (command == "options") return OptionsCommand(args);
-  if (command == "serve") return ServeCommand(args);
-  if (command == "status") return StatusCommand(args);
-  if (command == "mcp") return McpCommand(args);
-  if (command == "--version" || command == "version") {
-    std::puts("codebox 0.1.0");
-    return 0;
+  if (command == "--help" || command == "-h" || command == "help") {
+    if (command != "help" || args.empty()) {
+      std::fputs(kUsage, stdout);
+      std::fputs(codebox::cli::kExitStatusHelp, stdout);
+      return 0;
+    }
+    // `codebox help CMD [SUB]`: CMD's own help, as `codebox CMD [SUB] --help` prints it.
+    const Command* wanted = FindCommand(args[0]);
+    if (wanted == nullptr) return UnknownCommand(args[0]);
+    std::vector<std::string> help_args(args.begin() + 1, args.end());
+    help_args.push_back("--help");
+    return wanted->run(help_args);
   }
-  std::fprintf(stderr, "codebox: unknown command '%s'\n\n%s", command.c_str(), kUsage);
-  return 2;
+  if (command == "--version") command = "version";
+  const Command* found = FindCommand(command);
+  if (found == nullptr) return UnknownCommand(command);
+  return found->run(args);
 }

@@ -20,10 +20,11 @@ namespace {
 
 constexpr const char kMcpHelp[] = R"(usage: codebox mcp [options]
 
-A Model Context Protocol server on stdin and stdout, for agents (Claude Desktop, Cursor,
-VS Code, agent frameworks) to start as a subprocess: newline-delimited JSON-RPC, nothing else
-on stdout, logs on stderr. Its tools run in one box, made on the first call and destroyed
-when stdin ends or on SIGTERM/SIGINT:
+A Model Context Protocol server on stdin and stdout, for agents (Claude
+Desktop, Cursor, VS Code, agent frameworks) to start as a subprocess:
+newline-delimited JSON-RPC, nothing else on stdout, logs on stderr. Its tools
+run in one box, made on the first call and destroyed when stdin ends or on
+SIGTERM/SIGINT:
 
   run_python(code, timeout?)      a cell of one stateful IPython session
   run_command(argv | cmd, timeout?)
@@ -34,7 +35,8 @@ docs/mcp.md has the client configuration. The box flags below set the box.
 
 options:
   --max-timeout T  the most a call's `timeout` may ask for (default 10m)
-  --local          run the box in this process even when a codebox server is set or answers
+  --local          run the box in this process even when a codebox server is
+                   set or answers
 )";
 
 struct McpFlags {

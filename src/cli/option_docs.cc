@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/box_flags.h"
+#include "cli/help_text.h"
 #include "codebox/option_schema.h"
 
 namespace codebox::cli {
@@ -103,10 +104,10 @@ std::string Cell(std::string text) {
 }  // namespace
 
 std::string BoxFlagsHelp() {
-  constexpr size_t kIndent = 27, kWidth = 100;
+  constexpr size_t kIndent = 23;
   std::string out =
-      "box options (--flag VALUE or --flag=VALUE; a SIZE may end in K, M or G; a time T is\n"
-      "seconds, or 500ms, 2m, or none for no limit; see docs/options.md):\n";
+      "box options (--flag VALUE or --flag=VALUE; a SIZE may end in K, M or G; a time\n"
+      "T is seconds, or 500ms, 2m, or none for no limit; see docs/options.md):\n";
   for (const OptionSpec& spec : BoxOptionSchema()) {
     std::string flags = "  " + spec.Flag();
     for (const std::string& other : OtherFlags(spec)) flags += ", " + other;
@@ -136,7 +137,7 @@ std::string BoxFlagsHelp() {
     }
     if (!details.empty()) text += "; " + details;
     text += " (default" + std::string(1, kGlue) + DefaultOf(BoxOptionSchema(), spec) + ")";
-    Wrapped(&out, text, kIndent, kWidth);
+    Wrapped(&out, text, kIndent, kHelpWidth);
   }
   return out;
 }

@@ -22,26 +22,30 @@ namespace {
 
 constexpr const char kReplHelp[] = R"(usage: codebox repl [options]
 
-An interactive Python session in a fresh box, like `python3 -i`: each input runs as a cell of
-one IPython kernel, so variables, imports and functions persist from input to input. The box
-is destroyed when the session ends.
+An interactive Python session in a fresh box, like `python3 -i`: each input
+runs as a cell of one IPython kernel, so variables, imports and functions
+persist from input to input. The box is destroyed when the session ends.
 
-  >>> / ...        a block (def, if, for, ...), an open bracket or string, or a line ending
-                   in \ continues on `... ` lines; an empty line ends a block
-  Ctrl-C           interrupts the running cell (KeyboardInterrupt; variables are kept), or
-                   abandons the line being typed
+  >>> / ...        a block (def, if, for, ...), an open bracket or string, or a
+                   line ending in \ continues on `... ` lines; an empty line
+                   ends a block
+  Ctrl-C           interrupts the running cell (KeyboardInterrupt; variables
+                   are kept), or abandons the line being typed
   Ctrl-D, exit()   leaves, destroying the box
   --timeout T      how long each cell may run (default 30 s; none for no limit)
 
-The value of a cell's last expression is printed, as Python's prompt does. Images a cell
-shows (a chart, image/png, image/jpeg, image/svg+xml) are saved as out-CELL-N.EXT in the
-output directory and their path is printed. The line history is kept in
-$XDG_STATE_HOME/codebox/repl_history, else ~/.local/state/codebox/repl_history.
+The value of a cell's last expression is printed, as Python's prompt does.
+Images a cell shows (a chart, image/png, image/jpeg, image/svg+xml) are saved
+as out-CELL-N.EXT in the output directory and their path is printed. The line
+history is kept in $XDG_STATE_HOME/codebox/repl_history, else
+~/.local/state/codebox/repl_history.
 
 options:
-  --out DIR        where images are saved (made if missing). Default: a new temporary
-                   directory, named at start and removed at the end when nothing was saved
-  --local          run the box in this process even when a codebox server is set or answers
+  --out DIR        where images are saved (made if missing). Default: a new
+                   temporary directory, named at start and removed at the end
+                   when nothing was saved
+  --local          run the box in this process even when a codebox server is
+                   set or answers
 )";
 
 struct ReplFlags {

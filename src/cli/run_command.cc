@@ -1,275 +1,98 @@
 // `codebox run` and `codebox exec`: one fresh box, one exec, the box's exit status; and
-// `codebox run --session`: files as the cells of one code-interpreter session.
+// `codebox run --session`: files as the cells of one code-interpreter session. The command
+// line is parsed in run_flags.cc, --json's object made in run_json.cc.
 #include <unistd.h>
 
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "base/fs.h"
-#include "base/io.h"
 #include "base/text.h"
 #include "cli/box_flags.h"
 #include "cli/cell_output.h"
 #include "cli/commands.h"
+#include "cli/run_flags.h"
+#include "cli/run_json.h"
 #include "cli/run_network.h"
 #include "codebox/box.h"
 #include "remote/remote_box.h"
 #include "remote/server_choice.h"
-#include "server/api_json.h"
 
 namespace codebox::cli {
 namespace {
 
-struct Copy {
-  std::string from;
-  std::string to;
+// How one run or exec ended: the status the process exits with, the program's result when
+// it ran, and codebox's own error when there was one (printed once, where it happened).
+struct Outcome {
+  int status = 0;
+  std::optional<ExecResult> result;
+  Status error;
 };
 
-struct Cell {
-  std::string file;
-  std::string code;
-};
-
-struct Invocation {
-  BoxOptions box;
-  std::vector<std::string> argv;  // exec: the command; run: python3 -c CODE
-  std::vector<Cell> cells;        // run --session: the files, in order
-  std::string out_dir;            // run --session: where images go ("": not saved)
-  std::optional<std::string> stdin_data;
-  std::vector<Copy> copy_in;        // host -> box
-  std::vector<Copy> copy_out;       // box -> host
-  CopyOutOptions copy_out_options;  // max_bytes 0: the box's disk size
-  bool json = false;
-  bool local = false;  // --local: never through a server
-  PipInstall pip;      // --pip, --index-url: installed before anything runs
-};
-
-constexpr const char kRunHelp[] = R"(usage: codebox run [options] CODE | - | --file F
-       codebox run --session [options] FILE...
-
-Runs Python code (python3 -c) in a fresh box and prints what it prints. `-` reads the code
-from stdin. The exit status is the code's; 124 if it timed out, 125 if codebox could not run it,
-126 if a --pip install failed.
-
-With --session, each FILE runs in turn as a cell of one IPython session in the box, as a
-notebook's "run all" does: variables persist from file to file, and the value of each cell's
-last expression is printed after its output. It stops at the first cell that raises, after
-its traceback: exit status 1 (124 if that cell timed out); 0 when every cell ran. --timeout
-applies to each cell.
-
-options:
-  --file F             read the code from host file F
-  --session            run the FILE arguments as cells of one session (see above)
-  --out DIR            --session: save the cells' images (charts) in DIR, as
-                       out-CELL-N.png; without it they are only described
-  --copy-in HOST:BOX   copy a host file or directory into the box first (repeatable)
-  --copy-out BOX:HOST  copy a box file or directory out afterwards (repeatable)
-  --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
-                       suffix (default: the box's --disk size)
-  --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...,
-                       network (none, allow, open), egress (the box's connections: host,
-                       port, allowed, reason, address, bytes_up, bytes_down) and install
-                       (pip's result, with --pip)
-  --local              run in this process even when a codebox server is set or answers
-)";
-
-constexpr const char kExecHelp[] = R"(usage: codebox exec [options] -- CMD [ARGS...]
-
-Runs a command in a fresh box. The exit status is the command's; 124 if it timed out,
-125 if codebox could not run it, 126 if a --pip install failed.
-
-options:
-  --stdin              forward this process's stdin to the command
-  --copy-in HOST:BOX   copy a host file or directory into the box first (repeatable)
-  --copy-out BOX:HOST  copy a box file or directory out afterwards (repeatable)
-  --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
-                       suffix (default: the box's --disk size)
-  --json               print one JSON object: stdout, stderr, exit_code, timed_out, ...,
-                       network (none, allow, open), egress (the box's connections: host,
-                       port, allowed, reason, address, bytes_up, bytes_down) and install
-                       (pip's result, with --pip)
-  --local              run in this process even when a codebox server is set or answers
-)";
-
-StatusOr<Copy> ParseCopy(const std::string& flag, const std::string& value) {
-  size_t colon = value.find(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == value.size()) {
-    return InvalidArgument(flag + " wants FROM:TO, got '" + value + "'");
-  }
-  return Copy{value.substr(0, colon), value.substr(colon + 1)};
+// The exit status of an error codebox met: 124 when the box's lifetime (or another deadline)
+// ended it, else 125.
+int ExitStatusOfError(const Status& st) {
+  return st.code() == StatusCode::kDeadlineExceeded ? kExitTimedOut : kExitCodeboxError;
 }
 
-StatusOr<std::string> ReadAllStdin() {
-  std::string data((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  return data;
+void Fail(const std::string& command, Status st, Outcome* outcome) {
+  if (st.code() == StatusCode::kDeadlineExceeded &&
+      st.message().find("lifetime") != std::string::npos) {
+    st = Status(st.code(), st.message() + " (--box-timeout to change)");
+  }
+  PrintError(command, st);
+  outcome->status = ExitStatusOfError(st);
+  outcome->error = std::move(st);
 }
 
-// run --session: every file read before any box starts, so a typo costs nothing.
-StatusOr<bool> ReadCells(const std::vector<std::string>& files, bool has_code_file,
-                         Invocation* inv) {
-  if (has_code_file) return InvalidArgument("--session takes the files as arguments, not --file");
-  if (inv->json) return InvalidArgument("--json does not go with --session");
-  if (files.empty()) {
-    return InvalidArgument("no files given; usage: codebox run --session [options] FILE...");
+// Makes the box (into *box, so that even a box whose set-up failed is reported and destroyed)
+// and installs the --pip packages, copies the --copy-in files and writes the program file.
+// false once the error is in *outcome (125, or 126 when the install failed).
+bool StartBox(const std::string& command, Invocation& inv, std::unique_ptr<Box>* box,
+              Outcome* outcome) {
+  auto made = Box::Create(inv.box);
+  if (!made.ok()) {
+    Fail(command, made.status(), outcome);
+    return false;
   }
-  for (const std::string& file : files) {
-    if (file == "-") return InvalidArgument("--session reads files, not stdin ('-')");
-    auto text = base::ReadFile(file);
-    if (!text.ok()) return InvalidArgument("--session: " + text.status().message());
-    inv->cells.push_back({file, std::move(*text)});
+  *box = std::move(*made);
+  if (int status = InstallFirst(command, box->get(), &inv.pip, inv.json); status != 0) {
+    outcome->status = status;
+    outcome->error =
+        Status(StatusCode::kFailedPrecondition, "--pip: the install failed; the code did not run");
+    return false;
   }
-  return true;
-}
-
-// Parses flags common to run and exec; positional arguments go to *rest.
-// Returns nullopt status-less when --help was printed.
-StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exec, Invocation* inv,
-                               std::vector<std::string>* rest) {
-  std::optional<std::string> code_file;
-  bool forward_stdin = false;
-  bool session = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(is_exec ? kExecHelp : kRunHelp, stdout);
-      std::fputs(kPipFlagsHelp, stdout);
-      std::fputs(BoxFlagsHelp().c_str(), stdout);
+  for (const Copy& c : inv.copy_in) {
+    if (Status st = (*box)->CopyIn(c.from, c.to); !st.ok()) {
+      Fail(command, st, outcome);
       return false;
     }
-    if (is_exec && a == "--") {
-      rest->insert(rest->end(), args.begin() + static_cast<long>(i) + 1, args.end());
-      break;
-    }
-    ASSIGN_OR_RETURN(bool was_box_flag, ParseBoxFlag(args, &i, &inv->box));
-    if (was_box_flag) continue;
-    ASSIGN_OR_RETURN(bool was_pip_flag, ParsePipFlag(args, &i, &inv->pip));
-    if (was_pip_flag) continue;
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= args.size()) return InvalidArgument(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--json") {
-      inv->json = true;
-    } else if (a == "--local") {
-      inv->local = true;
-    } else if (a == "--copy-in" || a == "--copy-out") {
-      ASSIGN_OR_RETURN(std::string v, value());
-      ASSIGN_OR_RETURN(Copy c, ParseCopy(a, v));
-      (a == "--copy-in" ? inv->copy_in : inv->copy_out).push_back(c);
-    } else if (a == "--copy-out-limit") {
-      ASSIGN_OR_RETURN(std::string v, value());
-      auto mib = ParseMebibytes(v);
-      if (!mib.ok()) return InvalidArgument("--copy-out-limit: " + mib.status().message());
-      if (*mib == 0 || *mib > (uint64_t{1} << 44)) {
-        return InvalidArgument("--copy-out-limit: give a size from 1M up");
-      }
-      inv->copy_out_options.max_bytes = *mib << 20;
-    } else if (!is_exec && a == "--file") {
-      ASSIGN_OR_RETURN(code_file, value());
-    } else if (!is_exec && a == "--session") {
-      session = true;
-    } else if (!is_exec && a == "--out") {
-      ASSIGN_OR_RETURN(inv->out_dir, value());
-    } else if (is_exec && a == "--stdin") {
-      forward_stdin = true;
-    } else if (a.size() > 1 && a[0] == '-' && a != "-") {
-      return InvalidArgument("unknown option " + a + BoxFlagHint(a) + " (see --help)");
-    } else {
-      rest->push_back(a);
+  }
+  // After the copies: the program that runs is the one named.
+  if (inv.program_file) {
+    const ProgramFile& file = *inv.program_file;
+    if (Status st = (*box)->WriteFile(file.box_name, file.code); !st.ok()) {
+      Fail(command, st.WithContext("write " + file.box_name + " into the box"), outcome);
+      return false;
     }
   }
-  RETURN_IF_ERROR(ApplyPip(inv->pip, &inv->box));
-  if (is_exec) {
-    if (rest->empty())
-      return InvalidArgument("no command given; usage: codebox exec [options] -- CMD ARGS...");
-    inv->argv = *rest;
-    if (forward_stdin) {
-      ASSIGN_OR_RETURN(inv->stdin_data, ReadAllStdin());
-    }
-    return true;
-  }
-  if (session) return ReadCells(*rest, code_file.has_value(), inv);
-  if (!inv->out_dir.empty()) return InvalidArgument("--out goes with --session");
-  std::string code;
-  if (code_file) {
-    if (!rest->empty())
-      return InvalidArgument("give the code either as an argument or with --file, not both");
-    auto text = base::ReadFile(*code_file);
-    if (!text.ok()) return InvalidArgument("--file: " + text.status().message());
-    code = *text;
-  } else if (rest->size() == 1 && (*rest)[0] == "-") {
-    ASSIGN_OR_RETURN(code, ReadAllStdin());
-  } else if (rest->size() == 1) {
-    code = (*rest)[0];
-  } else {
-    return InvalidArgument(rest->empty()
-                               ? "no code given; usage: codebox run [options] CODE | - | --file F"
-                               : "give the code as one argument (quote it)");
-  }
-  inv->argv = {"python3", "-c", code};
   return true;
+}
+
+// The --copy-out copies (when nothing failed before them), then the box's end. A failed copy
+// makes the outcome codebox's error.
+void FinishBox(const std::string& command, const Invocation& inv, Box* box, Outcome* outcome) {
+  for (const Copy& c : outcome->error.ok() ? inv.copy_out : std::vector<Copy>{}) {
+    if (Status st = box->CopyOut(c.from, c.to, inv.copy_out_options); !st.ok()) {
+      Fail(command, st, outcome);
+    }
+  }
+  if (Status st = box->Destroy(); !st.ok()) PrintError(command, st);
 }
 
 void WriteOut(FILE* stream, std::string_view data) {
   std::fwrite(data.data(), 1, data.size(), stream);
   std::fflush(stream);
-}
-
-// Serializes straight to stdout: escaped binary output is up to 6x its size, and must not
-// be built as one more string in memory first. Invalid UTF-8 becomes U+FFFD.
-void PrintJson(const nlohmann::json& j) {
-  nlohmann::detail::serializer<nlohmann::json> out(
-      nlohmann::detail::output_adapter<char>(std::cout), ' ',
-      nlohmann::json::error_handler_t::replace);
-  out.dump(j, /*pretty_print=*/true, /*ensure_ascii=*/false, /*indent_step=*/2);
-  std::cout << '\n' << std::flush;
-}
-
-int ExitStatusOf(const ExecResult& r) {
-  if (r.timed_out) return kExitTimedOut;
-  if (r.signal != 0) return 128 + r.signal;
-  return r.exit_code;
-}
-
-// A box with the --pip packages installed and the --copy-in files in it; nullptr once the
-// error is printed, with *status the exit status (125, or 126 when the install failed).
-std::unique_ptr<Box> StartBox(const std::string& command, Invocation& inv, int* status) {
-  *status = kExitCodeboxError;
-  auto box = Box::Create(inv.box);
-  if (!box.ok()) {
-    PrintError(command, box.status());
-    return nullptr;
-  }
-  if ((*status = InstallFirst(command, box->get(), &inv.pip, inv.json)) != 0) {
-    if (inv.json && inv.pip.result) {  // pip's result is the answer: the code did not run
-      nlohmann::json j = nlohmann::json::object();
-      AddNetworkJson(inv.box, box->get(), inv.pip, &j);
-      PrintJson(j);
-    }
-    return nullptr;
-  }
-  for (const Copy& c : inv.copy_in) {
-    if (Status st = (*box)->CopyIn(c.from, c.to); !st.ok()) {
-      PrintError(command, st);
-      *status = kExitCodeboxError;
-      return nullptr;
-    }
-  }
-  return std::move(*box);
-}
-
-// The --copy-out copies, then the box's end. `status`, or 125 when one of them failed.
-int FinishBox(const std::string& command, const Invocation& inv, Box* box, int status) {
-  for (const Copy& c : inv.copy_out) {
-    if (Status st = box->CopyOut(c.from, c.to, inv.copy_out_options); !st.ok()) {
-      PrintError(command, st);
-      status = kExitCodeboxError;
-    }
-  }
-  if (Status st = box->Destroy(); !st.ok()) PrintError(command, st);
-  return status;
 }
 
 // run --session: the files as cells of one kernel, stopping at the first that raises.
@@ -282,20 +105,21 @@ int RunCells(const std::string& command, Invocation& inv) {
     }
     images = inv.out_dir;
   }
-  int start_status = 0;
-  std::unique_ptr<Box> box = StartBox(command, inv, &start_status);
-  if (box == nullptr) return start_status;
+  Outcome outcome;
+  std::unique_ptr<Box> box;
+  if (!StartBox(command, inv, &box, &outcome)) {
+    if (box != nullptr) FinishBox(command, inv, box.get(), &outcome);
+    return outcome.status;
+  }
   CellPrinter printer({[](std::string_view t) { WriteOut(stdout, t); },
                        [](std::string_view t) { WriteOut(stderr, t); }},
                       std::move(images));
-  int status = 0;
   for (size_t i = 0; i < inv.cells.size(); ++i) {
     const Cell& cell = inv.cells[i];
     printer.Begin(static_cast<int>(i + 1));
     auto e = box->RunCode(cell.code, printer.Streaming());
     if (!e.ok()) {
-      PrintError(command, e.status().WithContext(cell.file));
-      status = kExitCodeboxError;
+      Fail(command, e.status().WithContext(cell.file), &outcome);
       break;
     }
     printer.End(
@@ -307,85 +131,103 @@ int RunCells(const std::string& command, Invocation& inv) {
           base::TerminalSafe(cell.file).c_str(), i + 1, inv.cells.size(),
           base::TerminalSafe(e->error->name, 200).c_str(),
           left == 0 ? "" : ("; the " + std::to_string(left) + " after it did not run").c_str());
-      status = e->timed_out ? kExitTimedOut : 1;
+      outcome.status = e->timed_out ? kExitTimedOut : 1;
       break;
     }
   }
   ReportNetwork(inv.box, *box);
-  return FinishBox(command, inv, box.get(), status);
+  FinishBox(command, inv, box.get(), &outcome);
+  return outcome.status;
 }
 
-// Prints what --json or the limits call for (the output itself was streamed); the exit status.
-// `box` is null for a one-shot run on a server.
-int Report(const Invocation& inv, ExecResult& result, const Box* box) {
-  if (inv.json) {
-    nlohmann::json j = server::ExecResultJson(result);  // the same fields as the HTTP API's
-    AddNetworkJson(inv.box, box, inv.pip, &j);
-    if (box != nullptr) j["user"] = box->info().user;  // who ran it (BoxInfo::user)
-    PrintJson(j);
-  } else {
-    if (box != nullptr) ReportNetwork(inv.box, *box);
-    // Say plainly when a limit ended it, so empty output is never a mystery.
-    if (result.timed_out) {
-      std::fprintf(stderr, "codebox: timed out after %.1f s (--timeout to change)\n",
-                   result.duration.count() / 1000.0);
-    } else if (result.out_of_memory) {
-      std::fprintf(stderr, "codebox: killed: out of memory (limit %llu MiB, --memory to change)\n",
-                   static_cast<unsigned long long>(inv.box.memory_mib));
-    }
-    if (result.output_truncated) {
-      std::fprintf(stderr, "codebox: output truncated at %llu bytes per stream\n",
-                   static_cast<unsigned long long>(inv.box.output_limit_bytes));
-    }
-    // An image without Python (busybox, a Go binary's image): the agent could not start it.
-    if (result.exit_code == 127 && !inv.argv.empty() && inv.argv[0] == "python3" &&
-        result.stderr_data.find("exec python3:") != std::string::npos) {
-      std::fprintf(stderr,
-                   "codebox: image %s has no python3 on its PATH; run Python in an image that "
-                   "has it, or commands with `codebox exec --image %s -- CMD`\n",
-                   inv.box.image.c_str(), inv.box.image.c_str());
-    }
+int ExitStatusOf(const ExecResult& r) {
+  if (r.timed_out) return kExitTimedOut;
+  if (r.signal != 0) return 128 + r.signal;
+  return r.exit_code;
+}
+
+// Says on stderr what ended the program when a limit did, so empty output is never a mystery
+// (the output itself was streamed).
+void ReportLimits(const Invocation& inv, const ExecResult& result) {
+  if (result.timed_out) {
+    std::fprintf(stderr, "codebox: timed out after %.1f s (--timeout to change)\n",
+                 result.duration.count() / 1000.0);
+  } else if (result.out_of_memory) {
+    std::fprintf(stderr, "codebox: killed: out of memory (limit %llu MiB, --memory to change)\n",
+                 static_cast<unsigned long long>(inv.box.memory_mib));
   }
-  return ExitStatusOf(result);
+  if (result.output_truncated) {
+    std::fprintf(stderr, "codebox: output truncated at %llu bytes per stream\n",
+                 static_cast<unsigned long long>(inv.box.output_limit_bytes));
+  }
+  // An image without Python (busybox, a Go binary's image): the agent could not start it.
+  if (result.exit_code == 127 && !inv.argv.empty() && inv.argv[0] == "python3" &&
+      result.stderr_data.find("exec python3:") != std::string::npos) {
+    std::fprintf(stderr,
+                 "codebox: image %s has no python3 on its PATH; run Python in an image that "
+                 "has it, or commands with `codebox exec --image %s -- CMD`\n",
+                 inv.box.image.c_str(), inv.box.image.c_str());
+  }
+}
+
+// --json: the one object, printed last, so its exit_code is the status the process exits
+// with whatever happened after the program (a failed --copy-out says so in "error").
+void PrintOutcomeJson(const Invocation& inv, const Outcome& outcome, const Box* box) {
+  nlohmann::json j = JsonOutcome(outcome.status, outcome.error);
+  if (outcome.result) AddExecJson(*outcome.result, &j);
+  AddNetworkJson(inv.box, box, inv.pip, &j);
+  if (box != nullptr) j["user"] = box->info().user;  // who ran it (BoxInfo::user)
+  PrintJson(j);
+}
+
+// Runs the one exec; *box is null for a one-shot run on a server, or when no box started.
+Outcome RunOne(const std::string& command, Invocation& inv, std::unique_ptr<Box>* box) {
+  Outcome outcome;
+  ExecOptions exec;
+  exec.stdin_data = inv.stdin_data;
+  if (inv.program_file) exec.cwd = ".";  // the workdir, where the program file is
+  if (!inv.json) {                       // stream as it comes; the result is not printed again
+    exec.on_stdout = [](std::string_view d) { WriteOut(stdout, d); };
+    exec.on_stderr = [](std::string_view d) { WriteOut(stderr, d); };
+  }
+  StatusOr<ExecResult> result = Status::Ok();
+  // `run CODE` on a server with nothing to copy or install and no network: one request, a
+  // warm pool box.
+  if (command == "run" && !inv.box.server.empty() && !inv.program_file && inv.copy_in.empty() &&
+      inv.copy_out.empty() && EffectiveNetwork(inv.box) == NetworkMode::kNone) {
+    result = remote::RunOnServer(inv.box, inv.argv[2], exec);
+  } else {
+    if (!StartBox(command, inv, box, &outcome)) return outcome;
+    result = (*box)->Exec(inv.argv, exec);
+  }
+  if (!result.ok()) {
+    Fail(command, result.status(), &outcome);
+    return outcome;
+  }
+  outcome.result = std::move(*result);
+  outcome.status = ExitStatusOf(*outcome.result);
+  if (!inv.json) {
+    if (*box != nullptr) ReportNetwork(inv.box, **box);
+    ReportLimits(inv, *outcome.result);
+  }
+  return outcome;
 }
 
 int Execute(const std::string& command, Invocation& inv) {
   if (!inv.cells.empty()) return RunCells(command, inv);
-  ExecOptions exec;
-  exec.stdin_data = inv.stdin_data;
-  if (!inv.json) {  // stream as it comes; the result is not printed again
-    exec.on_stdout = [](std::string_view d) { WriteOut(stdout, d); };
-    exec.on_stderr = [](std::string_view d) { WriteOut(stderr, d); };
-  }
-  // `run CODE` on a server with nothing to copy or install and no network: one request, a
-  // warm pool box.
-  if (command == "run" && !inv.box.server.empty() && inv.copy_in.empty() && inv.copy_out.empty() &&
-      EffectiveNetwork(inv.box) == NetworkMode::kNone) {
-    auto result = remote::RunOnServer(inv.box, inv.argv[2], exec);
-    if (!result.ok()) {
-      PrintError(command, result.status());
-      return kExitCodeboxError;
-    }
-    return Report(inv, *result, nullptr);
-  }
-  int start_status = 0;
-  std::unique_ptr<Box> box = StartBox(command, inv, &start_status);
-  if (box == nullptr) return start_status;
-  auto result = box->Exec(inv.argv, exec);
-  if (!result.ok()) {
-    PrintError(command, result.status());
-    return kExitCodeboxError;
-  }
-  return FinishBox(command, inv, box.get(), Report(inv, *result, box.get()));
+  std::unique_ptr<Box> box;
+  Outcome outcome = RunOne(command, inv, &box);
+  if (box != nullptr) FinishBox(command, inv, box.get(), &outcome);
+  if (inv.json) PrintOutcomeJson(inv, outcome, box.get());
+  return outcome.status;
 }
 
 int Main(const std::string& command, const std::vector<std::string>& args, bool is_exec) {
   Invocation inv;
-  std::vector<std::string> rest;
-  auto parsed = ParseInvocation(args, is_exec, &inv, &rest);
+  auto parsed = ParseInvocation(args, is_exec, &inv);
   if (!parsed.ok()) {
     PrintError(command, parsed.status());
-    return kExitCodeboxError;
+    return kExitUsage;
   }
   if (!*parsed) return 0;  // --help
   if (Status st = remote::ChooseServer(&inv.box, inv.local); !st.ok()) {

@@ -9,11 +9,14 @@
 namespace codebox::cli {
 
 const char kPipFlagsHelp[] =
-    R"(  --pip NAME           pip install NAME in the box before the code runs (repeatable; a
-                       requirement like 'pandas==2.2'); gives the box network allow when it
-                       has no policy: only the index is reachable, and only for the install.
-                       Exit status 126 if the install failed (pip's error is printed)
-  --index-url URL      the package index for --pip (default: the public Python package index)
+    R"(  --pip NAME           pip install NAME in the box before the code runs
+                       (repeatable; a requirement like 'pandas==2.2'); gives
+                       the box network allow when it has no policy: only the
+                       index is reachable, and only for the install. Exit
+                       status 126 if the install failed (pip's error is
+                       printed)
+  --index-url URL      the package index for --pip (default: the public Python
+                       package index)
 )";
 
 StatusOr<bool> ParsePipFlag(const std::vector<std::string>& args, size_t* i, PipInstall* pip) {

@@ -25,34 +25,42 @@ namespace {
 
 constexpr const char kServeHelp[] = R"(usage: codebox serve [options] [box options]
 
-Serves the codebox HTTP API (docs/server.md) and MCP over Streamable HTTP at /mcp
-(docs/mcp.md) until SIGTERM or SIGINT, then drains requests in flight, destroys every box and
-exits 0. Logs are JSON lines on stderr.
+Serves the codebox HTTP API (docs/server.md) and MCP over Streamable HTTP at
+/mcp (docs/mcp.md) until SIGTERM or SIGINT, then drains requests in flight,
+destroys every box and exits 0. Logs are JSON lines on stderr.
 
 options:
-  --listen ADDR        where to listen (repeatable): unix:PATH, HOST:PORT, [::1]:PORT
-                       (default unix:/run/codebox/codebox.sock for root, else the user's
-                       runtime dir); TCP other than loopback needs --token-file
-  --token-file F       bearer tokens, one a line (blank and # lines ignored); F must not be
-                       readable by group or others (chmod 600)
-  --pool SPEC          a warm pool, IMAGE=N[,KEY=VALUE...] (repeatable), KEY a box option
-                       (driver, memory, cpus, ...) or kernel=1 to start the kernel too
-  --max-boxes N        boxes held at once, pool boxes included (default 256); past it 429
-  --idle-timeout S     destroy a box (end an MCP session) no request used for S seconds
-                       (default 600; none)
+  --listen ADDR        where to listen (repeatable): unix:PATH, HOST:PORT,
+                       [::1]:PORT (default unix:/run/codebox/codebox.sock for
+                       root, else the user's runtime dir); TCP other than
+                       loopback needs --token-file
+  --token-file F       bearer tokens, one a line (blank and # lines ignored); F
+                       must not be readable by group or others (chmod 600)
+  --pool SPEC          a warm pool, IMAGE=N[,KEY=VALUE...] (repeatable), KEY a
+                       box option (driver, memory, cpus, ...) or kernel=1 to
+                       start the kernel too
+  --max-boxes N        boxes held at once, pool boxes included (default 256);
+                       past it 429
+  --idle-timeout S     destroy a box (end an MCP session) no request used for S
+                       seconds (default 600; none)
   --max-lifetime S     the longest a box lives (default 3600; none)
   --max-body MiB       the largest request body (default 64)
-  --drain S            on SIGTERM, how long requests in flight may take (default 30)
+  --drain S            on SIGTERM, how long requests in flight may take
+                       (default 30)
   --log-format FMT     json (default) or text (the request lines as plain text)
 
-the playground (http://HOST:PORT/ of a --listen HOST:PORT) and its chat tab (POST /v1/ask):
-  --model M            the model the chat asks (default $CODEBOX_MODEL, else gpt-4o-mini)
-  --base-url URL       its OpenAI-compatible endpoint (default $OPENAI_BASE_URL, else the
-                       OpenAI API); the key comes from this server's $OPENAI_API_KEY and is
-                       never sent to a client or into a box. Without --model or --base-url,
+the playground (http://HOST:PORT/ of a --listen HOST:PORT) and its chat tab
+(POST /v1/ask):
+  --model M            the model the chat asks (default $CODEBOX_MODEL, else
+                       gpt-4o-mini)
+  --base-url URL       its OpenAI-compatible endpoint (default
+                       $OPENAI_BASE_URL, else the OpenAI API); the key comes
+                       from this server's $OPENAI_API_KEY and is never sent to
+                       a client or into a box. Without --model or --base-url,
                        /v1/ask answers 409.
 
-The box options below are the defaults of every box; a request's options start from them.
+The box options below are the defaults of every box; a request's options start
+from them.
 
 )";
 

@@ -21,9 +21,10 @@ constexpr const char kStatusHelp[] =
 Lists a codebox server's boxes and pools (`codebox serve`).
 
 options:
-  --server ADDR    the server: unix:PATH or http://HOST:PORT (default $CODEBOX_SERVER, else
-                   the default socket)
-  --token-file F   the bearer token: the first token line of F (default $CODEBOX_TOKEN)
+  --server ADDR    the server: unix:PATH or http://HOST:PORT (default
+                   $CODEBOX_SERVER, else the default socket)
+  --token-file F   the bearer token: the first token line of F (default
+                   $CODEBOX_TOKEN)
   --json           print the server's answer (GET /v1/status) as JSON
 )";
 

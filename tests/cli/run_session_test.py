@@ -61,9 +61,9 @@ def main():
         with open(saved, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n", f"{saved} is not a PNG"
 
-        # A missing file is found before any box starts.
+        # A missing file is found before any box starts: a usage error.
         r = run_session(load, os.path.join(work, "missing.py"))
-        assert r.returncode == 125 and "missing.py" in r.stderr, r.stderr
+        assert r.returncode == 2 and "missing.py" in r.stderr, r.stderr
         assert r.stdout == "", repr(r.stdout)
     finally:
         shutil.rmtree(work, ignore_errors=True)
