@@ -45,6 +45,10 @@ StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, Box
   return true;
 }
 
+Status ValidateForCli(const BoxOptions& options) {
+  return ValidateBoxOptions(options, [](const OptionSpec& spec) { return spec.Flag(); });
+}
+
 std::string BoxFlagHint(const std::string& flag) {
   std::string_view closest = ClosestOptionName(BoxOptionSchema(), flag);
   return closest.empty() ? "" : "; did you mean " + OptionSpec::FlagOf(closest) + "?";
