@@ -26,16 +26,20 @@ int GcCommand(const std::vector<std::string>& args) {
           "and temp files of the image store and vm driver. Only leftovers "
           "whose owner process\n"
           "is gone are touched (owner pid and start time, or a build's lock).\n"
-          "  --dry-run   print what would be removed, remove nothing");
+          "  --dry-run   print what would be removed, remove nothing\n\n"
+          "Exit status: 0 done; 2 a bad option; 125 some leftover could not be removed.");
       return 0;
     }
     if (args[i] == "--dry-run") {
       options.dry_run = true;
     } else if (args[i] == "--home" && i + 1 < args.size()) {
       home = args[++i];
+    } else if (args[i] == "--home") {
+      PrintError("gc", InvalidArgument("--home needs a value"));
+      return kExitUsage;
     } else {
-      PrintError("gc", InvalidArgument("unknown option " + args[i]));
-      return kExitCodeboxError;
+      PrintError("gc", InvalidArgument("unknown option " + args[i] + " (see codebox gc --help)"));
+      return kExitUsage;
     }
   }
   options.home = base::CodeboxHome(home);
@@ -52,7 +56,7 @@ int GcCommand(const std::vector<std::string>& args) {
   if (report.live > 0) std::printf(", %d of running codebox processes kept", report.live);
   if (!report.failed.empty()) std::printf(", %zu failed", report.failed.size());
   std::printf("\n");
-  return report.failed.empty() ? 0 : 1;
+  return report.failed.empty() ? 0 : kExitCodeboxError;
 }
 
 }  // namespace codebox::cli
