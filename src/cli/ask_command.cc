@@ -167,7 +167,7 @@ class Progress {
   void Text(std::string_view text) {
     if (text.empty()) return;
     StopWaiting();
-    if (!text_in_turn_ && status_.enabled()) {
+    if (!text_in_turn_ && label_answer_) {
       std::fputs("answer:\n", stderr);
       std::fflush(stderr);
     }
@@ -246,6 +246,9 @@ class Progress {
   bool show_code_;
   BoxStartNotice* box_start_;
   StatusLine status_{stderr, IsStatusTerminal(STDERR_FILENO)};
+  // Only where the answer and the progress share a terminal is the label needed to tell them
+  // apart.
+  const bool label_answer_ = status_.enabled() && ::isatty(STDOUT_FILENO) != 0;
   std::string waiting_for_;    // the status text while a model turn is awaited
   bool text_in_turn_ = false;  // the turn's text began (and was labeled)
   bool at_line_start_ = true;
