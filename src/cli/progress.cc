@@ -14,6 +14,11 @@ namespace {
 constexpr char kSpinner[] = {'|', '/', '-', '\\'};
 constexpr auto kSpinnerPeriod = std::chrono::milliseconds(100);
 
+// The status line that log lines go around; guarded by g_log_mu, which LogAround holds
+// while it uses the line, so that a line is never used after its destructor unset it.
+std::mutex g_log_mu;
+StatusLine* g_log_around = nullptr;
+
 int TerminalColumns(std::FILE* out) {
   struct winsize size = {};
   if (::ioctl(::fileno(out), TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
@@ -32,6 +37,12 @@ StatusLine::StatusLine(std::FILE* out, bool enabled, int columns)
     : out_(out), enabled_(enabled), columns_(columns) {}
 
 StatusLine::~StatusLine() {
+  {
+    std::lock_guard<std::mutex> lock(g_log_mu);
+    if (g_log_around == this) g_log_around = nullptr;
+    // Another line that shows now still needs the log; it restores the sink when it goes.
+    if (routes_log_ && g_log_around == nullptr) base::SetLogSink(previous_sink_);
+  }
   Clear();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -43,6 +54,14 @@ StatusLine::~StatusLine() {
 
 void StatusLine::Show(std::string text) {
   if (!enabled_) return;
+  {
+    std::lock_guard<std::mutex> lock(g_log_mu);
+    g_log_around = this;
+    if (!routes_log_) {
+      previous_sink_ = base::SetLogSink(&StatusLine::LogAround);
+      routes_log_ = true;
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (columns_ <= 0) columns_ = TerminalColumns(out_);
   text_ = std::move(text);
@@ -59,6 +78,22 @@ void StatusLine::Clear() {
   showing_ = false;
   std::fputs("\r\033[K", out_);
   std::fflush(out_);
+}
+
+void StatusLine::WriteAbove(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (showing_) std::fputs("\r\033[K", out_);
+  std::fwrite(text.data(), 1, text.size(), out_);
+  if (showing_) Draw();
+  std::fflush(out_);
+}
+
+void StatusLine::LogAround(base::LogLevel level, const std::string& line) {
+  const std::string text = base::FormatLogLine(level, line);
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  if (g_log_around != nullptr) return g_log_around->WriteAbove(text);
+  // The line that routed the log here is gone, another sink was restored over it, or not yet.
+  (void)!::write(STDERR_FILENO, text.data(), text.size());
 }
 
 void StatusLine::Draw() {

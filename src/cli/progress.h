@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "base/log.h"
 #include "box/backend.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
@@ -26,7 +27,9 @@ bool IsStatusTerminal(int fd);
 // One line of status, redrawn in place ("\r TEXT SPINNER", erased to the end of the line) by a
 // thread that turns the spinner every 100 ms until Clear(). Disabled, every call does nothing.
 // The owner calls Clear() before it writes anything else to the terminal (stdout included, when
-// both are the same terminal), so no status text is left among the output.
+// both are the same terminal), so no status text is left among the output. Library log lines
+// (CODEBOX_LOG) written while a status shows go through it: above the status, which is drawn
+// again under them.
 class StatusLine {
  public:
   // `columns`: the terminal's width, to keep the line from wrapping (which \r cannot undo);
@@ -45,6 +48,9 @@ class StatusLine {
  private:
   void Draw();  // with mu_ held
   void Spin();
+  // A log line, written where the status is, which is drawn again after it.
+  void WriteAbove(const std::string& text);
+  static void LogAround(base::LogLevel level, const std::string& line);
 
   std::FILE* const out_;
   const bool enabled_;
@@ -56,6 +62,8 @@ class StatusLine {
   bool stopping_ = false;
   int frame_ = 0;
   std::thread spinner_;
+  bool routes_log_ = false;  // LogAround is the log sink because of this line
+  base::LogSink previous_sink_ = nullptr;
 };
 
 // Whether a box with `options` starts as a vm under emulation, given the driver the host

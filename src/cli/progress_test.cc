@@ -1,12 +1,15 @@
 #include "cli/progress.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
+
+#include "base/log.h"
 
 namespace codebox::cli {
 namespace {
@@ -101,6 +104,23 @@ TEST(StatusLineTest, ALongLineIsCutToTheTerminalWidth) {
         << "a drawn line would wrap: " << bytes.substr(start, end - start);
     start = end;
   }
+}
+
+TEST(StatusLineTest, LogLinesGoAboveTheStatus) {
+  Capture out;
+  {
+    StatusLine line(out.file(), true, 80);
+    line.Show("waiting");
+    CODEBOX_LOG(kWarn, "pulling an image");
+    line.Clear();
+  }
+  // Restored: what was the sink before the line showed (none) is again.
+  EXPECT_EQ(base::SetLogSink(nullptr), nullptr);
+  const std::string bytes = out.Take();
+  const std::string log = "codebox[" + std::to_string(::getpid()) + "] warn: pulling an image\n";
+  // The status erased, the log line on a line of its own, the status drawn again under it.
+  EXPECT_NE(bytes.find("\r\033[K" + log + "\rwaiting "), std::string::npos) << bytes;
+  EXPECT_EQ(bytes.substr(bytes.size() - 4), "\r\033[K");
 }
 
 box::DriverChoice Choice(DriverKind kind, bool emulated) { return {kind, emulated, "test"}; }

@@ -63,10 +63,18 @@ def ask_argv(url, *extra):
             "jail", "--image", "python", *extra, "sum 0..100"]
 
 
+def run(argv, timeout, env=None):
+    """argv's result with stdout and stderr as text, byte for byte: a "\r" stays one (text=True
+    would turn it into a newline)."""
+    r = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                       env=env)
+    r.stdout, r.stderr = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+    return r
+
+
 def ask(*args, timeout=120):
-    return subprocess.run([CODEBOX, "ask", "--local", *args], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+    return run([CODEBOX, "ask", "--local", *args], timeout,
+               env={**os.environ, "OPENAI_API_KEY": "sk-test"})
 
 
 def usage_errors():
@@ -145,21 +153,27 @@ def terminal_shows_the_wait(tmux, scenario):
 
 
 def emulated_start_is_announced():
-    """A vm under emulation announces its start, then erases it (here the image is missing,
-    so the start fails at once and the error follows on a clean line). `script` gives codebox
-    a terminal and records every byte it writes."""
+    """A vm under emulation announces its start, then erases it. Here the image is on a
+    registry that is not there, so the start fails at once, after the library logged that it
+    pulls it: the log lines go above the notice, the error follows on a clean line. `script`
+    gives codebox a terminal and records every byte it writes."""
     if not shutil.which("qemu-system-x86_64") or not shutil.which("script"):
         print("note: no qemu-system-x86_64 or script(1): the vm start notice is not checked")
         return
     command = " ".join([CODEBOX, "ask", "--local", "--base-url", "http://127.0.0.1:9/v1",
-                        "--driver", "vm", "--allow-emulation", "--image", "no-such-image", "t"])
-    r = subprocess.run(["script", "-qefc", command, "/dev/null"], capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "TERM": "xterm"})
-    shown = r.stdout.find("starting VM (emulated, a few seconds)... ")
-    erased = r.stdout.find("\r\x1b[K", shown)
-    error = r.stdout.find("codebox ask: ")
-    if r.returncode != 125 or not 0 <= shown < erased < error:
-        fail(f"the notice, erased, then the error: {r.stdout!r}", r)
+                        "--driver", "vm", "--allow-emulation", "--image", "localhost:1/no-such:1",
+                        "t"])
+    r = run(["script", "-qefc", command, "/dev/null"], 120, env={**os.environ, "TERM": "xterm"})
+    out = r.stdout
+    shown = out.find("starting VM (emulated, a few seconds)... ")
+    error = out.find("codebox ask: ")
+    if r.returncode != 125 or shown < 0 or error < shown or \
+            not out[:error].endswith("\r\x1b[K"):
+        fail(f"the notice, erased, then the error: {out!r}", r)
+    # Nothing was written after the notice's text on its line: a log line starts a line.
+    for m in re.finditer(r"codebox\[\d+\] ", out):
+        if not (out[:m.start()].endswith("\r\x1b[K") or out[:m.start()].endswith("\n")):
+            fail(f"a log line glued to the status line: {out!r}", r)
 
 
 def main():

@@ -5,6 +5,7 @@ test types into it (send-keys) and reads the screen (capture-pane), each wait bo
 usage: repl_tmux_test.py PATH/TO/codebox   (exit 77 = skipped, with the reason printed)
 """
 import os
+import re
 import shutil
 import sys
 import tempfile
