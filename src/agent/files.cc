@@ -149,8 +149,7 @@ StatusOr<OpenedFile> OpenForRead(const std::string& path) {
   if (::fstat(f.fd.get(), &st) != 0) return PathError("read", path);
   // Only a regular file is read; its reads never block, whatever O_NONBLOCK says.
   if (!S_ISREG(st.st_mode)) {
-    return InvalidArgument("read " + path + ": " + KindOf(st.st_mode) +
-                           ", not a regular file");
+    return InvalidArgument("read " + path + ": " + KindOf(st.st_mode) + ", not a regular file");
   }
   f.size = static_cast<uint64_t>(st.st_size);
   f.mode = st.st_mode & 07777;
