@@ -60,7 +60,8 @@ TEST(StatusLineTest, SpinsInPlaceAndClearsWithoutATrace) {
   {
     StatusLine line(out.file(), /*enabled=*/true, 80);
     line.Show("[step 1] asking m...");
-    std::this_thread::sleep_for(milliseconds(450));
+    // Four or more turns of the spinner, with room for a loaded machine.
+    std::this_thread::sleep_for(milliseconds(650));
     line.Clear();
     // Nothing more is drawn once cleared, though the spinner thread still runs.
     std::this_thread::sleep_for(milliseconds(250));
