@@ -2,7 +2,8 @@
 """`codebox ask` against a slow scripted model server: on a terminal (tmux) a status line with
 a spinner says which model it waits for and is erased without a trace, and the answer is
 labeled; with stderr a pipe, stderr carries the step lines only. Bad flags exit 2, naming the
-flag; a failing model server 125. Under emulation, a vm's start is announced, then erased.
+flag; a failing model server 125. Under emulation, a vm's start is announced, then erased (in
+ask and repl).
 
 usage: ask_progress_test.py PATH/TO/codebox   (exit 77 = skipped, with the reason printed)
 """
@@ -153,27 +154,29 @@ def terminal_shows_the_wait(tmux, scenario):
 
 
 def emulated_start_is_announced():
-    """A vm under emulation announces its start, then erases it. Here the image is on a
-    registry that is not there, so the start fails at once, after the library logged that it
-    pulls it: the log lines go above the notice, the error follows on a clean line. `script`
-    gives codebox a terminal and records every byte it writes."""
+    """A vm under emulation announces its start (ask and repl), then erases it. Here the image
+    is on a registry that is not there, so the start fails at once, after the library logged
+    that it pulls it: the log lines go above the notice, the error follows on a clean line.
+    `script` gives codebox a terminal and records every byte it writes."""
     if not shutil.which("qemu-system-x86_64") or not shutil.which("script"):
         print("note: no qemu-system-x86_64 or script(1): the vm start notice is not checked")
         return
-    command = " ".join([CODEBOX, "ask", "--local", "--base-url", "http://127.0.0.1:9/v1",
-                        "--driver", "vm", "--allow-emulation", "--image", "localhost:1/no-such:1",
-                        "t"])
-    r = run(["script", "-qefc", command, "/dev/null"], 120, env={**os.environ, "TERM": "xterm"})
-    out = r.stdout
-    shown = out.find("starting VM (emulated, a few seconds)... ")
-    error = out.find("codebox ask: ")
-    if r.returncode != 125 or shown < 0 or error < shown or \
-            not out[:error].endswith("\r\x1b[K"):
-        fail(f"the notice, erased, then the error: {out!r}", r)
-    # Nothing was written after the notice's text on its line: a log line starts a line.
-    for m in re.finditer(r"codebox\[\d+\] ", out):
-        if not (out[:m.start()].endswith("\r\x1b[K") or out[:m.start()].endswith("\n")):
-            fail(f"a log line glued to the status line: {out!r}", r)
+    vm = ["--local", "--driver", "vm", "--allow-emulation", "--image", "localhost:1/no-such:1"]
+    for name, args in (("ask", ["--base-url", "http://127.0.0.1:9/v1", *vm, "t"]),
+                       ("repl", vm)):
+        command = " ".join([CODEBOX, name, *args])
+        r = run(["script", "-qefc", command, "/dev/null"], 120,
+                env={**os.environ, "TERM": "xterm"})
+        out = r.stdout
+        shown = out.find("starting VM (emulated, a few seconds)... ")
+        error = out.find(f"codebox {name}: create box: ")
+        if r.returncode != 125 or shown < 0 or error < shown or \
+                not out[:error].endswith("\r\x1b[K"):
+            fail(f"{name}: the notice, erased, then the error: {out!r}", r)
+        # Nothing was written after the notice's text on its line: a log line starts a line.
+        for m in re.finditer(r"codebox\[\d+\] ", out):
+            if not (out[:m.start()].endswith("\r\x1b[K") or out[:m.start()].endswith("\n")):
+                fail(f"{name}: a log line glued to the status line: {out!r}", r)
 
 
 def main():
