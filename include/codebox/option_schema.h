@@ -156,6 +156,13 @@ Status SetBoxOption(BoxOptions* options, std::string_view name, const OptionValu
 Status SetExecOption(ExecOptions* options, std::string_view name, const OptionValue& value,
                      std::string_view label = {});
 
+// How an error names an option: BoxOptions::Validate names the field (also the Python keyword
+// and JSON key), the CLI its flag (OptionSpec::Flag).
+using OptionLabeler = std::string (*)(const OptionSpec& spec);
+// BoxOptions::Validate with errors that name each option as `label_of` says, the options a
+// check combines included ("--allow-host: given with --network open, ...").
+Status ValidateBoxOptions(const BoxOptions& options, OptionLabeler label_of);
+
 // The value of one option (by its name), in its unit: sizes as integers, durations as
 // seconds, "none" for no limit, null for an unset optional, the driver by name.
 OptionValue GetBoxOption(const BoxOptions& options, std::string_view name);

@@ -45,7 +45,9 @@ class [[nodiscard]] Status {
   const std::string& message() const { return message_; }
   // "code: message", for logs and CLI output.
   std::string ToString() const;
-  // Returns a copy with "context: " put in front of the message; the code stays.
+  // Returns a copy with "context: " put in front of the message; the code stays. A context
+  // the message already starts with (or an empty one) is not added again, so a layer may name
+  // what it did without checking whether the layer below already did.
   Status WithContext(std::string_view context) const;
 
  private:

@@ -95,3 +95,19 @@ def test_async_callbacks_run_on_the_loop_in_order_before_exec_returns() -> None:
             assert time.monotonic() - t0 < 10
 
     asyncio.run(main())
+
+
+def test_python_in_the_box_prints_as_it_goes(box: codebox.SyncCodeBox) -> None:
+    # PYTHONUNBUFFERED=1 is in every box's default environment: a print reaches the callback
+    # while the program still runs, as it would on a terminal, though its stdout is a pipe.
+    out: list[tuple[str, float]] = []
+    program = "import time\nprint('first')\ntime.sleep(1.5)\nprint('second')"
+    r = box.exec("python3", "-c", program, on_stdout=lambda s: out.append((s, time.monotonic())))
+    returned = time.monotonic()
+    assert r.stdout == "first\nsecond\n"
+    assert out[0][0].startswith("first") and not out[0][0].endswith("second\n")
+    assert returned - out[0][1] > 1.0, "the first line came before the sleep ended"
+    # The user's own setting wins.
+    r = box.exec("python3", "-c", "import os; print(repr(os.environ.get('PYTHONUNBUFFERED')))",
+                 env={"PYTHONUNBUFFERED": ""})
+    assert r.stdout == "''\n"

@@ -72,8 +72,10 @@ Status ChownDir(const std::string& path, uint32_t uid, uint32_t gid) {
 
 StatusOr<FileWriter> FileWriter::Open(const std::string& path, uint32_t mode, bool parents) {
   if (path.empty() || path.back() == '/')
-    return InvalidArgument("write_file: bad path \"" + path + "\"");
-  if (parents) RETURN_IF_ERROR(MakeDir(Parent(path), 0755, true).WithContext("write_file"));
+    return InvalidArgument("write: bad path \"" + path + "\"");
+  // The client names the write ("write PATH", "copy HOST to box PATH"): its errors here say
+  // what failed in the words the client's context starts with, so that it is said once.
+  if (parents) RETURN_IF_ERROR(MakeDir(Parent(path), 0755, true));
   static std::atomic<uint64_t> counter{0};
   FileWriter w;
   w.path_ = path;
@@ -84,9 +86,10 @@ StatusOr<FileWriter> FileWriter::Open(const std::string& path, uint32_t mode, bo
   w.fd_.reset(::open(w.temp_path_.c_str(),
                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
                      0600));
-  if (!w.fd_.valid()) return PathError("write_file: create", w.temp_path_);
+  // The temporary name is ours; the user asked for `path` (the errno is its directory's).
+  if (!w.fd_.valid()) return PathError("write", path);
   // The mode is applied explicitly: the umask must not change what the host asked for.
-  if (::fchmod(w.fd_.get(), mode & 07777) != 0) return PathError("write_file: chmod", path);
+  if (::fchmod(w.fd_.get(), mode & 07777) != 0) return PathError("write", path);
   return w;
 }
 
@@ -100,7 +103,7 @@ FileWriter::~FileWriter() {
 Status FileWriter::Write(std::string_view chunk) {
   if (!fd_.valid()) return Internal("write_file: writer already finished");
   Status st = base::WriteAll(fd_.get(), chunk);
-  if (!st.ok()) return st.WithContext("write_file " + path_);
+  if (!st.ok()) return st.WithContext("write " + path_);
   return Status::Ok();
 }
 
@@ -110,12 +113,12 @@ Status FileWriter::Finish() {
   if (::close(fd) != 0) {
     int err = errno;
     ::unlink(temp_path_.c_str());
-    return PathError("write_file: close", path_, err);
+    return PathError("write", path_, err);
   }
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     int err = errno;
     ::unlink(temp_path_.c_str());
-    return PathError("write_file: rename to", path_, err);
+    return PathError("write", path_, err);
   }
   return Status::Ok();
 }
@@ -138,16 +141,15 @@ StatusOr<OpenedFile> OpenForRead(const std::string& path) {
   f.fd.reset(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
   if (!f.fd.valid()) {
     if (errno == ELOOP) {
-      return InvalidArgument("read_file " + path + ": is a symbolic link (not followed)");
+      return InvalidArgument("read " + path + ": is a symbolic link (not followed)");
     }
-    return PathError("read_file: open", path);
+    return PathError("read", path);
   }
   struct stat st;
-  if (::fstat(f.fd.get(), &st) != 0) return PathError("read_file: stat", path);
+  if (::fstat(f.fd.get(), &st) != 0) return PathError("read", path);
   // Only a regular file is read; its reads never block, whatever O_NONBLOCK says.
   if (!S_ISREG(st.st_mode)) {
-    return InvalidArgument("read_file " + path + ": " + KindOf(st.st_mode) +
-                           ", not a regular file");
+    return InvalidArgument("read " + path + ": " + KindOf(st.st_mode) + ", not a regular file");
   }
   f.size = static_cast<uint64_t>(st.st_size);
   f.mode = st.st_mode & 07777;
@@ -157,12 +159,12 @@ StatusOr<OpenedFile> OpenForRead(const std::string& path) {
 StatusOr<protocol::Json> ListDir(const std::string& path) {
   // O_DIRECTORY|O_NONBLOCK: a FIFO at the path fails at once (ENOTDIR) instead of blocking.
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) return PathError("list_dir", path);
+  if (fd < 0) return PathError("list", path);
   DIR* dir = ::fdopendir(fd);
   if (dir == nullptr) {
     int err = errno;
     ::close(fd);
-    return PathError("list_dir", path, err);
+    return PathError("list", path, err);
   }
   protocol::Json entries = protocol::Json::array();
   while (dirent* e = ::readdir(dir)) {

@@ -26,15 +26,19 @@ bool LogEnabled(LogLevel level) {
 
 static std::atomic<LogSink> g_sink{nullptr};
 
-void SetLogSink(LogSink sink) { g_sink.store(sink); }
+LogSink SetLogSink(LogSink sink) { return g_sink.exchange(sink); }
 
 // Log lines often carry text from a box (agent errors, paths): escaped so they cannot drive
 // the terminal they land on.
+std::string FormatLogLine(LogLevel level, const std::string& line) {
+  static const char* const kNames[] = {"debug", "info", "warn", "error"};
+  return "codebox[" + std::to_string(::getpid()) + "] " + kNames[static_cast<int>(level)] + ": " +
+         TerminalSafe(line) + "\n";
+}
+
 void LogLine(LogLevel level, const std::string& line) {
   if (LogSink sink = g_sink.load()) return sink(level, line);
-  static const char* const kNames[] = {"debug", "info", "warn", "error"};
-  std::string out = "codebox[" + std::to_string(::getpid()) + "] " +
-                    kNames[static_cast<int>(level)] + ": " + TerminalSafe(line) + "\n";
+  std::string out = FormatLogLine(level, line);
   // One write so lines from many threads do not interleave.
   (void)!::write(STDERR_FILENO, out.data(), out.size());
 }

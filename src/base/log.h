@@ -11,10 +11,15 @@ enum class LogLevel { kDebug = 0, kInfo, kWarn, kError };
 bool LogEnabled(LogLevel level);
 void LogLine(LogLevel level, const std::string& line);
 
-// Where LogLine sends lines instead of stderr (a server's JSON log); null: stderr again.
-// Called from any thread, possibly many at once; set it before other threads log.
+// Where LogLine sends lines instead of stderr (a server's JSON log, a terminal's status line
+// that must step aside); null: stderr again. Called from any thread, possibly many at once.
+// Returns the sink it replaces.
 using LogSink = void (*)(LogLevel level, const std::string& line);
-void SetLogSink(LogSink sink);
+LogSink SetLogSink(LogSink sink);
+
+// "codebox[PID] warn: LINE\n", the line made safe for a terminal: what LogLine writes to
+// stderr, for a sink that writes it elsewhere.
+std::string FormatLogLine(LogLevel level, const std::string& line);
 
 }  // namespace codebox::base
 

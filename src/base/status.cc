@@ -29,6 +29,13 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
+  // Layers often name the same object (the agent says "mkdir /x: EROFS", its client and the
+  // box add "mkdir /x" again); saying it once is enough.
+  if (context.empty() || message_ == context) return *this;
+  if (message_.size() > context.size() + 1 && message_.starts_with(context) &&
+      message_.compare(context.size(), 2, ": ") == 0) {
+    return *this;
+  }
   return Status(code_, std::string(context) + ": " + message_);
 }
 

@@ -25,6 +25,22 @@ TEST(StatusTest, OkAndErrors) {
   EXPECT_EQ(s.WithContext("x").code(), StatusCode::kNotFound);
 }
 
+TEST(StatusTest, WithContextSaysAContextOnce) {
+  Status s = IoError("mkdir /etc/x: Read-only file system");
+  EXPECT_EQ(s.WithContext("mkdir /etc/x").message(), "mkdir /etc/x: Read-only file system");
+  EXPECT_EQ(s.WithContext("mkdir /etc/x").WithContext("mkdir /etc/x").message(),
+            "mkdir /etc/x: Read-only file system");
+  EXPECT_EQ(s.WithContext("copy in").WithContext("mkdir /etc/x").message(),
+            "mkdir /etc/x: copy in: mkdir /etc/x: Read-only file system");
+  // Only a whole leading context counts: "mkdir /etc" is not "mkdir /etc/x".
+  EXPECT_EQ(s.WithContext("mkdir /etc").message(),
+            "mkdir /etc: mkdir /etc/x: Read-only file system");
+  EXPECT_EQ(IoError("mkdir /etc/x").WithContext("mkdir /etc/x").message(), "mkdir /etc/x");
+  EXPECT_EQ(s.WithContext("").message(), s.message());
+  EXPECT_EQ(s.WithContext("mkdir /etc/x").code(), StatusCode::kIoError);
+  EXPECT_TRUE(Status::Ok().WithContext("x").ok());
+}
+
 TEST(StatusTest, AssignOrReturnPropagates) {
   EXPECT_EQ(*Quarter(8), 2);
   auto r = Quarter(6);

@@ -7,6 +7,7 @@
 #include "box/jail_spares.h"
 #include "box/leftovers.h"
 #include "jail/jail.h"
+#include "vm/accel.h"
 #include "vm/vm.h"
 
 namespace codebox::box {
@@ -52,7 +53,7 @@ StatusOr<DriverChoice> ChooseDriver(const BoxOptions& options) {
   if (!want_jail) {
     vm::AcceleratorProbe probe = vm::ProbeAccelerators();
     if (probe.kvm_usable) return DriverChoice{DriverKind::kVm, false, "vm with kvm"};
-    vm_reason = "no hardware virtualization on this host (" + probe.kvm_reason + ")";
+    vm_reason = vm::KvmUnavailableReason(probe);
     if (want_vm) {
       if (options.allow_emulation && probe.tcg_usable) {
         return DriverChoice{DriverKind::kVm, true, "vm under tcg emulation (" + vm_reason + ")"};

@@ -26,14 +26,14 @@ Status CopyHostToBox(protocol::AgentClient& agent, const std::string& host_path,
                      const std::string& box_path) {
   struct stat st;
   if (::lstat(host_path.c_str(), &st) != 0) return base::ErrnoStatus("copy in: " + host_path);
-  if (S_ISREG(st.st_mode)) {
-    return agent.WriteFileFromHost(host_path, box_path).WithContext("copy in " + host_path);
-  }
+  // The client names both ends ("copy HOST to box PATH"), the agent what failed.
+  if (S_ISREG(st.st_mode)) return agent.WriteFileFromHost(host_path, box_path);
   if (!S_ISDIR(st.st_mode)) {
     return InvalidArgument("copy in: " + host_path + " is neither a file nor a directory");
   }
-  RETURN_IF_ERROR(
-      agent.MakeDir(box_path, st.st_mode & 07777).WithContext("copy in: mkdir " + box_path));
+  // MakeDir's errors start "mkdir BOX_PATH: ": that part is not said again.
+  RETURN_IF_ERROR(agent.MakeDir(box_path, st.st_mode & 07777)
+                      .WithContext("copy " + host_path + " to box " + box_path));
   if (::access(host_path.c_str(), R_OK | X_OK) != 0) {
     return base::ErrnoStatus("copy in: open directory " + host_path);
   }
@@ -76,7 +76,7 @@ class CopyOut {
       StatusCode code = entries.status().code();
       // Not a directory (or not there): copy it as a file; that error is the one to report.
       if (code != StatusCode::kNotFound && code != StatusCode::kInvalidArgument) {
-        return entries.status().WithContext("copy out " + ShowName(top_));
+        return entries.status().WithContext(Context(top_));
       }
       if (host_path.back() == '/') {
         return InvalidArgument("copy out " + ShowName(top_) + ": host path " + ShowName(host_path) +
@@ -98,6 +98,12 @@ class CopyOut {
     auto dir = HostDir::OpenPath(host_path, &made_);
     if (!dir.ok()) return dir.status().WithContext("copy out " + ShowName(top_));
     return CopyDir(top_, *dir, *entries, 0);
+  }
+
+  // For an error from the agent client, which names the box path it failed on ("read PATH:
+  // ..."): "copy out", and the top of the copy when that is another path.
+  std::string Context(const std::string& named_below) const {
+    return named_below == top_ ? "copy out" : "copy out " + ShowName(top_);
   }
 
   Status CheckPathLength(const std::string& path, const char* side) {
@@ -225,7 +231,7 @@ class CopyOut {
     if (!st.ok()) {
       file.reset();  // an unnamed file vanishes; a temp name is removed
       if (st.code() == StatusCode::kLimitExceeded) return st;
-      return st.WithContext("copy out " + ShowName(box_path));
+      return st.WithContext(Context(box_path));
     }
     if (!file) {
       return ProtocolError("copy out " + ShowName(box_path) + ": no file header from the box");

@@ -32,7 +32,7 @@ Status ValidateEnvironment(const std::map<std::string, std::string>& env) {
       return InvalidArgument("environment variable " + key + " is " + std::to_string(entry) +
                              " bytes; one variable may take at most " +
                              std::to_string(kMaxArgBytes >> 10) +
-                             " KiB (pass large data as a file with copy_in, or on stdin)");
+                             " KiB (pass large data as a file, or on stdin)");
     }
     total += entry;
   }
@@ -40,7 +40,7 @@ Status ValidateEnvironment(const std::map<std::string, std::string>& env) {
     return InvalidArgument("the environment is " + std::to_string(total) +
                            " bytes; all variables together may take at most " +
                            std::to_string(kMaxEnvironmentBytes >> 10) +
-                           " KiB (pass large data as a file with copy_in, or on stdin)");
+                           " KiB (pass large data as a file, or on stdin)");
   }
   return Status::Ok();
 }

@@ -285,19 +285,30 @@ OptionValue GetExecOption(const ExecOptions& options, std::string_view name) {
   return box::GetOption(ExecEntries(), options, name);
 }
 
-Status BoxOptions::Validate() const {
+Status ValidateBoxOptions(const BoxOptions& options, OptionLabeler label_of) {
+  auto label = [&](std::string_view name) {
+    return label_of(*FindOption(BoxOptionSchema(), name).spec);
+  };
   // Every field through its own setter: the checks of a value given by name are the checks
   // of the struct filled in by hand.
   for (const OptionSpec& spec : BoxOptionSchema()) {
     BoxOptions scratch;
-    RETURN_IF_ERROR(SetBoxOption(&scratch, spec.name, GetBoxOption(*this, spec.name)));
+    RETURN_IF_ERROR(
+        SetBoxOption(&scratch, spec.name, GetBoxOption(options, spec.name), label_of(spec)));
   }
-  if (network == NetworkMode::kOpen && !allow_hosts.empty()) {
-    return InvalidArgument(
-        "allow_hosts: given with network open, which already allows any public address; give "
-        "network allow (or leave network out) to allow only these hosts, or drop allow_hosts");
+  if (options.network == NetworkMode::kOpen && !options.allow_hosts.empty()) {
+    const std::string hosts = label("allow_hosts");
+    const std::string network = label("network");
+    return InvalidArgument(hosts + ": given with " + network +
+                           " open, which already allows any public address; give " + network +
+                           " allow (or leave " + network +
+                           " out) to allow only these hosts, or drop " + hosts);
   }
   return Status::Ok();
+}
+
+Status BoxOptions::Validate() const {
+  return ValidateBoxOptions(*this, [](const OptionSpec& spec) { return std::string(spec.name); });
 }
 
 }  // namespace codebox

@@ -1,52 +1,63 @@
 // `codebox ask`: a task in natural language -> a model writes Python -> a box runs it ->
 // the answer. The answer streams to stdout; progress (code, results, retries) goes to
 // stderr so that stdout stays the answer alone (or the JSON transcript with --json).
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 
 #include "base/text.h"
 #include "cli/box_flags.h"
+#include "cli/run_json.h"
 #include "cli/commands.h"
-#include "remote/server_choice.h"
+#include "cli/progress.h"
 #include "llm/interpreter.h"
 #include "llm/tools.h"
+#include "remote/server_choice.h"
 
 namespace codebox::cli {
 namespace {
 
 constexpr const char kAskHelp[] = R"(usage: codebox ask [options] TASK...   (or - to read the task from stdin)
 
-A model writes Python for TASK, a fresh box runs it as cells of one session (variables
-persist from step to step), the model reads the results (and repairs its code when it failed)
-and answers. Charts a cell shows are saved as images. One box serves the whole conversation;
-the API key and this host's environment never enter it.
+A model writes Python for TASK, a fresh box runs it as cells of one session
+(variables persist from step to step), the model reads the results (and repairs
+its code when it failed) and answers. Charts a cell shows are saved as images.
+One box serves the whole conversation; the API key and this host's environment
+never enter it.
 
 model options:
   --model M              model id (default $CODEBOX_MODEL, else gpt-4o-mini)
-  --base-url URL         OpenAI-compatible endpoint (default $OPENAI_BASE_URL, else
-                         https://api.openai.com/v1; e.g. http://127.0.0.1:8080/v1 for
-                         llama-server, http://127.0.0.1:11434/v1 for Ollama). The key comes
+  --base-url URL         OpenAI-compatible endpoint (default $OPENAI_BASE_URL,
+                         else https://api.openai.com/v1; e.g.
+                         http://127.0.0.1:8080/v1 for llama-server,
+                         http://127.0.0.1:11434/v1 for Ollama). The key comes
                          from $OPENAI_API_KEY.
-  --mode M               tools (the model calls run_python), oneshot (it replies with a
-                         ```python block), auto (default: tools, oneshot if not supported)
+  --mode M               tools (the model calls run_python), oneshot (it
+                         replies with a ```python block), auto (default: tools,
+                         oneshot if not supported)
   --max-steps N          model turns before giving up (default 8)
   --request-timeout T    longest silence from the model server (default 120s)
   --no-stream            ask for whole replies instead of server-sent events
 
 input and output:
-  --file PATH            copy PATH into the box as /data/NAME; the model is told
-                         (repeatable)
-  --out DIR              save the images cells return in DIR (chart-1.png, ...; default: a
-                         new temporary directory, printed), and copy what the code left in
-                         the box workdir to DIR afterwards
+  --file PATH            copy PATH into the box as /data/NAME; the model is
+                         told (repeatable)
+  --out DIR              save the images cells return in DIR (chart-1.png, ...;
+                         default: a new temporary directory, printed), and copy
+                         what the code left in the box workdir to DIR
+                         afterwards
   --show-code            print each program before it runs (to stderr)
-  --json                 print the whole transcript as JSON instead of the answer
-  --local                run the box in this process even when a codebox server is set
-                         or answers
+  --json                 print the whole transcript as JSON instead of the
+                         answer
+  --local                run the box in this process even when a codebox server
+                         is set or answers
 
 exit status: 0 answered; 1 no answer (step limit, or the program still failed);
-2 usage; 125 the model server or the box failed (the message says which and why).
+2 usage; 125 the model server or the box failed (the message says which and
+why).
 
 )";
 
@@ -104,7 +115,14 @@ StatusOr<std::optional<AskFlags>> ParseFlags(const std::vector<std::string>& arg
       const std::string& v = args[++i];
       if (a == "--model") f.options.model = v;
       if (a == "--base-url") f.options.base_url = v;
-      if (a == "--file") f.options.input_files.push_back(v);
+      if (a == "--file") {
+        // A usage error here, before a box is made for nothing.
+        std::error_code ec;
+        if (!std::filesystem::exists(v, ec)) {
+          return InvalidArgument("--file " + v + ": no such file or directory");
+        }
+        f.options.input_files.push_back(v);
+      }
       if (a == "--out") f.options.output_dir = v;
       if (a == "--mode") {
         ASSIGN_OR_RETURN(f.options.mode, llm::ParseMode(v));
@@ -137,17 +155,36 @@ std::string Tail(const std::string& text, int lines) {
 }
 
 // Progress lines to stderr. The answer owns stdout, so a progress line starts on a fresh line
-// of the terminal when the answer text was cut mid-line.
+// of the terminal when the answer text was cut mid-line. On a terminal, a status line with a
+// spinner says what the model is doing while people wait for it, and the answer is labeled.
 class Progress {
  public:
-  explicit Progress(bool show_code) : show_code_(show_code) {}
+  Progress(bool show_code, BoxStartNotice* box_start)
+      : show_code_(show_code), box_start_(box_start) {}
 
+  // A model turn starts: the box is up by now (it is made before the first turn).
+  void Turn(int step, std::string_view model) {
+    box_start_->Done();
+    Break();
+    text_in_turn_ = false;
+    waiting_for_ = "[step " + std::to_string(step) + "] asking " +
+                   base::TerminalSafe(std::string(model), 80) + "...";
+    status_.Show(waiting_for_);
+  }
   void Text(std::string_view text) {
+    if (text.empty()) return;
+    StopWaiting();
+    if (!text_in_turn_ && label_answer_) {
+      std::fputs("answer:\n", stderr);
+      std::fflush(stderr);
+    }
+    text_in_turn_ = true;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-    if (!text.empty()) at_line_start_ = text.back() == '\n';
+    at_line_start_ = text.back() == '\n';
   }
   void Code(int step, const std::string& code) {
+    StopWaiting();
     Break();
     if (show_code_) {
       std::fprintf(stderr, "--- step %d: code ---\n%s%s---\n", step, code.c_str(),
@@ -157,6 +194,7 @@ class Progress {
     }
   }
   void Result(const llm::Step& step) {
+    StopWaiting();
     const Execution& e = *step.result;
     std::string what = e.kernel_restarted ? std::string(e.timed_out ? "timed out, " : "") +
                                                 (e.out_of_memory ? "out of memory, " : "") +
@@ -182,11 +220,17 @@ class Progress {
       Block(Tail(tb, 6));
     }
   }
+  // Retries and fallbacks come while the model is still awaited: the status line comes back.
   void Notice(std::string_view text) {
+    status_.Clear();
     Break();
     std::fprintf(stderr, "[codebox] %.*s\n", static_cast<int>(text.size()), text.data());
+    if (!waiting_for_.empty()) status_.Show(waiting_for_);
   }
-  void Finish() { Break(); }
+  void Finish() {
+    StopWaiting();
+    Break();
+  }
 
  private:
   // Text from the box, made safe for the terminal.
@@ -194,6 +238,10 @@ class Progress {
     std::string text = base::TerminalSafe(raw);
     std::fputs(text.c_str(), stderr);
     if (text.empty() || text.back() != '\n') std::fputc('\n', stderr);
+  }
+  void StopWaiting() {
+    waiting_for_.clear();
+    status_.Clear();
   }
   void Break() {
     if (!at_line_start_) {
@@ -203,6 +251,13 @@ class Progress {
     }
   }
   bool show_code_;
+  BoxStartNotice* box_start_;
+  StatusLine status_{stderr, IsStatusTerminal(STDERR_FILENO)};
+  // Only where the answer and the progress share a terminal is the label needed to tell them
+  // apart.
+  const bool label_answer_ = status_.enabled() && ::isatty(STDOUT_FILENO) != 0;
+  std::string waiting_for_;    // the status text while a model turn is awaited
+  bool text_in_turn_ = false;  // the turn's text began (and was labeled)
   bool at_line_start_ = true;
 };
 
@@ -212,39 +267,57 @@ int AskCommand(const std::vector<std::string>& args) {
   auto parsed = ParseFlags(args);
   if (!parsed.ok()) {
     PrintError("ask", parsed.status());
-    return 2;
+    return kExitUsage;
   }
   if (!parsed->has_value()) return 0;
   AskFlags& f = **parsed;
+  if (Status st = ValidateForCli(f.options.box); !st.ok()) {
+    PrintError("ask", st);
+    return kExitUsage;
+  }
   if (Status st = remote::ChooseServer(&f.options.box, f.local); !st.ok()) {
     PrintError("ask", st);
     return kExitCodeboxError;
   }
-  Progress progress(f.show_code);
+  BoxStartNotice box_start = AnnounceBoxStart(f.options.box);
+  Progress progress(f.show_code, &box_start);
   if (!f.json) {
+    f.options.on_turn = [&](int step, std::string_view model) { progress.Turn(step, model); };
     f.options.on_text = [&](std::string_view t) { progress.Text(t); };
     f.options.on_code = [&](int step, const std::string& code) { progress.Code(step, code); };
     f.options.on_result = [&](const llm::Step& step) { progress.Result(step); };
     f.options.on_notice = [&](std::string_view n) { progress.Notice(n); };
+  } else {
+    f.options.on_turn = [&](int, std::string_view) { box_start.Done(); };
   }
   llm::Interpreter interpreter(f.options);
   auto transcript = interpreter.Ask(f.task);
+  box_start.Done();
   progress.Finish();
-  if (f.json) std::puts((transcript.ok() ? *transcript : interpreter.partial()).ToJson().c_str());
+  int status = 0;
+  Status error;
   if (!transcript.ok()) {
-    PrintError("ask", transcript.status());
-    return kExitCodeboxError;
+    error = transcript.status();
+    status = kExitCodeboxError;
+  } else if (transcript->stop_reason == "step_limit" ||
+             transcript->stop_reason == "code_failed") {
+    status = 1;
   }
-  if (transcript->stop_reason == "step_limit") {
+  if (f.json) {  // the transcript, with --json's common fields (docs/cli.md)
+    nlohmann::json j = nlohmann::json::parse(
+        (transcript.ok() ? *transcript : interpreter.partial()).ToJson(), nullptr, false);
+    j.update(JsonOutcome(status, error));
+    PrintJson(j);
+  }
+  if (!error.ok()) {
+    PrintError("ask", error);
+  } else if (transcript->stop_reason == "step_limit") {
     std::fprintf(stderr, "codebox ask: no answer after %d model turns (raise --max-steps)\n",
                  f.options.max_steps);
-    return 1;
-  }
-  if (transcript->stop_reason == "code_failed") {
+  } else if (transcript->stop_reason == "code_failed") {
     std::fputs("codebox ask: the program still failed after a repair turn\n", stderr);
-    return 1;
   }
-  return 0;
+  return status;
 }
 
 }  // namespace codebox::cli

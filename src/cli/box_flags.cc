@@ -45,6 +45,10 @@ StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, Box
   return true;
 }
 
+Status ValidateForCli(const BoxOptions& options) {
+  return ValidateBoxOptions(options, [](const OptionSpec& spec) { return spec.Flag(); });
+}
+
 std::string BoxFlagHint(const std::string& flag) {
   std::string_view closest = ClosestOptionName(BoxOptionSchema(), flag);
   return closest.empty() ? "" : "; did you mean " + OptionSpec::FlagOf(closest) + "?";
@@ -59,8 +63,6 @@ std::vector<std::string> BoxFlagNames() {
   }
   return names;
 }
-
-Status ValidateBoxFlags(const BoxOptions& options) { return options.Validate(); }
 
 void PrintError(const std::string& command, const Status& status) {
   // Error texts may quote the box (names, agent messages, the guest console).

@@ -15,7 +15,7 @@
 namespace codebox::cli {
 
 // Exit statuses of codebox itself, apart from the box's own (which are passed through).
-inline constexpr int kExitUsage = 2;           // a bad option or value, as getopt tools do
+inline constexpr int kExitUsage = 2;           // a bad flag or value (as getopt tools)
 inline constexpr int kExitTimedOut = 124;      // as timeout(1)
 inline constexpr int kExitCodeboxError = 125;  // codebox could not run it (as docker run)
 
@@ -32,6 +32,11 @@ std::string OptionsMarkdown();
 // (--allow-host) one entry.
 StatusOr<bool> ParseBoxFlag(const std::vector<std::string>& args, size_t* i, BoxOptions* options);
 
+// BoxOptions::Validate for options that came from the command line: each error names the
+// option's flag (--max-processes, --allow-host), never its C++ field. Call it before creating
+// a box, so that a bad combination is a usage error (kExitUsage) in the user's words.
+Status ValidateForCli(const BoxOptions& options);
+
 // "; did you mean --memory?" when `flag` is a few slips from a box flag, else "".
 std::string BoxFlagHint(const std::string& flag);
 
@@ -39,9 +44,6 @@ std::string BoxFlagHint(const std::string& flag);
 // command's flags.
 std::vector<std::string> BoxFlagNames();
 
-// BoxOptions::Validate() after the flags were parsed: a combination the flags cannot make
-// (a usage error) is caught before a box starts.
-Status ValidateBoxFlags(const BoxOptions& options);
 
 // Option values as text (ParseOptionText, ParseMebibytes, ParseDuration, ParseTimeout): in
 // src/box/option_text.h, shared with the server's --pool specs.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sstream>
 
 #include "codebox/option_schema.h"
@@ -205,6 +207,111 @@ TEST(BoxFlagsTest, ErrorsNameTheFlagAsTyped) {
   EXPECT_EQ(BoxFlagHint("--memroy"), "; did you mean --memory?");
   EXPECT_EQ(BoxFlagHint("--max-open-file"), "; did you mean --max-open-files?");
   EXPECT_EQ(BoxFlagHint("--json"), "");
+}
+
+// A schema name the CLI user never typed ("max_processes"), if `message` holds one.
+std::string FieldNameIn(const std::string& message) {
+  for (const OptionSchema* schema : {&BoxOptionSchema(), &ExecOptionSchema()}) {
+    for (const OptionSpec& spec : *schema) {
+      if (spec.name.find('_') != std::string_view::npos &&
+          message.find(spec.name) != std::string::npos) {
+        return std::string(spec.name);
+      }
+    }
+  }
+  return "";
+}
+
+// Texts that some option of `spec`'s type refuses: the wrong kind, and past each bound.
+std::vector<std::string> BadTextsFor(const OptionSpec& spec) {
+  std::vector<std::string> texts;
+  switch (spec.type) {
+    case OptionType::kBool:
+      texts = {"maybe"};
+      break;
+    case OptionType::kChoice:
+      texts = {"nope"};
+      break;
+    case OptionType::kEnvironment:
+      texts = {"NOVALUE", "=v"};
+      break;
+    case OptionType::kList:
+      texts = {"http://example.org/"};
+      break;
+    case OptionType::kString:
+    case OptionType::kData:
+      texts = {"", "relative/dir", "bad name!", "ftp://example.org"};
+      break;
+    case OptionType::kInteger:
+    case OptionType::kNumber:
+    case OptionType::kSize:
+    case OptionType::kDuration:
+      texts = {"lots", "-1"};
+      if (spec.has_bounds && spec.min >= 1) texts.push_back(std::to_string(int64_t(spec.min) - 1));
+      if (spec.has_bounds) texts.push_back(std::to_string(int64_t(spec.max) * 4 + 4));
+      break;
+  }
+  return texts;
+}
+
+TEST(BoxFlagsTest, EveryOptionsBadValueNamesItsFlagNeverItsField) {
+  // Options any text is a valid value of (a directory, a token).
+  const std::set<std::string_view> takes_any_text = {"home", "server_token"};
+  for (const OptionSpec& spec : BoxOptionSchema()) {
+    int refused = 0;
+    for (const std::string& text : BadTextsFor(spec)) {
+      auto o = Parse({spec.Flag() + "=" + text});
+      if (o.ok()) {
+        // What the flag took must still pass the CLI's whole-struct check, or fail in flags.
+        Status st = ValidateForCli(*o);
+        if (st.ok()) continue;
+        o = st;
+      }
+      ++refused;
+      const std::string& m = o.status().message();
+      EXPECT_EQ(m.rfind(spec.Flag(), 0), 0u) << spec.Flag() << "=" << text << ": " << m;
+      EXPECT_EQ(FieldNameIn(m), "") << spec.Flag() << "=" << text << ": " << m;
+    }
+    if (takes_any_text.count(spec.name) == 0) {
+      EXPECT_GT(refused, 0) << spec.Flag() << ": no bad value found; add one to BadTextsFor";
+    }
+  }
+}
+
+TEST(BoxFlagsTest, ValidateForCliNamesFlagsWhereValidateNamesFields) {
+  struct Case {
+    std::string field;  // what Validate names
+    std::string flag;   // what the CLI names instead
+    std::function<void(BoxOptions*)> spoil;
+  } cases[] = {
+      {"max_processes", "--max-processes", [](BoxOptions* o) { o->max_processes = 0; }},
+      {"memory_mib", "--memory-mib", [](BoxOptions* o) { o->memory_mib = 1; }},
+      {"exec_timeout", "--exec-timeout",
+       [](BoxOptions* o) { o->exec_timeout = std::chrono::milliseconds(0); }},
+      {"workdir", "--workdir", [](BoxOptions* o) { o->workdir = "rel"; }},
+      {"allow_hosts", "--allow-host",
+       [](BoxOptions* o) {
+         o->network = NetworkMode::kOpen;
+         o->allow_hosts = {"pypi.org"};
+       }},
+  };
+  for (const Case& c : cases) {
+    BoxOptions options;
+    c.spoil(&options);
+    Status by_field = options.Validate();
+    ASSERT_FALSE(by_field.ok()) << c.field;
+    EXPECT_EQ(by_field.message().rfind(c.field + ": ", 0), 0u) << by_field.message();
+    Status by_flag = ValidateForCli(options);
+    ASSERT_FALSE(by_flag.ok()) << c.flag;
+    EXPECT_EQ(by_flag.message().rfind(c.flag + ": ", 0), 0u) << by_flag.message();
+    EXPECT_EQ(FieldNameIn(by_flag.message()), "") << by_flag.message();
+  }
+  BoxOptions open_with_hosts;
+  open_with_hosts.network = NetworkMode::kOpen;
+  open_with_hosts.allow_hosts = {"pypi.org"};
+  EXPECT_NE(ValidateForCli(open_with_hosts).message().find("give --network allow"),
+            std::string::npos);
+  EXPECT_TRUE(ValidateForCli(BoxOptions{}).ok());
 }
 
 TEST(BoxFlagsTest, HelpListsEveryFlagWithItsDefault) {

@@ -23,17 +23,26 @@ int DoctorCommand(const std::vector<std::string>& args) {
   BoxOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
-      std::puts(
-          "usage: codebox doctor [box options]\n\nReports which isolation drivers run on "
-          "this host, which limits and network a box gets here, and why anything is missing.");
+      std::fputs(R"(usage: codebox doctor [box options]
+
+Reports which isolation drivers run on this host, which limits and network a
+box gets here, and why anything is missing.
+Exit status: 0 a box started here; 2 a bad option; 125 no box can start.
+)",
+                 stdout);
       return 0;
     }
     auto parsed = ParseBoxFlag(args, &i, &options);
     if (!parsed.ok() || !*parsed) {
-      PrintError("doctor",
-                 parsed.ok() ? InvalidArgument("unknown option " + args[i]) : parsed.status());
-      return kExitCodeboxError;
+      PrintError("doctor", parsed.ok()
+                               ? InvalidArgument("unknown option " + args[i] + BoxFlagHint(args[i]))
+                               : parsed.status());
+      return kExitUsage;
     }
+  }
+  if (Status st = ValidateForCli(options); !st.ok()) {
+    PrintError("doctor", st);
+    return kExitUsage;
   }
 
   const HostDescription host = DescribeHost(options);
@@ -98,7 +107,7 @@ int DoctorCommand(const std::vector<std::string>& args) {
   auto box = Box::Create(options);
   if (!box.ok()) {
     std::printf("  cannot start one: %s\n", box.status().message().c_str());
-    return 1;
+    return kExitCodeboxError;
   }
   std::printf("  driver:        %s\n", (*box)->info().driver.c_str());
   std::printf("  network:       %s\n", (*box)->info().network.c_str());

@@ -17,25 +17,30 @@ int GcCommand(const std::vector<std::string>& args) {
   std::string home;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
-      std::puts(
-          "usage: codebox gc [--dry-run] [--home DIR]\n\n"
-          "Removes leftovers of codebox processes that died without cleaning "
-          "up: jail staging\n"
-          "directories, jail cgroups (killing what still runs in them), vm run "
-          "directories,\n"
-          "and temp files of the image store and vm driver. Only leftovers "
-          "whose owner process\n"
-          "is gone are touched (owner pid and start time, or a build's lock).\n"
-          "  --dry-run   print what would be removed, remove nothing");
+      std::fputs(R"(usage: codebox gc [--dry-run] [--home DIR]
+
+Removes leftovers of codebox processes that died without cleaning up: jail
+staging directories, jail cgroups (killing what still runs in them), vm run
+directories, and temp files of the image store and vm driver. Only leftovers
+whose owner process is gone are touched (owner pid and start time, or a
+build's lock).
+  --dry-run   print what would be removed, remove nothing
+
+Exit status: 0 done; 2 a bad option; 125 some leftover could not be removed.
+)",
+                 stdout);
       return 0;
     }
     if (args[i] == "--dry-run") {
       options.dry_run = true;
     } else if (args[i] == "--home" && i + 1 < args.size()) {
       home = args[++i];
+    } else if (args[i] == "--home") {
+      PrintError("gc", InvalidArgument("--home needs a value"));
+      return kExitUsage;
     } else {
-      PrintError("gc", InvalidArgument("unknown option " + args[i]));
-      return kExitCodeboxError;
+      PrintError("gc", InvalidArgument("unknown option " + args[i] + " (see codebox gc --help)"));
+      return kExitUsage;
     }
   }
   options.home = base::CodeboxHome(home);
@@ -52,7 +57,7 @@ int GcCommand(const std::vector<std::string>& args) {
   if (report.live > 0) std::printf(", %d of running codebox processes kept", report.live);
   if (!report.failed.empty()) std::printf(", %zu failed", report.failed.size());
   std::printf("\n");
-  return report.failed.empty() ? 0 : 1;
+  return report.failed.empty() ? 0 : kExitCodeboxError;
 }
 
 }  // namespace codebox::cli

@@ -11,6 +11,7 @@
 
 #include "base/paths.h"
 #include "base/text.h"
+#include "cli/box_flags.h"
 #include "cli/commands.h"
 #include "cli/image_commands.h"
 #include "image/oci_reference.h"
@@ -89,7 +90,7 @@ int Build(const std::vector<std::string>& args) {
       options.force = true;
     } else if (a.starts_with("-")) {
       std::fprintf(stderr, "codebox image build: unknown option '%s'\n", a.c_str());
-      return 2;
+      return kExitUsage;
     } else {
       names.push_back(a);
     }
@@ -106,7 +107,10 @@ int Build(const std::vector<std::string>& args) {
     auto recipe = image::LoadRecipe(name);
     if (!recipe.ok()) {
       std::fprintf(stderr, "codebox image build: %s\n", recipe.status().message().c_str());
-      rc = 1;
+      // No such recipe is the user's slip; one that does not load is ours.
+      if (rc == 0) {
+        rc = recipe.status().code() == StatusCode::kNotFound ? kExitUsage : kExitCodeboxError;
+      }
       continue;
     }
     if (::geteuid() != 0) {
@@ -119,7 +123,7 @@ int Build(const std::vector<std::string>& args) {
       }
       std::fprintf(stderr, "codebox image build %s: run: %s\n", name.c_str(),
                    image::BuildCommandHint(name, stores, false).c_str());
-      rc = 1;
+      rc = kExitCodeboxError;
       continue;
     }
     auto built = image::BuildImage(
@@ -133,13 +137,13 @@ int Build(const std::vector<std::string>& args) {
       std::fprintf(stderr,
                    "codebox image build: interrupted; the partial build of %s was removed\n",
                    name.c_str());
-      rc = 1;
+      rc = kExitCodeboxError;
       break;
     }
     if (!built.ok()) {
       std::fprintf(stderr, "codebox image build %s: %s\n", name.c_str(),
                    built.status().message().c_str());
-      rc = 1;
+      rc = kExitCodeboxError;
     }
   }
   return rc;
@@ -152,7 +156,7 @@ int List(const std::vector<std::string>& args) {
       return 0;
     }
     std::fprintf(stderr, "codebox image ls: unexpected argument '%s'\n", a.c_str());
-    return 2;
+    return kExitUsage;
   }
   const std::vector<base::ImageStore> stores = base::ImageStores();
   std::map<std::string, std::string> current_ids;  // recipe name -> id its recipe gives now
@@ -224,13 +228,13 @@ int Remove(const std::vector<std::string>& args) {
     }
     if (a.starts_with("-")) {
       std::fprintf(stderr, "codebox image rm: unknown option '%s'\n", a.c_str());
-      return 2;
+      return kExitUsage;
     }
     names.push_back(a);
   }
   if (names.empty()) {
     std::fputs("codebox image rm: name the image to remove\n", stderr);
-    return 2;
+    return kExitUsage;
   }
   std::string home = base::CodeboxHome();
   int rc = 0;
@@ -246,7 +250,7 @@ int Remove(const std::vector<std::string>& args) {
     }
     if (!st.ok()) {
       std::fprintf(stderr, "codebox image rm: %s\n", st.message().c_str());
-      rc = 1;
+      rc = kExitCodeboxError;
     } else {
       std::printf("removed %s\n", name.c_str());
     }
@@ -259,7 +263,7 @@ int Remove(const std::vector<std::string>& args) {
 int ImageCommand(const std::vector<std::string>& args) {
   if (args.empty()) {
     std::fputs(kImageUsage, stderr);
-    return 2;
+    return kExitUsage;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   const std::string& command = args[0];
@@ -273,7 +277,7 @@ int ImageCommand(const std::vector<std::string>& args) {
   if (command == "ls" || command == "list") return List(rest);
   if (command == "rm" || command == "remove") return Remove(rest);
   std::fprintf(stderr, "codebox image: unknown command '%s'\n\n%s", command.c_str(), kImageUsage);
-  return 2;
+  return kExitUsage;
 }
 
 }  // namespace codebox::cli

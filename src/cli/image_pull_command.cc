@@ -11,6 +11,7 @@
 
 #include "base/paths.h"
 #include "box/option_text.h"
+#include "cli/box_flags.h"
 #include "cli/image_commands.h"
 #include "image/oci_import.h"
 
@@ -41,7 +42,7 @@ bool Is(const std::string& a, const char* flag) {
   return a == f || a.starts_with(f + "=");
 }
 
-// Returns 0 to go on, or the exit status (2: usage) to return.
+// Returns 0 to go on, -1 after the help, or the exit status (kExitUsage) to return.
 int ParseOciFlags(const std::vector<std::string>& args, const char* command, bool import,
                   OciFlags* flags) {
   for (size_t i = 0; i < args.size(); ++i) {
@@ -58,34 +59,34 @@ int ParseOciFlags(const std::vector<std::string>& args, const char* command, boo
       flags->options.force = true;
     } else if (Is(a, "--creds") && !import) {
       auto v = FlagValue(args, &i, "--creds", command);
-      if (!v) return 2;
+      if (!v) return kExitUsage;
       if (v->find(':') == std::string::npos) {
         std::fprintf(stderr, "codebox image %s: --creds takes USER:PASSWORD\n", command);
-        return 2;
+        return kExitUsage;
       }
       flags->options.creds = *v;
     } else if (Is(a, "--authfile") && !import) {
       auto v = FlagValue(args, &i, "--authfile", command);
-      if (!v) return 2;
+      if (!v) return kExitUsage;
       flags->options.authfile = *v;
     } else if (Is(a, "--name") && import) {
       auto v = FlagValue(args, &i, "--name", command);
-      if (!v) return 2;
+      if (!v) return kExitUsage;
       flags->name = *v;
     } else if (Is(a, "--max-size")) {
       auto v = FlagValue(args, &i, "--max-size", command);
-      if (!v) return 2;
+      if (!v) return kExitUsage;
       auto mib = box::ParseMebibytes(*v);
       if (!mib.ok() || *mib == 0) {
         std::fprintf(stderr, "codebox image %s: --max-size: %s\n", command,
                      mib.ok() ? "give a size from 1M up" : mib.status().message().c_str());
-        return 2;
+        return kExitUsage;
       }
       flags->options.max_bytes = *mib << 20;
     } else if (a.starts_with("-") && a != "-") {
       std::fprintf(stderr, "codebox image %s: unknown option '%s' (see codebox image --help)\n",
                    command, a.c_str());
-      return 2;
+      return kExitUsage;
     } else {
       flags->operands.push_back(a);
     }
@@ -94,7 +95,7 @@ int ParseOciFlags(const std::vector<std::string>& args, const char* command, boo
     std::fprintf(
         stderr, "codebox image %s: name the %s\n", command,
         import ? "file or directory to import" : "image to pull (NAME[:TAG] or NAME@sha256:...)");
-    return 2;
+    return kExitUsage;
   }
   return 0;
 }
@@ -123,7 +124,7 @@ int ForEachOperand(const char* command, const std::vector<std::string>& operands
     }
     std::fprintf(stderr, "codebox image %s %s: %s\n", command, operand.c_str(),
                  done.status().message().c_str());
-    rc = 1;
+    rc = kExitCodeboxError;
   }
   return rc;
 }
@@ -144,7 +145,7 @@ int ImageImport(const std::vector<std::string>& args) {
   if (int rc = ParseOciFlags(args, "import", true, &flags); rc != 0) return rc < 0 ? 0 : rc;
   if (flags.operands.size() > 1 && !flags.name.empty()) {
     std::fputs("codebox image import: --name names one image; import one file at a time\n", stderr);
-    return 2;
+    return kExitUsage;
   }
   return ForEachOperand(
       "import", flags.operands, [&](const std::string& home, const std::string& path) {

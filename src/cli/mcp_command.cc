@@ -84,13 +84,13 @@ int McpCommand(const std::vector<std::string>& args) {
   auto parsed = ParseFlags(args);
   if (!parsed.ok()) {
     PrintError("mcp", parsed.status());
-    return 2;
+    return kExitUsage;
   }
   if (!parsed->has_value()) return 0;
   McpFlags& flags = **parsed;
-  if (Status st = flags.box.Validate(); !st.ok()) {
+  if (Status st = ValidateForCli(flags.box); !st.ok()) {
     PrintError("mcp", st);
-    return 2;
+    return kExitUsage;
   }
   if (Status st = remote::ChooseServer(&flags.box, flags.local); !st.ok()) {
     PrintError("mcp", st);

@@ -20,7 +20,7 @@ int OptionsCommand(const std::vector<std::string>& args) {
     return 0;
   }
   std::fprintf(stderr, "codebox options: unknown argument %s (see --help)\n", args[0].c_str());
-  return 2;
+  return kExitUsage;
 }
 
 }  // namespace codebox::cli

@@ -13,9 +13,10 @@
 #include "cli/cell_input.h"
 #include "cli/cell_output.h"
 #include "cli/commands.h"
-#include "remote/server_choice.h"
 #include "cli/line_reader.h"
+#include "cli/progress.h"
 #include "codebox/box.h"
+#include "remote/server_choice.h"
 
 namespace codebox::cli {
 namespace {
@@ -192,10 +193,14 @@ int ReplCommand(const std::vector<std::string>& args) {
   auto parsed = ParseFlags(args);
   if (!parsed.ok()) {
     PrintError("repl", parsed.status());
-    return 2;
+    return kExitUsage;
   }
   if (!parsed->has_value()) return 0;
   ReplFlags& flags = **parsed;
+  if (Status st = ValidateForCli(flags.box); !st.ok()) {
+    PrintError("repl", st);
+    return kExitUsage;
+  }
   if (Status st = remote::ChooseServer(&flags.box, flags.local); !st.ok()) {
     PrintError("repl", st);
     return kExitCodeboxError;
@@ -227,14 +232,19 @@ int ReplCommand(const std::vector<std::string>& args) {
   }
   Write(stderr,
         "codebox repl: starting a box (image " + base::TerminalSafe(flags.box.image) + ")...\n");
+  // Erased before anything else is printed: the kernel's start is part of the wait.
+  BoxStartNotice box_start = AnnounceBoxStart(flags.box);
   auto box = Box::Create(flags.box);
   if (!box.ok()) {
+    box_start.Done();
     PrintError("repl", box.status());
     return kExitCodeboxError;
   }
   running_box = box->get();
   int status = 0;
-  if (auto versions = StartKernel(box->get()); !versions.ok()) {
+  auto versions = StartKernel(box->get());
+  box_start.Done();
+  if (!versions.ok()) {
     PrintError("repl", versions.status());
     status = kExitCodeboxError;
   } else {

@@ -11,6 +11,7 @@
 #include "cli/box_flags.h"
 #include "cli/cell_output.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/run_flags.h"
 #include "cli/run_json.h"
 #include "cli/run_network.h"
@@ -50,7 +51,9 @@ void Fail(const std::string& command, Status st, Outcome* outcome) {
 // false once the error is in *outcome (125, or 126 when the install failed).
 bool StartBox(const std::string& command, Invocation& inv, std::unique_ptr<Box>* box,
               Outcome* outcome) {
+  BoxStartNotice notice = AnnounceBoxStart(inv.box);  // a vm under emulation takes seconds
   auto made = Box::Create(inv.box);
+  notice.Done();
   if (!made.ok()) {
     Fail(command, made.status(), outcome);
     return false;

@@ -255,7 +255,7 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
     }
   }
   RETURN_IF_ERROR(ApplyPip(inv->pip, &inv->box));
-  RETURN_IF_ERROR(ValidateBoxFlags(inv->box));
+  RETURN_IF_ERROR(ValidateForCli(inv->box));
   if (is_exec) {
     if (rest.empty()) {
       return InvalidArgument("no command given; usage: codebox exec [options] CMD [ARGS...]");

@@ -150,6 +150,7 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
                              " (see codebox serve --help)");
     }
   }
+  RETURN_IF_ERROR(ValidateForCli(flags.defaults));
   if (!flags.defaults.server.empty() || !flags.defaults.server_token.empty()) {
     return InvalidArgument(
         "--server and --server-token name a server to use, not one to be; "
@@ -223,12 +224,12 @@ int Serve(const ServeFlags& flags) {
   http::ServerOptions http_options;
   for (const std::string& text : flags.listen) {
     auto address = http::ParseAddress(text);
-    if (!address.ok()) return PrintError("serve", address.status()), 2;
+    if (!address.ok()) return PrintError("serve", address.status()), kExitUsage;
     http_options.listen.push_back(*address);
   }
   if (!flags.token_file.empty()) {
     auto tokens = ReadTokens(flags.token_file);
-    if (!tokens.ok()) return PrintError("serve", tokens.status()), 2;
+    if (!tokens.ok()) return PrintError("serve", tokens.status()), kExitUsage;
     http_options.tokens = *tokens;
   }
   http_options.max_body_bytes = flags.max_body_mib << 20;
@@ -242,7 +243,10 @@ int Serve(const ServeFlags& flags) {
   std::vector<std::string> pool_texts;
   for (const std::string& text : flags.pools) {
     auto spec = server::ParsePoolSpec(text, flags.defaults);
-    if (!spec.ok()) return PrintError("serve", spec.status().WithContext("--pool " + text)), 2;
+    if (!spec.ok()) {
+      PrintError("serve", spec.status().WithContext("--pool " + text));
+      return kExitUsage;
+    }
     registry_options.pools.push_back(*spec);
     pool_texts.push_back(text);
   }
@@ -287,7 +291,7 @@ int Serve(const ServeFlags& flags) {
   server::Api api(api_options, &registry);
   http::Server http_server(http_options, &api);
   Status started = http_server.Start();
-  if (!started.ok()) return PrintError("serve", started), 1;
+  if (!started.ok()) return PrintError("serve", started), kExitCodeboxError;
   registry.Start();
   std::vector<std::string> bound_texts;  // a TCP port 0 resolved
   for (const http::Address& a : http_server.bound()) bound_texts.push_back(a.ToString());
@@ -332,7 +336,7 @@ int ServeCommand(const std::vector<std::string>& args) {
     }
   }
   auto flags = ParseServeFlags(args);
-  if (!flags.ok()) return PrintError("serve", flags.status()), 2;
+  if (!flags.ok()) return PrintError("serve", flags.status()), kExitUsage;
   return Serve(*flags);
 }
 

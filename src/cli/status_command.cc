@@ -105,7 +105,7 @@ int StatusCommand(const std::vector<std::string>& args) {
     } else {
       PrintError("status", InvalidArgument("unknown or incomplete option '" + a +
                                            "' (see codebox status --help)"));
-      return 2;
+      return kExitUsage;
     }
   }
   if (server.empty()) {
@@ -113,11 +113,11 @@ int StatusCommand(const std::vector<std::string>& args) {
     server = env != nullptr && *env != '\0' ? env : "unix:" + http::DefaultSocketPath();
   }
   auto address = http::ParseAddress(server);
-  if (!address.ok()) return PrintError("status", address.status()), 2;
+  if (!address.ok()) return PrintError("status", address.status()), kExitUsage;
   http::ClientOptions options;
   if (!token_file.empty()) {
     auto token = FirstToken(token_file);
-    if (!token.ok()) return PrintError("status", token.status()), 2;
+    if (!token.ok()) return PrintError("status", token.status()), kExitUsage;
     options.token = *token;
   } else if (const char* env = std::getenv("CODEBOX_TOKEN"); env != nullptr) {
     options.token = env;
@@ -127,14 +127,14 @@ int StatusCommand(const std::vector<std::string>& args) {
   request.target = "/v1/status";
   request.timeout = std::chrono::seconds(10);
   auto response = client.Send(request);
-  if (!response.ok()) return PrintError("status", response.status()), 1;
+  if (!response.ok()) return PrintError("status", response.status()), kExitCodeboxError;
   if (response->status != 200) {
-    return PrintError("status", http::StatusFromErrorResponse(*response)), 1;
+    return PrintError("status", http::StatusFromErrorResponse(*response)), kExitCodeboxError;
   }
   json status = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
   if (!status.is_object()) {
     PrintError("status", ProtocolError("the server's /v1/status answer is not a JSON object"));
-    return 1;
+    return kExitCodeboxError;
   }
   if (as_json) {
     std::printf("%s\n", status.dump(2, ' ', false, json::error_handler_t::replace).c_str());

@@ -71,6 +71,9 @@ struct InterpreterOptions {
   // Progress, all optional. on_text gets the model's text as it streams (in oneshot mode,
   // where the reply is code, it gets what the program printed instead).
   std::function<void(std::string_view)> on_text;
+  // A model turn starts: the request goes to `model`; its reply becomes step `step` (a CLI
+  // shows that it waits for it).
+  std::function<void(int step, std::string_view model)> on_turn;
   std::function<void(int step, const std::string& code)> on_code;
   // After a cell ran: the step holds its result and its images (saved or left out).
   std::function<void(const Step& step)> on_result;

@@ -150,6 +150,10 @@ Step& Session::NewStep(std::string kind) {
 StatusOr<ChatReply> Session::Turn(Step& step, bool with_tools, bool stream_text) {
   std::vector<ToolSpec> tools;
   if (with_tools) tools.push_back(RunPythonToolSpec());
+  // The step this turn becomes is made only once its reply is known: it is the next one.
+  if (options_.on_turn) {
+    options_.on_turn(static_cast<int>(transcript_.steps.size()) + 1, client_.options().model);
+  }
   auto result =
       client_.Complete(transcript_.messages, tools, stream_text ? options_.on_text : nullptr);
   if (!result.ok()) return result.status();

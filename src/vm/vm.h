@@ -17,8 +17,18 @@ namespace codebox::vm {
 
 enum class Accelerator { kKvm, kTcg };
 
+// Why kvm cannot be used, in the order the probe finds out.
+enum class KvmState {
+  kUsable,
+  kMissing,     // no /dev/kvm: no kvm module, or a container without the device
+  kNoAccess,    // /dev/kvm is there but this user may not open it (not in its group)
+  kNoHardware,  // it opens, but the CPU has no vmx/svm (a paravirtual KVM such as PVM)
+  kBroken,      // it opens on a capable CPU, but refuses what QEMU needs (or no QEMU)
+};
+
 struct AcceleratorProbe {
   bool kvm_usable = false;   // hardware virtualization that boots a guest
+  KvmState kvm_state = KvmState::kMissing;
   std::string kvm_reason;    // why not, e.g. "/dev/kvm is PVM: no vmx/svm cpu flag"
   bool tcg_usable = false;   // qemu-system-x86_64 present
   std::string tcg_reason;

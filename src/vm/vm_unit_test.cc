@@ -107,6 +107,75 @@ TEST(Accel, WithoutEmulationTheErrorSaysWhatToDo) {
   EXPECT_FALSE(probe.kvm_reason.empty());
 }
 
+// Every way /dev/kvm can be, from the facts a probe gathers: the verdict, and words that say
+// what is wrong and what to do (not "no hardware virtualization" when only access is missing).
+TEST(Accel, EachKvmStateSaysWhatIsWrong) {
+  KvmFacts works{.cpu_virtualization = true};
+  AcceleratorProbe ok = JudgeAccelerators(works, /*qemu_found=*/true);
+  EXPECT_TRUE(ok.kvm_usable);
+  EXPECT_EQ(ok.kvm_state, KvmState::kUsable);
+  EXPECT_TRUE(ok.tcg_usable);
+  EXPECT_EQ(KvmUnavailableReason(ok), "");
+
+  AcceleratorProbe missing = JudgeAccelerators({.open_errno = ENOENT}, true);
+  EXPECT_EQ(missing.kvm_state, KvmState::kMissing);
+  EXPECT_EQ(KvmUnavailableReason(missing),
+            "no hardware virtualization on this host (/dev/kvm is missing)");
+
+  AcceleratorProbe denied =
+      JudgeAccelerators({.open_errno = EACCES, .group = "kvm", .cpu_virtualization = true}, true);
+  EXPECT_FALSE(denied.kvm_usable);
+  EXPECT_EQ(denied.kvm_state, KvmState::kNoAccess);
+  EXPECT_EQ(KvmUnavailableReason(denied),
+            "/dev/kvm: Permission denied; add yourself to group kvm: sudo usermod -aG kvm $USER, "
+            "then log in again");
+  EXPECT_TRUE(denied.tcg_usable);
+  // The node's group is the one to join; a root-only node needs an admin first.
+  AcceleratorProbe other_group = JudgeAccelerators({.open_errno = EACCES, .group = "hyper"}, true);
+  EXPECT_NE(other_group.kvm_reason.find("sudo usermod -aG hyper $USER"), std::string::npos);
+  AcceleratorProbe root_only = JudgeAccelerators({.open_errno = EPERM, .group = "root"}, true);
+  EXPECT_EQ(root_only.kvm_state, KvmState::kNoAccess);
+  EXPECT_EQ(root_only.kvm_reason.rfind("/dev/kvm: Operation not permitted; it belongs to group "
+                                       "root: an admin makes it group kvm",
+                                       0),
+            0u)
+      << root_only.kvm_reason;
+
+  AcceleratorProbe pvm = JudgeAccelerators({.cpu_virtualization = false}, true);
+  EXPECT_EQ(pvm.kvm_state, KvmState::kNoHardware);
+  EXPECT_EQ(KvmUnavailableReason(pvm).rfind("no hardware virtualization on this host (/dev/kvm "
+                                            "is present but the CPU has no vmx/svm flag",
+                                            0),
+            0u);
+
+  AcceleratorProbe refused =
+      JudgeAccelerators({.cpu_virtualization = true, .create_vm_errno = ENOMEM}, true);
+  EXPECT_EQ(refused.kvm_state, KvmState::kBroken);
+  EXPECT_EQ(KvmUnavailableReason(refused),
+            "kvm is not usable here (/dev/kvm refuses KVM_CREATE_VM: Cannot allocate memory)");
+  AcceleratorProbe old_api =
+      JudgeAccelerators({.cpu_virtualization = true, .api_version = 11}, true);
+  EXPECT_EQ(old_api.kvm_reason, "/dev/kvm answers KVM_GET_API_VERSION with 11");
+
+  // Without QEMU neither accelerator runs, and both say why.
+  AcceleratorProbe no_qemu = JudgeAccelerators(works, /*qemu_found=*/false);
+  EXPECT_FALSE(no_qemu.kvm_usable);
+  EXPECT_FALSE(no_qemu.tcg_usable);
+  EXPECT_NE(no_qemu.kvm_reason.find("qemu-system-x86_64 not found"), std::string::npos);
+}
+
+TEST(Accel, ReadKvmFactsStopsAtTheFirstMissingStep) {
+  KvmFacts none = ReadKvmFacts("/nonexistent/kvm");
+  EXPECT_EQ(none.open_errno, ENOENT);
+  EXPECT_EQ(none.group, "");
+  EXPECT_EQ(JudgeAccelerators(none, true).kvm_state, KvmState::kMissing);
+  // A node that is not kvm opens but must not pass as kvm: /dev/null answers no KVM ioctl.
+  KvmFacts null = ReadKvmFacts("/dev/null");
+  EXPECT_EQ(null.open_errno, 0);
+  EXPECT_EQ(null.group, "root");
+  EXPECT_FALSE(JudgeAccelerators(null, true).kvm_usable);
+}
+
 TEST(Qemu, ConsoleExcerptKeepsThePanicLine) {
   std::string console = "boot\r\nKernel panic - not syncing: sysrq\ntrace 1\ntrace 2\ntrace 3\n";
   EXPECT_EQ(ConsoleExcerpt(console, 2), "Kernel panic - not syncing: sysrq\n...\ntrace 2\ntrace 3");

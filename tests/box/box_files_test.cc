@@ -1,6 +1,6 @@
 // Box's in-memory file calls against a real jail box: binary-safe round trips (also of a file
 // of several MiB), listing, removal of files and trees (a symlink to outside the tree is
-// removed, not followed), errors for missing paths, and the read cap.
+// removed, not followed), errors for missing paths (each context said once), and the read cap.
 #include <algorithm>
 #include <map>
 #include <random>
@@ -111,6 +111,18 @@ TEST(BoxFilesTest, MissingPathsAreNotFoundAndTheRootIsRefused) {
   EXPECT_EQ(box->Remove("/").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(box->Remove(".").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Sh(*box, "test -d /work && echo yes"), "yes\n");
+}
+
+// The client, the box and the agent each name what failed; the user reads it once.
+TEST(BoxFilesTest, FileErrorsSayWhatFailedOnce) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
+  EXPECT_EQ(box->WriteFile("/usr/x", "data").message(), "write /usr/x: Read-only file system");
+  EXPECT_EQ(box->WriteFile("/usr/new/x", "data").message(),
+            "write /usr/new/x: mkdir /usr/new: Read-only file system");
+  EXPECT_EQ(box->ReadFile("nothing-here").status().message(),
+            "read /work/nothing-here: No such file or directory");
+  EXPECT_EQ(box->ListDir("/no-such-dir").status().message(),
+            "list /no-such-dir: No such file or directory");
 }
 
 TEST(BoxFilesTest, ReadFileOverItsCapIsLimitExceeded) {

@@ -102,7 +102,7 @@ def main():
         check(r.returncode == 2 and "--allow-host: allowlist entry 'bad host'" in r.stderr,
               "a bad host", r)
         r = run("--network", "open", "--allow-host", "a.example.org", "print(1)")
-        check(r.returncode == 2 and "given with network open" in r.stderr, "open + hosts", r)
+        check(r.returncode == 2 and "given with --network open" in r.stderr, "open + hosts", r)
         r = subprocess.run([CODEBOX, "doctor", "--driver", "jail", "--allow-host", "a.example.org"],
                            capture_output=True, text=True, timeout=300)
         check("this request:  allow: a.example.org" in r.stdout and

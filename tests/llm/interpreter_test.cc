@@ -94,6 +94,9 @@ class InterpreterTest : public ::testing::TestWithParam<std::string> {
     o.max_retries = 1;
     o.on_text = [this](std::string_view t) { streamed_ += t; };
     o.on_notice = [this](std::string_view n) { notices_.emplace_back(n); };
+    o.on_turn = [this](int step, std::string_view model) {
+      turns_.push_back(std::to_string(step) + " " + std::string(model));
+    };
     if (!InBox()) {
       o.runner_factory = [](const BoxOptions&) -> StatusOr<std::unique_ptr<CodeRunner>> {
         return testing::MakeHostPythonRunner();
@@ -116,6 +119,7 @@ class InterpreterTest : public ::testing::TestWithParam<std::string> {
   FakeServer server_;
   std::string streamed_;
   std::vector<std::string> notices_;
+  std::vector<std::string> turns_;  // "STEP MODEL" for each model turn, as on_turn said
 };
 
 TEST_P(InterpreterTest, ToolCallThenAnswer) {
@@ -126,6 +130,7 @@ TEST_P(InterpreterTest, ToolCallThenAnswer) {
   EXPECT_EQ(t->mode, "tools");
   EXPECT_EQ(t->answer, "The sum of 0..100 is 5050.");
   EXPECT_EQ(streamed_, t->answer);
+  EXPECT_EQ(turns_, (std::vector<std::string>{"1 fake-model", "2 fake-model"}));
   ASSERT_EQ(t->steps.size(), 2u);
   ASSERT_TRUE(t->steps[0].result);
   EXPECT_EQ(JoinChunks(t->steps[0].result->stdout_chunks), "5050\n");
