@@ -16,7 +16,8 @@ commands:
   run [options] CODE | - | --file F   run Python code in a fresh box, print its output
   run --session [options] FILE...     run files as cells of one Python session (state kept)
   repl [options]                      an interactive Python session in a fresh box
-  exec [options] -- CMD ARGS...       run a command in a fresh box
+  exec [options] -- CMD ARGS...       run a command in a fresh box (-it: on a terminal)
+  shell [options]                     an interactive shell in a fresh box (exec -it bash)
   ask [options] TASK                  let a model write code, run it in a box, answer
   doctor                              which drivers and limits this host supports, and why
   image build|ls|rm [NAME]            build, list or remove images (default image: python)
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   using namespace codebox::cli;
   if (command == "run") return RunCommand(args);
   if (command == "exec") return ExecCommand(args);
+  if (command == "shell") return ShellCommand(args);
   if (command == "ask") return AskCommand(args);
   if (command == "repl") return ReplCommand(args);
   if (command == "doctor") return DoctorCommand(args);

@@ -13,6 +13,7 @@
 #include "cli/box_flags.h"
 #include "cli/cell_output.h"
 #include "cli/commands.h"
+#include "cli/interactive_exec.h"
 #include "cli/run_network.h"
 #include "codebox/box.h"
 #include "remote/remote_box.h"
@@ -44,6 +45,7 @@ struct Invocation {
   bool json = false;
   bool local = false;  // --local: never through a server
   PipInstall pip;      // --pip, --index-url: installed before anything runs
+  std::optional<InteractiveExec> interactive;  // exec -i / -t / -it (interactive_exec.h)
 };
 
 constexpr const char kRunHelp[] = R"(usage: codebox run [options] CODE | - | --file F
@@ -81,7 +83,10 @@ Runs a command in a fresh box. The exit status is the command's; 124 if it timed
 125 if codebox could not run it, 126 if a --pip install failed.
 
 options:
-  --stdin              forward this process's stdin to the command
+  -i, --stdin          stream this process's stdin to the command as it arrives
+  -t                   run the command on a terminal in the box, this one in raw mode (needs
+                       a terminal; -it for a shell: `codebox exec -it -- bash`, or
+                       `codebox shell`). With -i or -t: no exec timeout unless --timeout
   --copy-in HOST:BOX   copy a host file or directory into the box first (repeatable)
   --copy-out BOX:HOST  copy a box file or directory out afterwards (repeatable)
   --copy-out-limit SIZE  most bytes all files of one --copy-out may hold, MiB or with M/G
@@ -128,7 +133,6 @@ StatusOr<bool> ReadCells(const std::vector<std::string>& files, bool has_code_fi
 StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exec, Invocation* inv,
                                std::vector<std::string>* rest) {
   std::optional<std::string> code_file;
-  bool forward_stdin = false;
   bool session = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -172,8 +176,9 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
       session = true;
     } else if (!is_exec && a == "--out") {
       ASSIGN_OR_RETURN(inv->out_dir, value());
-    } else if (is_exec && a == "--stdin") {
-      forward_stdin = true;
+    } else if (is_exec && (a == "--stdin" || a == "-i" || a == "-t" || a == "-it" || a == "-ti")) {
+      if (!inv->interactive) inv->interactive.emplace();
+      if (a.find('t') != std::string::npos && a != "--stdin") inv->interactive->tty = true;
     } else if (a.size() > 1 && a[0] == '-' && a != "-") {
       return InvalidArgument("unknown option " + a + BoxFlagHint(a) + " (see --help)");
     } else {
@@ -185,9 +190,8 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
     if (rest->empty())
       return InvalidArgument("no command given; usage: codebox exec [options] -- CMD ARGS...");
     inv->argv = *rest;
-    if (forward_stdin) {
-      ASSIGN_OR_RETURN(inv->stdin_data, ReadAllStdin());
-    }
+    if (inv->interactive && inv->json) return InvalidArgument("--json does not go with -i or -t");
+    if (inv->interactive && NamesExecTimeout(args)) inv->interactive->timeout = inv->box.exec_timeout;
     return true;
   }
   if (session) return ReadCells(*rest, code_file.has_value(), inv);
@@ -225,12 +229,6 @@ void PrintJson(const nlohmann::json& j) {
       nlohmann::json::error_handler_t::replace);
   out.dump(j, /*pretty_print=*/true, /*ensure_ascii=*/false, /*indent_step=*/2);
   std::cout << '\n' << std::flush;
-}
-
-int ExitStatusOf(const ExecResult& r) {
-  if (r.timed_out) return kExitTimedOut;
-  if (r.signal != 0) return 128 + r.signal;
-  return r.exit_code;
 }
 
 // A box with the --pip packages installed and the --copy-in files in it; nullptr once the
@@ -369,8 +367,18 @@ int Execute(const std::string& command, Invocation& inv) {
     return Report(inv, *result, nullptr);
   }
   int start_status = 0;
+  if (inv.interactive) {  // before a box starts
+    if (Status st = CheckInteractive(*inv.interactive); !st.ok()) {
+      PrintError(command, st);
+      return kExitCodeboxError;
+    }
+  }
   std::unique_ptr<Box> box = StartBox(command, inv, &start_status);
   if (box == nullptr) return start_status;
+  if (inv.interactive) {
+    return FinishBox(command, inv, box.get(),
+                     RunInteractive(command, *box, inv.argv, *inv.interactive));
+  }
   auto result = box->Exec(inv.argv, exec);
   if (!result.ok()) {
     PrintError(command, result.status());
@@ -388,7 +396,10 @@ int Main(const std::string& command, const std::vector<std::string>& args, bool 
     return kExitCodeboxError;
   }
   if (!*parsed) return 0;  // --help
-  if (Status st = remote::ChooseServer(&inv.box, inv.local); !st.ok()) {
+  // A server has no route for an interactive exec yet: it runs here unless --server asks for
+  // one (which then says it cannot).
+  const bool here = inv.local || (inv.interactive && inv.box.server.empty());
+  if (Status st = remote::ChooseServer(&inv.box, here); !st.ok()) {
     PrintError(command, st);
     return kExitCodeboxError;
   }

@@ -6,90 +6,28 @@ usage: repl_tmux_test.py PATH/TO/codebox   (exit 77 = skipped, with the reason p
 """
 import os
 import re
-import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_test_util import alive, jails_of, require_box, skip  # noqa: E402
+from cli_test_util import Terminal, Tmux, alive, jails_of, require_box, skip  # noqa: E402
 
 CODEBOX = os.path.abspath(sys.argv[1])
-SOCKET = f"codebox-repl-test-{os.getpid()}"  # a tmux server of our own
-WAIT = 60  # seconds any one expected text may take
+TMUX = Tmux("codebox-repl-test")
 
 
-def tmux(*args):
-    return subprocess.run(["tmux", "-L", SOCKET, "-f", "/dev/null", *args], check=True,
-                          capture_output=True, text=True, timeout=20).stdout
+def repl(name, env, *args):
+    return Terminal(TMUX, name, [CODEBOX, "repl", *args], env)
 
 
-class Terminal:
-    """One `codebox repl` in a tmux window of 120x50."""
-
-    def __init__(self, name, env, *args):
-        self.name = name
-        # A shell in the pane says the exit status: tmux does not always reap a process
-        # whose pane closed (its SIGCHLD may be blocked where ctest started it).
-        command = " ".join(shlex.quote(a) for a in
-                           ["env", *[f"{k}={v}" for k, v in env.items()], CODEBOX, "repl", *args])
-        tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "50",
-             f"{command}; echo repl-exit-status=$?; sleep 600")
-        shell = int(tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip())
-        self.pid = child_of(shell)
-
-    def screen(self):
-        # -J joins wrapped lines; -S - includes everything that scrolled off.
-        return tmux("capture-pane", "-p", "-J", "-S", "-", "-t", self.name)
-
-    def type(self, text, enter=True):
-        tmux("send-keys", "-t", self.name, "-l", text)
-        if enter:
-            tmux("send-keys", "-t", self.name, "Enter")
-
-    def keys(self, *keys):
-        tmux("send-keys", "-t", self.name, *keys)
-
-    def wait_for(self, pattern, timeout=WAIT):
-        """The first match of regex `pattern` on the screen; fails after `timeout` s."""
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            m = re.search(pattern, screen, re.MULTILINE)
-            if m:
-                return m
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name}: no /{pattern}/ after {timeout} s; "
-                                     f"the screen:\n{screen}")
-            time.sleep(0.1)
-
-    def wait_at_prompt(self, pattern, timeout=WAIT):
-        """Waits for `pattern` followed by a fresh prompt, and a moment more: a Ctrl-D typed
-        while the terminal is still in cooked mode (the cell's end) is the tty's EOF, which
-        never reaches the line editor."""
-        self.wait_for(pattern + r"\n>>> ?$", timeout)
-        time.sleep(0.5)
-
-    def wait_exit(self, timeout=WAIT):
-        """The repl's exit status (128+N: killed by signal N)."""
-        return int(self.wait_for(r"^repl-exit-status=(\d+)$", timeout).group(1))
-
-
-def child_of(pid, timeout=10):
-    """The first child process of `pid`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for entry in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if entry.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        return int(entry)
-            except (OSError, ValueError, IndexError):
-                pass
-        time.sleep(0.05)
-    raise AssertionError(f"the shell {pid} in the tmux pane started nothing")
+def wait_at_prompt(term, pattern, timeout=Terminal.WAIT):
+    """Waits for `pattern` followed by a fresh prompt, and a moment more: a Ctrl-D typed while
+    the terminal is still in cooked mode (the cell's end) is the tty's EOF, which never reaches
+    the line editor."""
+    term.wait_for(pattern + r"\n>>> ?$", timeout)
+    time.sleep(0.5)
 
 
 def check_no_box_left(term, jails):
@@ -100,8 +38,8 @@ def check_no_box_left(term, jails):
 
 
 def first_session(state, out):
-    t = Terminal("data", {"XDG_STATE_HOME": state}, "--driver", "jail", "--image", "python-data",
-                 "--out", out)
+    t = repl("data", {"XDG_STATE_HOME": state}, "--driver", "jail", "--image", "python-data",
+             "--out", out)
     t.wait_for(r"codebox repl: Python 3\.\S+ IPython \S+ in a jail box \(image python-data\)")
     t.wait_for(r"^>>> ?$")
     jails = jails_of(t.pid)
@@ -158,7 +96,7 @@ def first_session(state, out):
 
     # The last line before leaving, for the history check.
     t.type("print('hist' + 'ory', 7)")
-    t.wait_at_prompt(r"^history 7$")
+    wait_at_prompt(t, r"^history 7$")
     t.keys("C-d")
     status = t.wait_exit()
     assert status == 0, f"exit status {status}:\n{t.screen()}"
@@ -166,7 +104,7 @@ def first_session(state, out):
 
 
 def second_session(state):
-    t = Terminal("again", {"XDG_STATE_HOME": state}, "--driver", "jail", "--image", "python")
+    t = repl("again", {"XDG_STATE_HOME": state}, "--driver", "jail", "--image", "python")
     t.wait_for(r"^>>> ?$")
     jails = jails_of(t.pid)
     assert jails, f"no codebox-jail started by the repl (pid {t.pid})"
@@ -187,7 +125,7 @@ def main():
     require_box(CODEBOX, "python-data")
     work = tempfile.mkdtemp(prefix="repl_tmux_test.")
     state, out = os.path.join(work, "state"), os.path.join(work, "out")
-    tmux("new-session", "-d", "-s", "keep", "sleep 600")  # holds the server while panes come and go
+    TMUX("new-session", "-d", "-s", "keep", "sleep 600")  # holds the server while panes come and go
     try:
         first_session(state, out)
         history = os.path.join(state, "codebox", "repl_history")
@@ -195,7 +133,7 @@ def main():
         assert oct(os.stat(history).st_mode & 0o777) == "0o600", "the history is readable by others"
         second_session(state)
     finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        TMUX.kill()
         shutil.rmtree(work, ignore_errors=True)
     print("PASS: codebox repl in tmux")
 
