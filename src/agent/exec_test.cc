@@ -221,9 +221,9 @@ TEST(SpawnExecTty, TheProgramHasATerminalOfTheGivenSizeAsStdinStdoutAndStderr) {
 }
 
 TEST(SpawnExecTty, AResizeReachesTheProgramAsSigwinchAndItsNewSize) {
-  auto spawned = SpawnExec(TtySpec(
-      "trap 'stty size; exit 0' WINCH; echo ready; i=0; "
-      "while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; echo no-sigwinch"));
+  auto spawned =
+      SpawnExec(TtySpec("trap 'stty size; exit 0' WINCH; echo ready; i=0; "
+                        "while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; echo no-sigwinch"));
   ASSERT_TRUE(spawned.ok()) << spawned.status().ToString();
   ASSERT_NE(ReadUntil(spawned->stdout_fd.get(), "ready\r\n").find("ready"), std::string::npos);
   ASSERT_TRUE(SetTerminalSize(spawned->stdout_fd.get(), {40, 120}).ok());

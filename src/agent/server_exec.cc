@@ -265,13 +265,13 @@ void Server::HandleResize(uint32_t stream, const protocol::msg::Resize& request)
   auto it = execs_.find(request.target);
   // A terminal whose programs all closed it (`out` read EIO) has nobody left to resize for.
   if (it == execs_.end() || it->second.exited || !it->second.out.valid()) {
-    return SendError(stream, NotFound("resize: no running exec on stream " +
-                                      std::to_string(request.target)));
+    return SendError(
+        stream, NotFound("resize: no running exec on stream " + std::to_string(request.target)));
   }
   if (!it->second.tty) {
-    return SendError(stream, InvalidArgument("resize: the exec on stream " +
-                                             std::to_string(request.target) +
-                                             " has no terminal (it was started without tty)"));
+    return SendError(
+        stream, InvalidArgument("resize: the exec on stream " + std::to_string(request.target) +
+                                " has no terminal (it was started without tty)"));
   }
   Status st = SetTerminalSize(it->second.out.get(), request.size);
   st.ok() ? SendEvent(stream, protocol::msg::Done{}) : SendError(stream, st);

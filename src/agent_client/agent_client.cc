@@ -98,8 +98,8 @@ FrameHandler ExecHandler(std::shared_ptr<RunningExec::State> state) {
   return [state](const Frame& frame, const msg::Event* event) -> Verdict {
     if (frame.type == FrameType::kStderr && state->tty) {
       // A terminal has one output stream: the agent made this up.
-      return {Verdict::kViolation,
-              ProtocolError(Violation("stderr on tty exec stream " + std::to_string(frame.stream)))};
+      return {Verdict::kViolation, ProtocolError(Violation("stderr on tty exec stream " +
+                                                           std::to_string(frame.stream)))};
     }
     if (frame.type == FrameType::kStdout || frame.type == FrameType::kStderr) {
       const bool out = frame.type == FrameType::kStdout;
@@ -170,9 +170,8 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   auto pending = impl_->Register(stream, ExecHandler(state));
   if (!pending.ok()) return pending.status().WithContext(what);
   // From here the handle owns the stream: a failure below abandons it in its destructor.
-  std::unique_ptr<RunningExec> running(
-      new RunningExec(impl_.get(), stream, what, request.timeout, request.tty.has_value(), state,
-                      *pending));
+  std::unique_ptr<RunningExec> running(new RunningExec(impl_.get(), stream, what, request.timeout,
+                                                       request.tty.has_value(), state, *pending));
   Status st = impl_->Send(FrameType::kControl, stream, encoded);
   if (st.ok() && request.stdin_data) st = running->WriteStdin(*request.stdin_data);
   if (st.ok() && request.stdin_data && !request.interactive_stdin) st = running->CloseStdin();
@@ -181,8 +180,8 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
 }
 
 RunningExec::RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
-                         std::chrono::milliseconds timeout, bool tty,
-                         std::shared_ptr<State> state, std::shared_ptr<Pending> pending)
+                         std::chrono::milliseconds timeout, bool tty, std::shared_ptr<State> state,
+                         std::shared_ptr<Pending> pending)
     : client_(client),
       stream_(stream),
       what_(std::move(what)),
@@ -216,8 +215,8 @@ Status RunningExec::Resize(msg::TerminalSize size) {
   const std::string what = what_ + ": resize";
   if (!tty_) return InvalidArgument(what + ": the exec has no terminal (ExecRequest::tty)");
   RETURN_IF_ERROR(CheckTerminalSize(size, what.c_str()));
-  return client_->Call(msg::Resize{stream_, size}, ExpectDone("resize"), IdleWait(client_->idle()),
-                       nullptr)
+  return client_
+      ->Call(msg::Resize{stream_, size}, ExpectDone("resize"), IdleWait(client_->idle()), nullptr)
       .WithContext(what);
 }
 

@@ -1,9 +1,10 @@
 // libFuzzer target: a hostile agent against a real AgentClient over a socketpair.
 // The fuzz input scripts what the "agent" sends after its hello: raw frames of any type on any
 // stream, control events built from templates with wrong types, absurd values and missing or
-// extra fields, floods of output, and bare garbage. Meanwhile the client runs an exec, a
-// read_file and a list_dir with short deadlines, and pumps an egress stream for a moment. The process must never crash, abort, leak or
-// hang; each input runs in milliseconds.
+// extra fields, floods of output, and bare garbage. Meanwhile the client runs an exec (some on
+// a tty, resized once), a read_file and a list_dir with short deadlines, and pumps an egress
+// stream for a moment. The process must never crash, abort, leak or hang; each input runs in
+// milliseconds.
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>

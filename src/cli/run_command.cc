@@ -43,8 +43,8 @@ struct Invocation {
   std::vector<Copy> copy_out;       // box -> host
   CopyOutOptions copy_out_options;  // max_bytes 0: the box's disk size
   bool json = false;
-  bool local = false;  // --local: never through a server
-  PipInstall pip;      // --pip, --index-url: installed before anything runs
+  bool local = false;                          // --local: never through a server
+  PipInstall pip;                              // --pip, --index-url: installed before anything runs
   std::optional<InteractiveExec> interactive;  // exec -i / -t / -it (interactive_exec.h)
 };
 
@@ -191,7 +191,8 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
       return InvalidArgument("no command given; usage: codebox exec [options] -- CMD ARGS...");
     inv->argv = *rest;
     if (inv->interactive && inv->json) return InvalidArgument("--json does not go with -i or -t");
-    if (inv->interactive && NamesExecTimeout(args)) inv->interactive->timeout = inv->box.exec_timeout;
+    if (inv->interactive && NamesExecTimeout(args))
+      inv->interactive->timeout = inv->box.exec_timeout;
     return true;
   }
   if (session) return ReadCells(*rest, code_file.has_value(), inv);

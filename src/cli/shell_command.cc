@@ -43,7 +43,8 @@ int ShellCommand(const std::vector<std::string>& args) {
       return kExitCodeboxError;
     }
     if (!*was_box_flag) {
-      PrintError("shell", InvalidArgument("unknown option " + a + BoxFlagHint(a) + " (see --help)"));
+      PrintError("shell",
+                 InvalidArgument("unknown option " + a + BoxFlagHint(a) + " (see --help)"));
       return kExitCodeboxError;
     }
   }

@@ -132,8 +132,7 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 std::string_view RequestName(const Request& request) {
   static constexpr std::string_view kNames[] = {"exec",   "write_file",    "read_file", "list_dir",
                                                 "mkdir",  "kill",          "shutdown",  "cancel",
-                                                "remove", "egress_accept", "ack",
-                                                "resize"};
+                                                "remove", "egress_accept", "ack",       "resize"};
   return kNames[request.index()];
 }
 

@@ -239,7 +239,8 @@ TEST(MessagesTest, HostileTerminalSizesAreCleanDecodeErrors) {
     EXPECT_EQ(r.status().code(), StatusCode::kProtocolError);
     EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().ToString();
   };
-  expect(exec(R"({"rows":0,"cols":80})"), "exec request: tty: field \"rows\" is 0, outside 1..10000");
+  expect(exec(R"({"rows":0,"cols":80})"),
+         "exec request: tty: field \"rows\" is 0, outside 1..10000");
   expect(exec(R"({"rows":24,"cols":10001})"), "field \"cols\" is 10001, outside 1..10000");
   // 65536 would wrap to 0 in TIOCSWINSZ's 16 bits if it were not refused.
   expect(exec(R"({"rows":65536,"cols":80})"), "field \"rows\" is 65536");

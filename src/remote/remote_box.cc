@@ -144,8 +144,7 @@ class RemoteBox final : public Box::Impl {
                     "exec " + body["argv"][0].get<std::string>());
   }
 
-  StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string>,
-                                           const ExecOptions&) override {
+  StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string>, const ExecOptions&) override {
     return NotOnServerYet("start an interactive process (Box::Start)");
   }
 

@@ -90,8 +90,9 @@ TEST_F(AgentTtyTest, AllOutputComesAsStdoutInTheOrderItWasWritten) {
 }
 
 TEST_F(AgentTtyTest, AResizeReachesTheProgramAsSigwinchWithTheNewSize) {
-  auto running = Start(Tty("trap 'stty size; exit 0' WINCH; echo ready; "
-                           "i=0; while [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done; exit 9"));
+  auto running =
+      Start(Tty("trap 'stty size; exit 0' WINCH; echo ready; "
+                "i=0; while [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done; exit 9"));
   ASSERT_TRUE(running);
   ASSERT_TRUE(output_.WaitFor("ready")) << output_.text();
   ASSERT_TRUE(running->Resize({40, 120}).ok());
