@@ -83,12 +83,12 @@ class Terminal:
     def __init__(self, tmux, name, argv, env=None, width=120, height=50):
         self.tmux = tmux
         self.name = name
-        # A shell in the pane says the exit status: tmux does not always reap a process
-        # whose pane closed (its SIGCHLD may be blocked where ctest started it).
+        # A shell in the pane says the exit status, on a line of its own: tmux does not always
+        # reap a process whose pane closed (its SIGCHLD may be blocked where ctest started it).
         command = " ".join(shlex.quote(a) for a in
                            ["env", *[f"{k}={v}" for k, v in (env or {}).items()], *argv])
         tmux("new-session", "-d", "-s", name, "-x", str(width), "-y", str(height),
-             f"{command}; echo exit-status=$?; sleep 600")
+             f"{command}; printf '\\nexit-status=%s\\n' $?; sleep 600")
         shell = int(tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip())
         self.pid = child_of(shell)
 

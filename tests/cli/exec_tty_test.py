@@ -8,6 +8,7 @@ usage: exec_tty_test.py PATH/TO/codebox   (exit 77 = skipped, with the reason pr
 import fcntl
 import os
 import select
+import signal
 import shutil
 import subprocess
 import sys
@@ -90,6 +91,19 @@ def shell_session():
     assert status == 0, f"exit status {status}:\n{t.screen()}"
 
 
+def killed_session():
+    """SIGTERM to codebox ends the session (128+15) and restores the terminal."""
+    t = Terminal(TMUX, "killed", [CODEBOX, "exec", "-it", *BOX, "--", "bash"])
+    t.wait_for(r"[#$] $")
+    jails = jails_of(t.pid)
+    os.kill(t.pid, signal.SIGTERM)
+    status = t.wait_exit()
+    assert status == 128 + signal.SIGTERM, f"exit status {status}:\n{t.screen()}"
+    check_no_box_left(t, jails)
+    t.type("typed-after-kill")
+    t.wait_for(r"^typed-after-kill$")
+
+
 def read_line(stream, timeout=60):
     """One line from `stream` (a pipe), or fails after `timeout` s."""
     deadline = time.monotonic() + timeout
@@ -144,6 +158,7 @@ def main():
         stdin_streamed(work)
         bash_session()
         shell_session()
+        killed_session()
     finally:
         TMUX.kill()
         shutil.rmtree(work, ignore_errors=True)
