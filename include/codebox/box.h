@@ -98,10 +98,10 @@ struct PrewarmOptions {
 
 // A program running in a box, started by Box::Start, that the caller talks to while it runs:
 // an interactive shell (ExecOptions::tty), a REPL, a server reading requests on stdin.
-// Every method may be called from any thread, also while another thread is in Wait(). A
-// Process must not outlive its Box; destroying it before Wait() returned kills the program
-// and everything it started (as the box's exec timeout would), and destroying the Box ends it
-// too (Wait() then fails).
+// Every method may be called from any thread, also while another thread is in Wait().
+// Destroying it before Wait() returned kills the program and everything it started (as the
+// exec timeout would). Box::Destroy() (or the box's lifetime) ends it too: Wait() then fails.
+// The Process object must be destroyed before the Box object.
 class Process {
  public:
   virtual ~Process() = default;
