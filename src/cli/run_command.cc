@@ -43,9 +43,10 @@ struct Invocation {
   std::vector<Copy> copy_out;       // box -> host
   CopyOutOptions copy_out_options;  // max_bytes 0: the box's disk size
   bool json = false;
-  bool local = false;                          // --local: never through a server
-  PipInstall pip;                              // --pip, --index-url: installed before anything runs
-  std::optional<InteractiveExec> interactive;  // exec -i / -t / -it (interactive_exec.h)
+  bool local = false;  // --local: never through a server
+  PipInstall pip;      // --pip, --index-url: installed before anything runs
+  // exec -i / -t / -it: a program the user talks to (interactive_exec.h).
+  std::optional<InteractiveExec> interactive;
 };
 
 constexpr const char kRunHelp[] = R"(usage: codebox run [options] CODE | - | --file F
@@ -80,7 +81,8 @@ options:
 constexpr const char kExecHelp[] = R"(usage: codebox exec [options] -- CMD [ARGS...]
 
 Runs a command in a fresh box. The exit status is the command's; 124 if it timed out,
-125 if codebox could not run it, 126 if a --pip install failed.
+125 if codebox could not run it, 126 if a --pip install failed or the command cannot be
+executed, 127 if there is no such command.
 
 options:
   -i, --stdin          stream this process's stdin to the command as it arrives
@@ -191,8 +193,9 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
       return InvalidArgument("no command given; usage: codebox exec [options] -- CMD ARGS...");
     inv->argv = *rest;
     if (inv->interactive && inv->json) return InvalidArgument("--json does not go with -i or -t");
-    if (inv->interactive && NamesExecTimeout(args))
+    if (inv->interactive && NamesExecTimeout(args)) {
       inv->interactive->timeout = inv->box.exec_timeout;
+    }
     return true;
   }
   if (session) return ReadCells(*rest, code_file.has_value(), inv);
