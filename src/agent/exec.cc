@@ -170,25 +170,22 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
   Pipe out, err, in;
   Pty pty;
   if (spec.tty) {
+    // The terminal is the program's stdin too, whether or not the host streams to it. The
+    // agent writes to a second descriptor of the master, so that closing stdin does not end
+    // the output.
     ASSIGN_OR_RETURN(pty, MakePty(*spec.tty));
-    // The agent writes stdin to a second descriptor of the master, so that closing stdin does
-    // not end the output.
     in.write.reset(::fcntl(pty.master.get(), F_DUPFD_CLOEXEC, 0));
     if (!in.write.valid()) return base::ErrnoStatus("dup the pseudo-terminal");
   } else {
     ASSIGN_OR_RETURN(out, MakePipe());
     ASSIGN_OR_RETURN(err, MakePipe());
-  }
-  if (spec.tty) {
-    // The terminal is stdin too, whether or not the host streams to it.
-  } else if (spec.stdin_stream) {
-    ASSIGN_OR_RETURN(in, MakePipe());
-  } else {
-    in.read.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!in.read.valid()) return base::ErrnoStatus("open /dev/null");
-  }
-  // Bigger pipes mean fewer wakeups for chatty programs; failure is harmless.
-  if (!spec.tty) {
+    if (spec.stdin_stream) {
+      ASSIGN_OR_RETURN(in, MakePipe());
+    } else {
+      in.read.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (!in.read.valid()) return base::ErrnoStatus("open /dev/null");
+    }
+    // Bigger pipes mean fewer wakeups for chatty programs; failure is harmless.
     ::fcntl(out.write.get(), F_SETPIPE_SZ, 1 << 20);
     ::fcntl(err.write.get(), F_SETPIPE_SZ, 1 << 20);
   }
