@@ -170,9 +170,8 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
   Pipe out, err, in;
   Pty pty;
   if (spec.tty) {
-    // The terminal is the program's stdin too, whether or not the host streams to it. The
-    // agent writes to a second descriptor of the master, so that closing stdin does not end
-    // the output.
+    // The terminal is the program's stdin too, whether or not the host streams to it; the
+    // agent writes it through a second descriptor of the master.
     ASSIGN_OR_RETURN(pty, MakePty(*spec.tty));
     in.write.reset(::fcntl(pty.master.get(), F_DUPFD_CLOEXEC, 0));
     if (!in.write.valid()) return base::ErrnoStatus("dup the pseudo-terminal");

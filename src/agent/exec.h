@@ -38,9 +38,9 @@ struct SpawnedExec {
   base::UniqueFd stdin_fd;   // write end, non-blocking; invalid when stdin is /dev/null
   base::UniqueFd stdout_fd;  // read ends, non-blocking
   base::UniqueFd stderr_fd;  // invalid with a tty: its output comes on stdout_fd
-  // With a tty: stdout_fd and stdin_fd are the terminal's master side (two descriptors of it,
-  // so that closing stdin does not end the output); reading it fails with EIO once every
-  // process closed the terminal.
+  // With a tty: stdout_fd and stdin_fd are two descriptors of the terminal's master side (the
+  // loop polls one for output and the other for room for stdin); reading it fails with EIO
+  // once every process closed the terminal.
   // With a user: the read end (non-blocking) on which the child reports a failed switch to it;
   // read it with UserSwitchFailure once the child has exited.
   base::UniqueFd switch_report;

@@ -62,8 +62,8 @@ void SignalExec(pid_t pid, int sig) {
 
 void Server::HandleStdin(uint32_t stream, std::string_view payload) {
   auto it = execs_.find(stream);
-  // Stdin for an exec that ended (or never asked for it) has nowhere to go.
-  if (it == execs_.end() || !it->second.in.valid()) return;
+  // Stdin for an exec that ended (or never asked for it, or closed it) has nowhere to go.
+  if (it == execs_.end() || !it->second.in.valid() || it->second.stdin_close_requested) return;
   Exec& exec = it->second;
   if (payload.empty()) {
     // A terminal is not closed by its user's end of input: what they type is Ctrl-D, the
@@ -93,7 +93,10 @@ void Server::PumpStdin(Exec& exec) {
     }
     exec.stdin_pending.erase(0, static_cast<size_t>(n));
   }
-  if (exec.stdin_close_requested) exec.in.reset();
+  // A terminal's master stays open until the exec is reported: closing one of its descriptors
+  // while the program ran sometimes hung the terminal up under load (the program got SIGHUP
+  // in AgentTtyTest); VEOF is how a terminal's input ends.
+  if (exec.stdin_close_requested && !exec.tty) exec.in.reset();
 }
 
 void Server::DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, FrameType type) {

@@ -122,7 +122,7 @@ TEST_F(AgentTtyTest, CtrlCInterruptsTheForegroundProgramAndCtrlDEndsInput) {
   ASSERT_TRUE(cat->CloseStdin().ok());
   auto done = cat->Wait();
   ASSERT_TRUE(done.ok()) << done.status().ToString();
-  EXPECT_EQ(done->exit_code, 0);
+  EXPECT_EQ(done->exit_code, 0) << "signal " << done->signal << ": " << done->stdout_data;
   EXPECT_FALSE(done->timed_out);
   EXPECT_EQ(done->stdout_data, "hello\r\nhello\r\n") << "the terminal's echo, then cat's";
 }
