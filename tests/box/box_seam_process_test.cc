@@ -117,6 +117,22 @@ TEST_F(SeamTest, AStartedProcessIsBoundByTheExecTimeoutAndTheBoxsLifetime) {
   }
 }
 
+TEST_F(SeamTest, AStartedProcessIsSignalledAndThenNotFound) {
+  auto box = Create();
+  ASSERT_NE(box, nullptr);
+  Seen seen;
+  ExecOptions exec;
+  exec.on_stdout = seen.Sink();
+  auto process = box->Start({"sh", "-c", "echo ready; exec sleep 30"}, exec);
+  ASSERT_TRUE(process.ok()) << process.status().ToString();
+  ASSERT_TRUE(seen.WaitFor("ready"));
+  ASSERT_TRUE((*process)->Signal(SIGTERM).ok());
+  auto r = (*process)->Wait();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->signal, SIGTERM);
+  EXPECT_EQ((*process)->Signal(SIGTERM).code(), StatusCode::kNotFound);
+}
+
 TEST_F(SeamTest, DroppingAStartedProcessKillsIt) {
   auto box = Create();
   ASSERT_NE(box, nullptr);
