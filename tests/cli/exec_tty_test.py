@@ -140,6 +140,15 @@ def stdin_streamed(work):
     assert proc.returncode == 0 and out == b"", f"status {proc.returncode}: {out!r} {err!r}"
 
 
+def timeout_given():
+    """-i has no exec timeout unless --timeout is given; then it holds (124)."""
+    start = time.monotonic()
+    r = subprocess.run([CODEBOX, "exec", "-i", "--timeout", "1", *BOX, "--", "sleep", "30"],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 124 and "timed out" in r.stderr, (r.returncode, r.stderr)
+    assert time.monotonic() - start < 20, "the timeout did not hold"
+
+
 def no_terminal():
     """-t with stdin that is not a terminal is refused before any box starts."""
     r = subprocess.run([CODEBOX, "exec", "-t", *BOX, "--", "true"], stdin=subprocess.DEVNULL,
@@ -156,6 +165,7 @@ def main():
     try:
         no_terminal()
         stdin_streamed(work)
+        timeout_given()
         bash_session()
         shell_session()
         killed_session()
