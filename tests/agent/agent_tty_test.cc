@@ -4,12 +4,11 @@
 #include <signal.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
 
 #include "agent_harness.h"
 #include "hostile_agent.h"
+#include "tests/common/seen_output.h"
 
 namespace codebox::testing {
 namespace {
@@ -18,30 +17,6 @@ using namespace std::chrono_literals;
 using protocol::ExecRequest;
 using protocol::RunningExec;
 using protocol::msg::TerminalSize;
-
-// What a running exec printed so far, for tests that answer what they see.
-class Output {
- public:
-  void Append(std::string_view data) {
-    std::lock_guard<std::mutex> lock(mu_);
-    text_.append(data);
-    cv_.notify_all();
-  }
-  // True once `text` has been printed (within 10 s).
-  bool WaitFor(const std::string& text) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, 10s, [&] { return text_.find(text) != std::string::npos; });
-  }
-  std::string text() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return text_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string text_;
-};
 
 class AgentTtyTest : public ::testing::Test {
  protected:
@@ -63,7 +38,7 @@ class AgentTtyTest : public ::testing::Test {
     r.timeout = 20s;
     r.tty = TerminalSize{33, 101};
     r.interactive_stdin = true;
-    r.on_stdout = [this](std::string_view d) { output_.Append(d); };
+    r.on_stdout = output_.Sink();
     return r;
   }
 
@@ -75,7 +50,7 @@ class AgentTtyTest : public ::testing::Test {
 
   std::unique_ptr<AgentProcess> agent_;
   std::unique_ptr<protocol::AgentClient> client_;
-  Output output_;
+  SeenOutput output_;
 };
 
 TEST_F(AgentTtyTest, AllOutputComesAsStdoutInTheOrderItWasWritten) {

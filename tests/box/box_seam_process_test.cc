@@ -1,41 +1,19 @@
 // Box::Start and terminals through the BoxEnv seam: a started process gets exactly what Exec
 // gives (the box's environment and cwd, its exec timeout capped by the box's lifetime, the
 // output limit, ExecResult::driver), and a terminal when asked. No root, image or jail.
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "seam_fixture.h"
+#include "tests/common/seen_output.h"
 
 namespace codebox::testing {
 namespace {
-
-// What a started process printed so far.
-class Seen {
- public:
-  std::function<void(std::string_view)> Sink() {
-    return [this](std::string_view d) {
-      std::lock_guard<std::mutex> lock(mu_);
-      text_.append(d);
-      cv_.notify_all();
-    };
-  }
-  bool WaitFor(const std::string& text) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, 10s, [&] { return text_.find(text) != std::string::npos; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string text_;
-};
 
 TEST_F(SeamTest, AStartedProcessGetsWhatExecGivesAndTalksWhileItRuns) {
   options_.env["FROM_BOX"] = "box";
   auto box = Create();
   ASSERT_NE(box, nullptr);
-  Seen seen;
+  SeenOutput seen;
   ExecOptions exec = WithEnv("FROM_EXEC", "exec");
   exec.stdin_data = "first\n";
   exec.on_stdout = seen.Sink();
@@ -59,7 +37,7 @@ TEST_F(SeamTest, AStartedProcessGetsWhatExecGivesAndTalksWhileItRuns) {
 TEST_F(SeamTest, AProcessOnATerminalIsResizedAndInterruptedByTheBytesTyped) {
   auto box = Create();
   ASSERT_NE(box, nullptr);
-  Seen seen;
+  SeenOutput seen;
   ExecOptions exec = WithEnv("TERM", "xterm-256color");
   exec.tty = TerminalSize{33, 101};
   exec.on_stdout = seen.Sink();
@@ -120,7 +98,7 @@ TEST_F(SeamTest, AStartedProcessIsBoundByTheExecTimeoutAndTheBoxsLifetime) {
 TEST_F(SeamTest, AStartedProcessIsSignalledAndThenNotFound) {
   auto box = Create();
   ASSERT_NE(box, nullptr);
-  Seen seen;
+  SeenOutput seen;
   ExecOptions exec;
   exec.on_stdout = seen.Sink();
   auto process = box->Start({"sh", "-c", "echo ready; exec sleep 30"}, exec);

@@ -4,49 +4,30 @@
 #include <signal.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <regex>
 #include <string>
 
 #include "tests/box/box_test_util.h"
+#include "tests/common/seen_output.h"
 
 namespace codebox {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::SeenOutput;
 using testing::TestBoxOptions;
 using Clock = std::chrono::steady_clock;
 
-// What a started process printed so far.
-class Seen {
- public:
-  std::function<void(std::string_view)> Sink() {
-    return [this](std::string_view d) {
-      std::lock_guard<std::mutex> lock(mu_);
-      text_.append(d);
-      cv_.notify_all();
-    };
-  }
-  bool WaitFor(const std::string& text) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, 20s, [&] { return text_.find(text) != std::string::npos; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string text_;
-};
-
 TEST(BoxTtyTest, AProgramInAJailGetsATerminalOfItsBoxThatFollowsResizesAndCtrlC) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
-  Seen seen;
+  SeenOutput seen;
   ExecOptions exec;
   exec.env["TERM"] = "xterm";
   exec.tty = TerminalSize{33, 101};
   exec.on_stdout = seen.Sink();
-  auto process = box->Start({"bash", "-c",
+  // sh, not bash: bash ignores a SIGINT that reaches it while a child it waits for exits
+  // normally (its "wait and cooperative exit"), so Ctrl-C between two sleeps would be lost.
+  auto process = box->Start({"sh", "-c",
                              "tty; stty size; [ -t 0 ] && [ -t 2 ] && echo all-tty; "
                              "trap 'stty size' WINCH; echo ready; while :; do sleep 0.05; done"},
                             exec);
@@ -94,8 +75,8 @@ TEST(BoxTtyTest, AFloodOnTheTerminalIsCutAtTheOutputLimit) {
   ExecOptions exec;
   exec.tty = TerminalSize{};
   exec.timeout = 60s;
-  auto r = box->Exec({"sh", "-c", "head -c 20000000 /dev/zero | tr '\\0' x; echo; echo done"},
-                     exec);
+  auto r =
+      box->Exec({"sh", "-c", "head -c 20000000 /dev/zero | tr '\\0' x; echo; echo done"}, exec);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 0);
   EXPECT_TRUE(r->output_truncated);
