@@ -96,6 +96,31 @@ struct PrewarmOptions {
   bool kernel = false;
 };
 
+// A program running in a box, started by Box::Start, that the caller talks to while it runs:
+// an interactive shell (ExecOptions::tty), a REPL, a server reading requests on stdin.
+// Every method may be called from any thread, also while another thread is in Wait().
+// Destroying it before Wait() returned kills the program and everything it started (as the
+// exec timeout would). Box::Destroy() (or the box's lifetime) ends it too: Wait() then fails.
+// The Process object must be destroyed before the Box object.
+class Process {
+ public:
+  virtual ~Process() = default;
+  // Bytes for the program's stdin, in order. On a terminal they are typed: "\x03" is Ctrl-C
+  // (SIGINT to the foreground programs), "\x04" Ctrl-D, as the terminal's settings say.
+  virtual Status WriteStdin(std::string_view data) = 0;
+  // Ends stdin (the program reads end of file). On a terminal, types its end-of-file character
+  // (Ctrl-D) instead: the terminal stays, the program's output still comes.
+  virtual Status CloseStdin() = 0;
+  // The terminal's new size (each side 1..10000); its foreground programs get SIGWINCH.
+  // kInvalidArgument for a program started without ExecOptions::tty; kNotFound once it ended.
+  virtual Status Resize(TerminalSize size) = 0;
+  // Sends `sig` to the program's process group; kNotFound once it ended.
+  virtual Status Signal(int sig) = 0;
+  // Waits for the end and returns what Box::Exec would have (the output limit, timeout, OOM
+  // and ExecResult::driver alike). Call once.
+  virtual StatusOr<ExecResult> Wait() = 0;
+};
+
 class Box {
  public:
   static StatusOr<std::unique_ptr<Box>> Create(const BoxOptions& options);
@@ -106,6 +131,13 @@ class Box {
   // Runs argv[0] (looked up in the box's PATH). A non-zero exit is a result, not an error;
   // errors are for a box that cannot answer (crashed, destroyed, protocol failure).
   StatusOr<ExecResult> Exec(const std::vector<std::string>& argv, const ExecOptions& options = {});
+  // Starts argv as Exec would run it (the same environment, user, cwd, timeout, output limit
+  // and box lifetime) and returns at once; stdin stays open for Process::WriteStdin until
+  // CloseStdin. Output comes to options.on_stdout / on_stderr as it is written (and to the
+  // result). A box on a server cannot start one yet: kFailedPrecondition (the HTTP API has
+  // no route for it).
+  StatusOr<std::unique_ptr<Process>> Start(const std::vector<std::string>& argv,
+                                           const ExecOptions& options = {});
   // `python3 -c code`, returning the whole result (through the waiting python3 of Prewarm
   // when there is one).
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options = {});

@@ -120,16 +120,30 @@ Status ValidateTimeout(std::chrono::milliseconds timeout, std::string_view what)
 // program as a file before it checks.)
 Status ValidateArgv(const std::vector<std::string>& argv);
 
+// The size of a pseudo-terminal (ExecOptions::tty, Process::Resize): each side 1..10000.
+struct TerminalSize {
+  uint16_t rows = 24;
+  uint16_t cols = 80;
+  bool operator==(const TerminalSize&) const = default;
+};
+
 struct ExecOptions {
   std::map<std::string, std::string> env = {};  // added to BoxOptions::env
   std::string cwd = {};                         // empty = BoxOptions::workdir
-  std::optional<std::string> stdin_data = {};   // empty = stdin is /dev/null
+  // Exec: empty = stdin is /dev/null. Box::Start: written first; stdin then stays open.
+  std::optional<std::string> stdin_data = {};
   // nullopt: BoxOptions::exec_timeout; else at least 1 ms, or kNoTimeout.
   std::optional<std::chrono::milliseconds> timeout = {};
   // Streaming: called from an internal thread as chunks arrive (the result still holds the
   // captured output). Must not call back into the same Box.
   std::function<void(std::string_view)> on_stdout = {};
   std::function<void(std::string_view)> on_stderr = {};
+  // nullopt: pipes. Else the program runs on a pseudo-terminal of this size made in the box
+  // (its stdin, stdout, stderr and controlling terminal; TERM comes from `env`): everything
+  // it writes comes to stdout (on_stdout, stdout_data) in the order written, with the
+  // terminal's "\r\n" line ends; stderr stays empty. Not on a box on a server yet
+  // (kFailedPrecondition).
+  std::optional<TerminalSize> tty = {};
 };
 
 struct ExecResult {

@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/io.h"
@@ -38,7 +41,21 @@ StatusOr<ExecSpec> ParseExecSpec(const protocol::msg::Exec& request) {
   spec.timeout_ms = request.timeout_ms;
   spec.output_limit = request.output_limit;
   spec.user = request.user;
+  spec.tty = request.tty;
   return spec;
+}
+
+int ExecFailureStatus(int err) {
+  // As shells: no such program is 127; a program that is there but cannot run is 126.
+  return err == ENOENT || err == ENOTDIR ? 127 : 126;
+}
+
+Status SetTerminalSize(int master, protocol::msg::TerminalSize size) {
+  winsize ws{};
+  ws.ws_row = size.rows;
+  ws.ws_col = size.cols;
+  if (::ioctl(master, TIOCSWINSZ, &ws) != 0) return base::ErrnoStatus("set terminal size");
+  return Status::Ok();
 }
 
 namespace {
@@ -54,13 +71,32 @@ StatusOr<Pipe> MakePipe() {
   return Pipe{base::UniqueFd(fds[0]), base::UniqueFd(fds[1])};
 }
 
+// A pseudo-terminal pair: the master for the agent, the slave for the child.
+struct Pty {
+  base::UniqueFd master;
+  base::UniqueFd slave;
+};
+
+StatusOr<Pty> MakePty(protocol::msg::TerminalSize size) {
+  Pty pty;
+  pty.master.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!pty.master.valid()) return base::ErrnoStatus("open a pseudo-terminal (/dev/ptmx)");
+  if (::unlockpt(pty.master.get()) != 0) return base::ErrnoStatus("unlockpt");
+  // The slave through its master, not through a path in /dev/pts that code in the box may
+  // have replaced.
+  pty.slave.reset(::ioctl(pty.master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!pty.slave.valid()) return base::ErrnoStatus("open the pseudo-terminal's slave");
+  RETURN_IF_ERROR(SetTerminalSize(pty.master.get(), size));
+  return pty;
+}
+
 // Only async-signal-safe calls from here on: the child of fork().
-[[noreturn]] void FailInChild(const char* what, const char* name, int err) {
+[[noreturn]] void FailInChild(const char* what, const char* name, int err, int status) {
   const char* reason = ::strerror(err);  // glibc's strerror is safe enough after fork here:
                                          // the agent is single-threaded.
   const char* parts[] = {"codebox-agent: ", what, " ", name, ": ", reason, "\n"};
   for (const char* p : parts) (void)!::write(STDERR_FILENO, p, ::strlen(p));
-  ::_exit(127);
+  ::_exit(status);
 }
 
 // What the child writes on the switch report when it cannot become the exec's user.
@@ -100,6 +136,13 @@ void BecomeUser(const protocol::msg::User& user, pid_t agent, int report_fd) {
   ::setsid();
   // If the agent dies (killed, crashed), its direct children die with it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (spec.tty) {
+    // The session leader takes the terminal (in_fd, out_fd and err_fd are its slave) as its
+    // controlling terminal, so Ctrl-C typed there signals the foreground program. The slave
+    // belongs to the exec's user (best effort), as login(1) gives a user their terminal.
+    if (::ioctl(in_fd, TIOCSCTTY, 0) != 0) ::_exit(127);
+    if (spec.user) (void)!::fchown(in_fd, spec.user->uid, spec.user->gid);
+  }
   // dup2 clears FD_CLOEXEC on the targets; the pipe originals are O_CLOEXEC.
   if (::dup2(in_fd, STDIN_FILENO) < 0 || ::dup2(out_fd, STDOUT_FILENO) < 0 ||
       ::dup2(err_fd, STDERR_FILENO) < 0) {
@@ -113,28 +156,38 @@ void BecomeUser(const protocol::msg::User& user, pid_t agent, int report_fd) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   // Before the chdir: the directory must be one the user may enter.
   if (spec.user) BecomeUser(*spec.user, agent, report_fd);
-  if (::chdir(spec.cwd.c_str()) != 0) FailInChild("chdir", spec.cwd.c_str(), errno);
+  if (::chdir(spec.cwd.c_str()) != 0) FailInChild("chdir", spec.cwd.c_str(), errno, 127);
   // execvp looks argv[0] up in the PATH of `environ`, which must be the exec's own.
   environ = const_cast<char**>(envp);
   ::execvp(argv[0], argv);
-  FailInChild("exec", argv[0], errno);
+  const int err = errno;
+  FailInChild("exec", argv[0], err, ExecFailureStatus(err));
 }
 
 }  // namespace
 
 StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
-  ASSIGN_OR_RETURN(Pipe out, MakePipe());
-  ASSIGN_OR_RETURN(Pipe err, MakePipe());
-  Pipe in;
-  if (spec.stdin_stream) {
-    ASSIGN_OR_RETURN(in, MakePipe());
+  Pipe out, err, in;
+  Pty pty;
+  if (spec.tty) {
+    // The terminal is the program's stdin too, whether or not the host streams to it; the
+    // agent writes it through a second descriptor of the master.
+    ASSIGN_OR_RETURN(pty, MakePty(*spec.tty));
+    in.write.reset(::fcntl(pty.master.get(), F_DUPFD_CLOEXEC, 0));
+    if (!in.write.valid()) return base::ErrnoStatus("dup the pseudo-terminal");
   } else {
-    in.read.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!in.read.valid()) return base::ErrnoStatus("open /dev/null");
+    ASSIGN_OR_RETURN(out, MakePipe());
+    ASSIGN_OR_RETURN(err, MakePipe());
+    if (spec.stdin_stream) {
+      ASSIGN_OR_RETURN(in, MakePipe());
+    } else {
+      in.read.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (!in.read.valid()) return base::ErrnoStatus("open /dev/null");
+    }
+    // Bigger pipes mean fewer wakeups for chatty programs; failure is harmless.
+    ::fcntl(out.write.get(), F_SETPIPE_SZ, 1 << 20);
+    ::fcntl(err.write.get(), F_SETPIPE_SZ, 1 << 20);
   }
-  // Bigger pipes mean fewer wakeups for chatty programs; failure is harmless.
-  ::fcntl(out.write.get(), F_SETPIPE_SZ, 1 << 20);
-  ::fcntl(err.write.get(), F_SETPIPE_SZ, 1 << 20);
 
   // Built before fork so the child only makes async-signal-safe calls.
   std::vector<char*> argv;
@@ -156,11 +209,27 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
   }
   if (pid < 0) return base::ErrnoStatus("fork");
   if (pid == 0) {
+    if (spec.tty) {
+      const int slave = pty.slave.get();
+      RunChild(spec, argv.data(), envp.data(), slave, slave, slave, agent, report.write.get());
+    }
     RunChild(spec, argv.data(), envp.data(), in.read.get(), out.write.get(), err.write.get(), agent,
              report.write.get());
   }
   SpawnedExec spawned;
   spawned.pid = pid;
+  if (spec.user) {
+    spawned.switch_report = std::move(report.read);
+    RETURN_IF_ERROR(base::SetNonBlocking(spawned.switch_report.get(), true));
+  }
+  if (spec.tty) {
+    // Our copy of the slave closes here, so the master reads EIO once the processes in the
+    // box closed theirs. One file description, so non-blocking for both descriptors.
+    spawned.stdin_fd = std::move(in.write);
+    spawned.stdout_fd = std::move(pty.master);
+    RETURN_IF_ERROR(base::SetNonBlocking(spawned.stdout_fd.get(), true));
+    return spawned;
+  }
   spawned.stdout_fd = std::move(out.read);
   spawned.stderr_fd = std::move(err.read);
   RETURN_IF_ERROR(base::SetNonBlocking(spawned.stdout_fd.get(), true));
@@ -168,10 +237,6 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
   if (spec.stdin_stream) {
     spawned.stdin_fd = std::move(in.write);
     RETURN_IF_ERROR(base::SetNonBlocking(spawned.stdin_fd.get(), true));
-  }
-  if (spec.user) {
-    spawned.switch_report = std::move(report.read);
-    RETURN_IF_ERROR(base::SetNonBlocking(spawned.switch_report.get(), true));
   }
   return spawned;
 }

@@ -24,6 +24,9 @@ struct ExecSpec {
   int64_t timeout_ms = 0;     // 0 = none
   uint64_t output_limit = 16ull << 20;
   std::optional<protocol::msg::User> user;  // nullopt: the agent's own ids
+  // nullopt: pipes. Else a pseudo-terminal of this size is the process's stdin, stdout,
+  // stderr and controlling terminal.
+  std::optional<protocol::msg::TerminalSize> tty;
 };
 
 // Validates a decoded `exec` request (docs/protocol.md) beyond its types: strings that
@@ -34,15 +37,23 @@ struct SpawnedExec {
   pid_t pid = -1;            // also its process group and session id (setsid)
   base::UniqueFd stdin_fd;   // write end, non-blocking; invalid when stdin is /dev/null
   base::UniqueFd stdout_fd;  // read ends, non-blocking
-  base::UniqueFd stderr_fd;
+  base::UniqueFd stderr_fd;  // invalid with a tty: its output comes on stdout_fd
+  // With a tty: stdout_fd and stdin_fd are two descriptors of the terminal's master side (the
+  // loop polls one for output and the other for room for stdin); reading it fails with EIO
+  // once every process closed the terminal.
   // With a user: the read end (non-blocking) on which the child reports a failed switch to it;
   // read it with UserSwitchFailure once the child has exited.
   base::UniqueFd switch_report;
 };
 
 // Forks the process in a new session. A program that cannot be executed is not an error here:
-// the child writes "codebox-agent: exec NAME: reason" to its stderr and exits 127, as the
-// protocol says. Errors are for the agent's own failures (pipe, fork).
+// the child writes "codebox-agent: exec NAME: reason" to its stderr and exits as shells do:
+// 127 when there is no such program (ENOENT, ENOTDIR), 126 when there is one that cannot run
+// (EACCES, ENOEXEC, EISDIR, ...). Errors are for the agent's own failures (pipe, pty, fork).
+//
+// With spec.tty the child is the leader of a new session whose controlling terminal is a new
+// pseudo-terminal of that size (TIOCSCTTY); the terminal's slave side is its fds 0, 1 and 2
+// (and belongs to spec.user, as login(1) makes it).
 //
 // With spec.user the child drops its supplementary groups and becomes uid:gid before anything
 // else it does for the program; if it cannot, it reports why on switch_report and exits 127
@@ -52,6 +63,13 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec);
 // Why the exited child of an exec with `user` did not become it ("exec: cannot switch to uid
 // 1000: Operation not permitted"), or nullopt when it did.
 std::optional<Status> UserSwitchFailure(int switch_report, const protocol::msg::User& user);
+
+// Sets the size of the terminal whose master side is `master` (the kernel then sends SIGWINCH
+// to its foreground process group).
+Status SetTerminalSize(int master, protocol::msg::TerminalSize size);
+
+// The exit status of a child whose execve failed with `err`: 127 not found, 126 not runnable.
+int ExecFailureStatus(int err);
 
 }  // namespace codebox::agent
 

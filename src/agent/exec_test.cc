@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,6 +117,40 @@ TEST(SpawnExec, AMissingProgramExits127WithTheReason) {
   EXPECT_EQ(ran.err.rfind("codebox-agent: exec codebox-no-such-program: ", 0), 0u) << ran.err;
 }
 
+TEST(SpawnExec, AProgramThatIsThereButCannotRunExits126AsShellsDo) {
+  char dir[] = "/tmp/codebox-exec-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string script = std::string(dir) + "/not-executable";
+  {
+    FILE* f = std::fopen(script.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("#!/bin/sh\necho ran\n", f);
+    std::fclose(f);
+  }
+  ::chmod(script.c_str(), 0644);
+  auto status_of = [](const std::string& program, std::string* err) {
+    ExecSpec spec;
+    spec.argv = {program};
+    spec.env = {"PATH=/usr/bin:/bin"};
+    Ran ran = RunToEnd(spec);
+    *err = ran.err;
+    return WIFEXITED(ran.status) ? WEXITSTATUS(ran.status) : -1;
+  };
+  std::string err;
+  // A root test process may read the file, but no x bit means EACCES for everyone.
+  EXPECT_EQ(status_of(script, &err), 126) << err;
+  EXPECT_NE(err.find("Permission denied"), std::string::npos) << err;
+  EXPECT_EQ(status_of(dir, &err), 126) << "a directory: " << err;
+  // ENOTDIR: a path through a file is "not found", as in a shell.
+  EXPECT_EQ(status_of(script + "/x", &err), 127) << err;
+  ::unlink(script.c_str());
+  ::rmdir(dir);
+  EXPECT_EQ(ExecFailureStatus(ENOENT), 127);
+  EXPECT_EQ(ExecFailureStatus(ENOTDIR), 127);
+  EXPECT_EQ(ExecFailureStatus(ENOEXEC), 126);
+  EXPECT_EQ(ExecFailureStatus(EISDIR), 126);
+}
+
 TEST(SpawnExec, AMissingCwdExits127WithTheReason) {
   ExecSpec spec;
   spec.argv = {"true"};
@@ -145,6 +180,80 @@ TEST(SpawnExec, StdinIsDevNullUnlessStreamed) {
   fed->stdin_fd.reset();
   EXPECT_EQ(ReadAll(fed->stdout_fd.get()), "fed");
   ::waitpid(fed->pid, &status, 0);
+}
+
+// Reads `fd` until `text` has come (or 10 s passed).
+std::string ReadUntil(int fd, const std::string& text) {
+  std::string out;
+  char buf[4096];
+  while (out.find(text) == std::string::npos) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10'000) <= 0) break;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+ExecSpec TtySpec(std::string script) {
+  ExecSpec spec;
+  spec.argv = {"sh", "-c", std::move(script)};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.tty = protocol::msg::TerminalSize{33, 101};
+  return spec;
+}
+
+TEST(SpawnExecTty, TheProgramHasATerminalOfTheGivenSizeAsStdinStdoutAndStderr) {
+  auto spawned =
+      SpawnExec(TtySpec("for f in 0 1 2; do [ -t $f ] && echo tty$f; done; stty size; "
+                        "echo to-stderr >&2; ps -o tty= -p $$ | grep -q pts && echo ctty"));
+  ASSERT_TRUE(spawned.ok()) << spawned.status().ToString();
+  EXPECT_FALSE(spawned->stderr_fd.valid()) << "a terminal's output is one stream";
+  ASSERT_TRUE(spawned->stdin_fd.valid());
+  // Read to EIO: the master ends once the program (the only one holding the slave) exits.
+  std::string out = ReadAll(spawned->stdout_fd.get());
+  int status;
+  ::waitpid(spawned->pid, &status, 0);
+  // The terminal's line discipline turns "\n" into "\r\n" (onlcr).
+  EXPECT_EQ(out, "tty0\r\ntty1\r\ntty2\r\n33 101\r\nto-stderr\r\nctty\r\n");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(SpawnExecTty, AResizeReachesTheProgramAsSigwinchAndItsNewSize) {
+  auto spawned =
+      SpawnExec(TtySpec("trap 'stty size; exit 0' WINCH; echo ready; i=0; "
+                        "while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; echo no-sigwinch"));
+  ASSERT_TRUE(spawned.ok()) << spawned.status().ToString();
+  ASSERT_NE(ReadUntil(spawned->stdout_fd.get(), "ready\r\n").find("ready"), std::string::npos);
+  ASSERT_TRUE(SetTerminalSize(spawned->stdout_fd.get(), {40, 120}).ok());
+  EXPECT_EQ(ReadAll(spawned->stdout_fd.get()), "40 120\r\n");
+  int status;
+  ::waitpid(spawned->pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(SpawnExecTty, CtrlCTypedOnTheTerminalInterruptsTheForegroundProgram) {
+  auto spawned = SpawnExec(TtySpec("echo ready; exec sleep 100"));
+  ASSERT_TRUE(spawned.ok()) << spawned.status().ToString();
+  ASSERT_NE(ReadUntil(spawned->stdout_fd.get(), "ready").find("ready"), std::string::npos);
+  ::usleep(100'000);  // sleep has replaced sh
+  ASSERT_EQ(::write(spawned->stdin_fd.get(), "\x03", 1), 1);
+  int status = 0;
+  ::waitpid(spawned->pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+}
+
+TEST(SpawnExecTty, AMissingProgramSaysWhyOnTheTerminal) {
+  ExecSpec spec = TtySpec("");
+  spec.argv = {"codebox-no-such-program"};
+  auto spawned = SpawnExec(spec);
+  ASSERT_TRUE(spawned.ok()) << spawned.status().ToString();
+  std::string out = ReadAll(spawned->stdout_fd.get());
+  int status;
+  ::waitpid(spawned->pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 127);
+  EXPECT_EQ(out.rfind("codebox-agent: exec codebox-no-such-program: ", 0), 0u) << out;
 }
 
 }  // namespace

@@ -320,6 +320,7 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
   if (auto* write = std::get_if<m::WriteFile>(&*decoded)) return StartWrite(stream, *write);
   if (auto* read = std::get_if<m::ReadFile>(&*decoded)) return StartRead(stream, *read);
   if (auto* kill = std::get_if<m::Kill>(&*decoded)) return HandleKill(stream, *kill);
+  if (auto* resize = std::get_if<m::Resize>(&*decoded)) return HandleResize(stream, *resize);
   if (std::holds_alternative<m::Shutdown>(*decoded)) return HandleShutdown(stream);
   if (auto* cancel = std::get_if<m::Cancel>(&*decoded)) return HandleCancel(stream, *cancel);
   if (auto* list = std::get_if<m::ListDir>(&*decoded)) return SendListing(stream, list->path);

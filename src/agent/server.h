@@ -55,7 +55,9 @@ class Server {
  private:
   struct Exec {
     pid_t pid = -1;
+    // With a tty, `in` and `out` are the terminal's master side and `err` is never open.
     base::UniqueFd in, out, err;
+    bool tty = false;
     std::string stdin_pending;
     bool stdin_close_requested = false;
     uint64_t output_limit = 0;
@@ -115,6 +117,7 @@ class Server {
   void StartRead(uint32_t stream, const protocol::msg::ReadFile& request);
   void SendListing(uint32_t stream, const std::string& path);
   void HandleKill(uint32_t stream, const protocol::msg::Kill& request);
+  void HandleResize(uint32_t stream, const protocol::msg::Resize& request);
   void HandleShutdown(uint32_t stream);
   void HandleCancel(uint32_t stream, const protocol::msg::Cancel& request);
 
@@ -135,6 +138,9 @@ class Server {
   // Execs (server_exec.cc).
   void HandleStdin(uint32_t stream, std::string_view payload);
   void PumpStdin(Exec& exec);
+  // One read (at most kDataChunk bytes) from one of the exec's outputs: the loop takes one
+  // from each ready output in turn, so that output written to stdout and stderr alternately
+  // keeps its order as far as two pipes can tell it.
   void DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, protocol::FrameType type);
   void ReapChildren();
   void HandleSignals();

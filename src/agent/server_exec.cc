@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +40,7 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   exec.in = std::move(spawned->stdin_fd);
   exec.out = std::move(spawned->stdout_fd);
   exec.err = std::move(spawned->stderr_fd);
+  exec.tty = spec->tty.has_value();
   exec.user = spec->user;
   exec.switch_report = std::move(spawned->switch_report);
   exec.output_limit = spec->output_limit;
@@ -60,10 +62,17 @@ void SignalExec(pid_t pid, int sig) {
 
 void Server::HandleStdin(uint32_t stream, std::string_view payload) {
   auto it = execs_.find(stream);
-  // Stdin for an exec that ended (or never asked for it) has nowhere to go.
-  if (it == execs_.end() || !it->second.in.valid()) return;
+  // Stdin for an exec that ended (or never asked for it, or closed it) has nowhere to go.
+  if (it == execs_.end() || !it->second.in.valid() || it->second.stdin_close_requested) return;
   Exec& exec = it->second;
   if (payload.empty()) {
+    // A terminal is not closed by its user's end of input: what they type is Ctrl-D, the
+    // terminal's VEOF (end of file, at the start of a line, for a program that reads lines).
+    // The terminal itself stays, so the program's output still comes.
+    termios t;
+    if (exec.tty && ::tcgetattr(exec.in.get(), &t) == 0 && t.c_cc[VEOF] != _POSIX_VDISABLE) {
+      exec.stdin_pending.push_back(static_cast<char>(t.c_cc[VEOF]));
+    }
     exec.stdin_close_requested = true;
   } else {
     exec.stdin_pending.append(payload);
@@ -84,32 +93,32 @@ void Server::PumpStdin(Exec& exec) {
     }
     exec.stdin_pending.erase(0, static_cast<size_t>(n));
   }
-  if (exec.stdin_close_requested) exec.in.reset();
+  // A terminal's master stays open until the exec is reported: closing one of its descriptors
+  // while the program ran sometimes hung the terminal up under load (the program got SIGHUP
+  // in AgentTtyTest); VEOF is how a terminal's input ends.
+  if (exec.stdin_close_requested && !exec.tty) exec.in.reset();
 }
 
 void Server::DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, FrameType type) {
+  if (!fd.valid() || OutputBackedUp()) return;
+  ssize_t n;
+  do {
+    n = ::read(fd.get(), read_buf_.data(), read_buf_.size());
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN) return;
+  if (n <= 0) {
+    // End of file, or EIO from a terminal's master: every process closed the terminal.
+    fd.reset();
+    return;
+  }
   uint64_t& sent = type == FrameType::kStdout ? exec.sent_out : exec.sent_err;
-  // A few reads per wakeup keeps one chatty exec from starving the others.
-  for (int round = 0; round < 8 && fd.valid() && !OutputBackedUp(); ++round) {
-    ssize_t n = ::read(fd.get(), read_buf_.data(), read_buf_.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) return;
-      fd.reset();
-      return;
-    }
-    if (n == 0) {
-      fd.reset();
-      return;
-    }
-    uint64_t room = exec.output_limit - std::min(sent, exec.output_limit);
-    uint64_t keep = std::min<uint64_t>(room, static_cast<uint64_t>(n));
-    // Past the limit the bytes are still read (so the program never blocks) and dropped.
-    if (keep < static_cast<uint64_t>(n)) exec.truncated = true;
-    if (keep > 0) {
-      Send(type, stream, std::string_view(read_buf_.data(), static_cast<size_t>(keep)));
-      sent += keep;
-    }
+  uint64_t room = exec.output_limit - std::min(sent, exec.output_limit);
+  uint64_t keep = std::min<uint64_t>(room, static_cast<uint64_t>(n));
+  // Past the limit the bytes are still read (so the program never blocks) and dropped.
+  if (keep < static_cast<uint64_t>(n)) exec.truncated = true;
+  if (keep > 0) {
+    Send(type, stream, std::string_view(read_buf_.data(), static_cast<size_t>(keep)));
+    sent += keep;
   }
 }
 
@@ -206,8 +215,9 @@ void Server::FinishExecs(Clock::time_point now) {
       ++it;
       continue;
     }
-    if (!drained && !OutputBackedUp()) {
-      // Whatever is already in the pipes belongs to the result.
+    // Whatever is already in the pipes belongs to the result (a few reads: a background
+    // child that keeps writing must not hold it back).
+    for (int round = 0; round < 8 && (exec.out.valid() || exec.err.valid()); ++round) {
       DrainPipe(it->first, exec, exec.out, FrameType::kStdout);
       DrainPipe(it->first, exec, exec.err, FrameType::kStderr);
     }
@@ -252,6 +262,22 @@ void Server::HandleKill(uint32_t stream, const protocol::msg::Kill& request) {
   if (request.signal == SIGKILL) it->second.killed_by_agent = true;
   SignalExec(it->second.pid, request.signal);
   SendEvent(stream, protocol::msg::Done{});
+}
+
+void Server::HandleResize(uint32_t stream, const protocol::msg::Resize& request) {
+  auto it = execs_.find(request.target);
+  // A terminal whose programs all closed it (`out` read EIO) has nobody left to resize for.
+  if (it == execs_.end() || it->second.exited || !it->second.out.valid()) {
+    return SendError(
+        stream, NotFound("resize: no running exec on stream " + std::to_string(request.target)));
+  }
+  if (!it->second.tty) {
+    return SendError(
+        stream, InvalidArgument("resize: the exec on stream " + std::to_string(request.target) +
+                                " has no terminal (it was started without tty)"));
+  }
+  Status st = SetTerminalSize(it->second.out.get(), request.size);
+  st.ok() ? SendEvent(stream, protocol::msg::Done{}) : SendError(stream, st);
 }
 
 void Server::HandleCancel(uint32_t stream, const protocol::msg::Cancel& request) {

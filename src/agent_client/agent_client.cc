@@ -40,6 +40,7 @@ void AgentClient::set_idle_timeout(std::chrono::milliseconds idle) { impl_->set_
 // abandoned, which waits for the handler to be out).
 struct RunningExec::State {
   uint64_t limit = 0;
+  bool tty = false;  // the agent may send stdout only
   bool keep_output = true;
   std::function<void(std::string_view)> on_stdout, on_stderr;
   ExecResult result;
@@ -61,8 +62,20 @@ Status CheckUser(const std::optional<msg::User>& user, const char* what) {
   return Status::Ok();
 }
 
+// The agent refuses sizes out of range too; this says so before anything is sent.
+Status CheckTerminalSize(msg::TerminalSize size, const char* what) {
+  if (size.rows < 1 || size.rows > msg::kMaxTerminalSide || size.cols < 1 ||
+      size.cols > msg::kMaxTerminalSide) {
+    return InvalidArgument(std::string(what) + ": a terminal of " + std::to_string(size.rows) +
+                           " rows and " + std::to_string(size.cols) + " columns; each must be 1.." +
+                           std::to_string(msg::kMaxTerminalSide));
+  }
+  return Status::Ok();
+}
+
 Status CheckExecRequest(const ExecRequest& request) {
   if (request.argv.empty()) return InvalidArgument("exec: empty argv");
+  if (request.tty) RETURN_IF_ERROR(CheckTerminalSize(*request.tty, "exec: tty"));
   RETURN_IF_ERROR(CheckUser(request.user, "exec: user"));
   for (size_t i = 0; i < request.argv.size(); ++i) {
     // execve would cut the string at the NUL, silently dropping the rest.
@@ -83,6 +96,11 @@ Status CheckExecRequest(const ExecRequest& request) {
 
 FrameHandler ExecHandler(std::shared_ptr<RunningExec::State> state) {
   return [state](const Frame& frame, const msg::Event* event) -> Verdict {
+    if (frame.type == FrameType::kStderr && state->tty) {
+      // A terminal has one output stream: the agent made this up.
+      return {Verdict::kViolation, ProtocolError(Violation("stderr on tty exec stream " +
+                                                           std::to_string(frame.stream)))};
+    }
     if (frame.type == FrameType::kStdout || frame.type == FrameType::kStderr) {
       const bool out = frame.type == FrameType::kStdout;
       uint64_t& sent = out ? state->sent_out : state->sent_err;
@@ -132,6 +150,7 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   exec.timeout_ms = std::max<int64_t>(0, request.timeout.count());
   exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
   exec.user = request.user;
+  exec.tty = request.tty;
   std::string what = "exec " + request.argv[0].substr(0, 256);
   // Encoded once: measured here, sent below.
   const std::string encoded = msg::EncodeRequest(exec);
@@ -144,14 +163,15 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   auto state = std::make_shared<RunningExec::State>();
   state->limit = exec.output_limit;
   state->keep_output = request.keep_output;
+  state->tty = request.tty.has_value();
   state->on_stdout = request.on_stdout;
   state->on_stderr = request.on_stderr;
   uint32_t stream = impl_->NewStream();
   auto pending = impl_->Register(stream, ExecHandler(state));
   if (!pending.ok()) return pending.status().WithContext(what);
   // From here the handle owns the stream: a failure below abandons it in its destructor.
-  std::unique_ptr<RunningExec> running(
-      new RunningExec(impl_.get(), stream, what, request.timeout, state, *pending));
+  std::unique_ptr<RunningExec> running(new RunningExec(impl_.get(), stream, what, request.timeout,
+                                                       request.tty.has_value(), state, *pending));
   Status st = impl_->Send(FrameType::kControl, stream, encoded);
   if (st.ok() && request.stdin_data) st = running->WriteStdin(*request.stdin_data);
   if (st.ok() && request.stdin_data && !request.interactive_stdin) st = running->CloseStdin();
@@ -160,12 +180,13 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
 }
 
 RunningExec::RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
-                         std::chrono::milliseconds timeout, std::shared_ptr<State> state,
+                         std::chrono::milliseconds timeout, bool tty, std::shared_ptr<State> state,
                          std::shared_ptr<Pending> pending)
     : client_(client),
       stream_(stream),
       what_(std::move(what)),
       timeout_(timeout),
+      tty_(tty),
       state_(std::move(state)),
       pending_(std::move(pending)) {}
 
@@ -188,6 +209,15 @@ Status RunningExec::Signal(int sig) {
   kill.signal = sig;
   return client_->Call(kill, ExpectDone("kill"), IdleWait(client_->idle()), nullptr)
       .WithContext(what_ + ": signal " + std::to_string(sig));
+}
+
+Status RunningExec::Resize(msg::TerminalSize size) {
+  const std::string what = what_ + ": resize";
+  if (!tty_) return InvalidArgument(what + ": the exec has no terminal (ExecRequest::tty)");
+  RETURN_IF_ERROR(CheckTerminalSize(size, what.c_str()));
+  return client_
+      ->Call(msg::Resize{stream_, size}, ExpectDone("resize"), IdleWait(client_->idle()), nullptr)
+      .WithContext(what);
 }
 
 void RunningExec::Kill() { client_->SendCancel(stream_); }

@@ -48,6 +48,10 @@ struct ExecRequest {
   // nullopt: the agent's own ids (root in the box); else the process runs as uid:gid with no
   // supplementary groups, or the exec fails (docs/protocol.md, "exec").
   std::optional<msg::User> user;
+  // nullopt: pipes. Else the process runs on a pseudo-terminal of this size in the box: all
+  // its output comes to on_stdout (a stderr frame is a protocol violation), and CloseStdin
+  // types the terminal's end-of-file character (docs/protocol.md, "exec").
+  std::optional<msg::TerminalSize> tty;
   // false: output goes to the callbacks only and ExecResult's stdout_data / stderr_data stay
   // empty, so a long-lived process (the code-interpreter kernel) does not grow host memory.
   bool keep_output = true;
@@ -139,6 +143,10 @@ class RunningExec {
   Status CloseStdin();
   // Signals the exec's process group (the agent's kill op); kNotFound once it has ended.
   Status Signal(int sig);
+  // The new size of a tty exec's terminal (each side 1..msg::kMaxTerminalSide); its
+  // foreground programs get SIGWINCH. kNotFound once it has ended; kInvalidArgument for an
+  // exec without a tty.
+  Status Resize(msg::TerminalSize size);
   // Has the agent kill the exec's whole process tree, also what left its process group (the
   // cancel op); returns at once. Its exit still comes to Wait().
   void Kill();
@@ -153,12 +161,13 @@ class RunningExec {
  private:
   friend class AgentClient;
   RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
-              std::chrono::milliseconds timeout, std::shared_ptr<State> state,
+              std::chrono::milliseconds timeout, bool tty, std::shared_ptr<State> state,
               std::shared_ptr<Pending> pending);
   AgentClient::Impl* client_;
   const uint32_t stream_;
   const std::string what_;
   const std::chrono::milliseconds timeout_;
+  const bool tty_;
   // Not inside State: the stream's handler owns State, so State owning the stream's Pending
   // would make a cycle that is never freed.
   std::shared_ptr<State> state_;

@@ -1,9 +1,10 @@
 // libFuzzer target: a hostile agent against a real AgentClient over a socketpair.
 // The fuzz input scripts what the "agent" sends after its hello: raw frames of any type on any
 // stream, control events built from templates with wrong types, absurd values and missing or
-// extra fields, floods of output, and bare garbage. Meanwhile the client runs an exec, a
-// read_file and a list_dir with short deadlines, and pumps an egress stream for a moment. The process must never crash, abort, leak or
-// hang; each input runs in milliseconds.
+// extra fields, floods of output, and bare garbage. Meanwhile the client runs an exec (some on
+// a tty, resized once), a read_file and a list_dir with short deadlines, and pumps an egress
+// stream for a moment. The process must never crash, abort, leak or hang; each input runs in
+// milliseconds.
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -258,16 +259,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (client.ok()) {
       (*client)->set_idle_timeout(20ms);
       const bool exec_timeout = size > 0 && (data[0] & 0x02);
+      // A tty exec: a stderr frame on it must end the connection, and resize waits too.
+      const bool exec_tty = size > 0 && (data[0] & 0x08);
       std::thread exec([&] {
         ExecRequest req;
         req.argv = {"true"};
         req.output_limit = 100000;
         req.timeout = exec_timeout ? 30ms : 0ms;
+        if (exec_tty) req.tty = msg::TerminalSize{24, 80};
         std::string seen;
         req.on_stdout = [&seen](std::string_view s) { seen.append(s); };
-        auto r = (*client)->Exec(req);
+        auto running = (*client)->StartExec(req);
+        if (!running.ok()) return;
+        if (exec_tty) (void)(*running)->Resize({50, 132});
+        auto r = (*running)->Wait();
         if (r.ok() && (r->stdout_data.size() > 100000 || r->stderr_data.size() > 100000))
           std::abort();
+        if (r.ok() && exec_tty && !r->stderr_data.empty()) std::abort();
         if (seen.size() > 100000) std::abort();
       });
       std::thread read([&] {

@@ -19,6 +19,7 @@
 #include "box/image_lookup.h"
 #include "box/image_run.h"
 #include "box/install.h"
+#include "box/local_process.h"
 #include "box/warm_python.h"
 #include "image/store.h"
 #include "kernel/session.h"
@@ -95,55 +96,13 @@ class LocalBox final : public Box::Impl {
   ~LocalBox() override { (void)Destroy(); }
 
   StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) override {
-    // A program too long to be an argument (the kernel's limit is 128 KiB) goes as a file.
-    std::optional<std::string> program;
-    if (IsInlinePython(argv) && argv[2].size() >= kInlineProgramBytes) {
-      if (size_t nul = argv[2].find('\0'); nul != std::string::npos) {
-        return InvalidArgument("exec: the python3 -c program contains a NUL byte at offset " +
-                               std::to_string(nul) + "; Python source cannot hold NUL bytes");
-      }
-      program = std::move(argv[2]);
-      argv[2].clear();
-    }
-    RETURN_IF_ERROR(ValidateArgv(argv));
-    if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "exec timeout"));
-    RETURN_IF_ERROR(CheckUsable());
-    protocol::ExecRequest request;
-    request.argv = std::move(argv);
-    request.env = BaseEnvironment();
-    for (const auto& [k, v] : options.env) request.env[k] = v;
-    RETURN_IF_ERROR(ValidateEnvironment(request.env).WithContext("exec"));
-    request.cwd = ExecCwd(options);
-    request.user = run_.user;
-    request.stdin_data = options.stdin_data;
-    std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
-    if (auto left = TimeLeft()) timeout = std::min(timeout, *left);  // not past the box's end
-    request.timeout = timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout;  // 0: none
-    request.output_limit = options_.output_limit_bytes;
-    request.on_stdout = options.on_stdout;
-    request.on_stderr = options.on_stderr;
+    ASSIGN_OR_RETURN(std::unique_ptr<Process> process, StartProcess(std::move(argv), options));
+    return process->Wait();
+  }
 
-    std::string program_path;
-    if (program) {
-      program_path = "/tmp/.codebox-program-" + std::to_string(next_program_++) + ".py";
-      // The image's user must read it; it may be root's (a vm's agent writes as root), and a
-      // user cannot unlink a root file in sticky /tmp, so the host removes it after the exec.
-      const uint32_t mode = run_.user ? 0644 : 0600;
-      RETURN_IF_ERROR(
-          Explain(agent_->WriteFile(program_path, *program, mode), "exec: send program"));
-      program.reset();
-      request.argv[2] = ProgramFromFile(program_path, /*unlink=*/!run_.user);
-    }
-    uint64_t oom_before = backend_->OomKillCount();
-    auto result = agent_->Exec(request);
-    if (result.ok() && run_.user && !program_path.empty()) (void)agent_->Remove(program_path);
-    if (!result.ok()) return Explain(result.status(), "exec " + request.argv[0]);
-    // The cgroup's count is the authoritative word on OOM kills in a jail.
-    if (result->signal == SIGKILL && !result->timed_out && backend_->OomKillCount() > oom_before) {
-      result->out_of_memory = true;
-    }
-    result->driver = info_.driver;
-    return result;
+  StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string> argv,
+                                           const ExecOptions& options) override {
+    return StartProcess(std::move(argv), options, /*keep_stdin=*/true);
   }
 
   // Hands the program to the waiting python3 (Prewarm) when one waits and can run it as
@@ -307,6 +266,69 @@ class LocalBox final : public Box::Impl {
   }
 
  private:
+  // Exec and Start: the exec's request from the box's plan (environment, user, cwd, timeout
+  // capped by the box's lifetime, output limit), started. `keep_stdin`: stdin stays open after
+  // options.stdin_data (Start) instead of ending there (Exec).
+  StatusOr<std::unique_ptr<Process>> StartProcess(std::vector<std::string> argv,
+                                                  const ExecOptions& options,
+                                                  bool keep_stdin = false) {
+    // A program too long to be an argument (the kernel's limit is 128 KiB) goes as a file.
+    std::optional<std::string> program;
+    if (IsInlinePython(argv) && argv[2].size() >= kInlineProgramBytes) {
+      if (size_t nul = argv[2].find('\0'); nul != std::string::npos) {
+        return InvalidArgument("exec: the python3 -c program contains a NUL byte at offset " +
+                               std::to_string(nul) + "; Python source cannot hold NUL bytes");
+      }
+      program = std::move(argv[2]);
+      argv[2].clear();
+    }
+    RETURN_IF_ERROR(ValidateArgv(argv));
+    if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "exec timeout"));
+    RETURN_IF_ERROR(CheckUsable());
+    protocol::ExecRequest request;
+    request.argv = std::move(argv);
+    request.env = BaseEnvironment();
+    for (const auto& [k, v] : options.env) request.env[k] = v;
+    RETURN_IF_ERROR(ValidateEnvironment(request.env).WithContext("exec"));
+    request.cwd = ExecCwd(options);
+    request.user = run_.user;
+    request.stdin_data = options.stdin_data;
+    request.interactive_stdin = keep_stdin;
+    if (options.tty) {
+      request.tty = protocol::msg::TerminalSize{options.tty->rows, options.tty->cols};
+      // A terminal is stdin whatever the request says: an Exec ends its input at once, as
+      // /dev/null would.
+      if (!keep_stdin) request.stdin_data = options.stdin_data.value_or("");
+    }
+    std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
+    if (auto left = TimeLeft()) timeout = std::min(timeout, *left);  // not past the box's end
+    request.timeout = timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout;  // 0: none
+    request.output_limit = options_.output_limit_bytes;
+    request.on_stdout = options.on_stdout;
+    request.on_stderr = options.on_stderr;
+
+    box::ProcessHost host;
+    host.oom_kill_count = [this] { return backend_->OomKillCount(); };
+    host.explain = [this](Status st, const std::string& what) { return Explain(st, what); };
+    host.driver = info_.driver;
+    if (program) {
+      const std::string path = "/tmp/.codebox-program-" + std::to_string(next_program_++) + ".py";
+      // The image's user must read it; it may be root's (a vm's agent writes as root), and a
+      // user cannot unlink a root file in sticky /tmp, so the host removes it after the exec.
+      const uint32_t mode = run_.user ? 0644 : 0600;
+      RETURN_IF_ERROR(Explain(agent_->WriteFile(path, *program, mode), "exec: send program"));
+      program.reset();
+      request.argv[2] = ProgramFromFile(path, /*unlink=*/!run_.user);
+      if (run_.user) host.after_exit = [this, path] { (void)agent_->Remove(path); };
+    }
+    const std::string what = "exec " + request.argv[0];
+    uint64_t oom_before = backend_->OomKillCount();
+    auto running = agent_->StartExec(request);
+    if (!running.ok()) return Explain(running.status(), what);
+    return std::unique_ptr<Process>(std::make_unique<box::LocalProcess>(
+        std::move(*running), what, oom_before, std::move(host)));
+  }
+
   // What every process in the box starts with (image_run.h: defaults < image < network <
   // BoxOptions::env).
   std::map<std::string, std::string> BaseEnvironment() const {

@@ -12,6 +12,11 @@ StatusOr<ExecResult> Box::Exec(const std::vector<std::string>& argv, const ExecO
   return impl_->Exec(argv, options);
 }
 
+StatusOr<std::unique_ptr<Process>> Box::Start(const std::vector<std::string>& argv,
+                                              const ExecOptions& options) {
+  return impl_->Start(argv, options);
+}
+
 StatusOr<ExecResult> Box::RunPython(std::string_view code, const ExecOptions& options) {
   return impl_->RunPython(code, options);
 }

@@ -26,6 +26,8 @@ class Box::Impl {
  public:
   virtual ~Impl() = default;
   virtual StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) = 0;
+  virtual StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string> argv,
+                                                   const ExecOptions& options) = 0;
   // `python3 -c code`; LocalBox hands it to a prewarmed interpreter when one waits.
   virtual StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) {
     return Exec({"python3", "-c", std::string(code)}, options);

@@ -11,6 +11,7 @@ namespace codebox::cli {
 
 int RunCommand(const std::vector<std::string>& args);     // codebox run
 int ExecCommand(const std::vector<std::string>& args);    // codebox exec
+int ShellCommand(const std::vector<std::string>& args);   // codebox shell (shell_command.cc)
 int DoctorCommand(const std::vector<std::string>& args);  // codebox doctor
 int ImageCommand(const std::vector<std::string>& args);   // codebox image build|ls|rm
 int AskCommand(const std::vector<std::string>& args);     // codebox ask

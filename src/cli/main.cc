@@ -19,7 +19,8 @@ commands:
   run [options] CODE | FILE.py   run Python code in a fresh box
   run --session FILE...          run files as cells of one Python session
   repl [options]                 an interactive Python session in a fresh box
-  exec [options] CMD ARGS...     run a command in a fresh box
+  exec [options] CMD ARGS...     run a command in a fresh box (-it: a terminal)
+  shell [options]                an interactive shell in a fresh box
   ask [options] TASK             a model writes code, a box runs it: an answer
   doctor                         which drivers and limits this host supports
   image build|pull|ls|rm ...     build, pull, list or remove images

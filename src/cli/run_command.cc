@@ -11,6 +11,7 @@
 #include "cli/box_flags.h"
 #include "cli/cell_output.h"
 #include "cli/commands.h"
+#include "cli/interactive_exec.h"
 #include "cli/progress.h"
 #include "cli/run_flags.h"
 #include "cli/run_json.h"
@@ -143,12 +144,6 @@ int RunCells(const std::string& command, Invocation& inv) {
   return outcome.status;
 }
 
-int ExitStatusOf(const ExecResult& r) {
-  if (r.timed_out) return kExitTimedOut;
-  if (r.signal != 0) return 128 + r.signal;
-  return r.exit_code;
-}
-
 // Says on stderr what ended the program when a limit did, so empty output is never a mystery
 // (the output itself was streamed).
 void ReportLimits(const Invocation& inv, const ExecResult& result) {
@@ -216,8 +211,24 @@ Outcome RunOne(const std::string& command, Invocation& inv, std::unique_ptr<Box>
   return outcome;
 }
 
+// exec -i / -t: the user talks to the program while it runs (interactive_exec.h).
+int ExecuteInteractive(const std::string& command, Invocation& inv) {
+  if (Status st = CheckInteractive(*inv.interactive); !st.ok()) {  // before a box starts
+    PrintError(command, st);
+    return kExitUsage;
+  }
+  Outcome outcome;
+  std::unique_ptr<Box> box;
+  if (StartBox(command, inv, &box, &outcome)) {
+    outcome.status = RunInteractive(command, *box, inv.argv, *inv.interactive);
+  }
+  if (box != nullptr) FinishBox(command, inv, box.get(), &outcome);
+  return outcome.status;
+}
+
 int Execute(const std::string& command, Invocation& inv) {
   if (!inv.cells.empty()) return RunCells(command, inv);
+  if (inv.interactive) return ExecuteInteractive(command, inv);
   std::unique_ptr<Box> box;
   Outcome outcome = RunOne(command, inv, &box);
   if (box != nullptr) FinishBox(command, inv, box.get(), &outcome);
@@ -233,7 +244,10 @@ int Main(const std::string& command, const std::vector<std::string>& args, bool 
     return kExitUsage;
   }
   if (!*parsed) return 0;  // --help
-  if (Status st = remote::ChooseServer(&inv.box, inv.local); !st.ok()) {
+  // A server has no route for an interactive exec yet: it runs here unless --server asks for
+  // one (which then says it cannot).
+  const bool here = inv.local || (inv.interactive && inv.box.server.empty());
+  if (Status st = remote::ChooseServer(&inv.box, here); !st.ok()) {
     PrintError(command, st);
     return kExitCodeboxError;
   }

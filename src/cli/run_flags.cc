@@ -43,7 +43,12 @@ command's own (`codebox exec ls -la /work`). Exit status: the command's own, or
 codebox's (see EXIT STATUS).
 
 options:
-  --stdin              forward this process's stdin to the command
+  -i, --stdin          stream this process's stdin to the command as it arrives
+  -t                   run the command on a terminal in the box, with this one
+                       in raw mode (needs a terminal): -it for a shell or a
+                       REPL (`codebox exec -it bash`, or `codebox shell`). With
+                       -i or -t there is no exec timeout unless --timeout is
+                       given
 )";
 
 constexpr const char kCommonHelp[] =
@@ -71,7 +76,9 @@ constexpr OwnFlag kOwnFlags[] = {
     {"--copy-in", true, true, true},        {"--copy-out", true, true, true},
     {"--copy-out-limit", true, true, true}, {"--file", true, true, false},
     {"--session", false, true, false},      {"--out", true, true, false},
-    {"--stdin", false, false, true},        {"--help", false, true, true},
+    {"--stdin", false, false, true},        {"-i", false, false, true},
+    {"-t", false, false, true},             {"-it", false, false, true},
+    {"-ti", false, false, true},            {"--help", false, true, true},
 };
 
 const OwnFlag* FindOwnFlag(const std::string& name, bool is_exec) {
@@ -187,7 +194,6 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
                                Invocation* inv) {
   std::optional<std::string> code_file;
   std::vector<std::string> rest;
-  bool forward_stdin = false;
   bool session = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -250,8 +256,10 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
       session = true;
     } else if (name == "--out") {
       inv->out_dir = value;
-    } else if (name == "--stdin") {
-      forward_stdin = true;
+    } else if (name == "--stdin" || name == "-i" || name == "-t" || name == "-it" ||
+               name == "-ti") {
+      if (!inv->interactive) inv->interactive.emplace();
+      if (name.find('t') != std::string::npos && name != "--stdin") inv->interactive->tty = true;
     }
   }
   RETURN_IF_ERROR(ApplyPip(inv->pip, &inv->box));
@@ -261,7 +269,10 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
       return InvalidArgument("no command given; usage: codebox exec [options] CMD [ARGS...]");
     }
     inv->argv = rest;
-    if (forward_stdin) inv->stdin_data = ReadAllStdin();
+    if (inv->interactive && inv->json) return InvalidArgument("--json does not go with -i or -t");
+    if (inv->interactive && NamesExecTimeout(args)) {
+      inv->interactive->timeout = inv->box.exec_timeout;
+    }
     return true;
   }
   if (session) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/interactive_exec.h"
 #include "cli/run_network.h"
 #include "codebox/box.h"
 #include "codebox/options.h"
@@ -46,6 +47,8 @@ struct Invocation {
   bool json = false;
   bool local = false;  // --local: never through a server
   PipInstall pip;      // --pip, --index-url: installed before anything runs
+  // exec -i / -t / -it: a program the user talks to (interactive_exec.h).
+  std::optional<InteractiveExec> interactive;
 };
 
 // Parses `codebox run|exec ARGS`. false (and nothing else done) when --help was printed.

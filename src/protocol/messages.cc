@@ -28,6 +28,24 @@ void PutUser(Json& j, const char* field, const std::optional<User>& user) {
   if (user) j[field] = Json{{"uid", user->uid}, {"gid", user->gid}};
 }
 
+// "rows" and "cols" of `r`, each 1..kMaxTerminalSide.
+StatusOr<TerminalSize> ReadTerminalSize(FieldReader& r) {
+  ASSIGN_OR_RETURN(int64_t rows, r.Int("rows", 1, kMaxTerminalSide));
+  ASSIGN_OR_RETURN(int64_t cols, r.Int("cols", 1, kMaxTerminalSide));
+  return TerminalSize{static_cast<uint16_t>(rows), static_cast<uint16_t>(cols)};
+}
+
+// exec's `tty` as {"rows": R, "cols": C}, or nullopt when absent.
+StatusOr<std::optional<TerminalSize>> DecodeTty(FieldReader& r) {
+  const Json* value = r.Find("tty");
+  if (value == nullptr) return std::optional<TerminalSize>();
+  if (!value->is_object()) return r.Fault("tty", "is not an object with \"rows\" and \"cols\"");
+  FieldReader t(*value, "exec request: tty", /*nested=*/true);
+  ASSIGN_OR_RETURN(TerminalSize size, ReadTerminalSize(t));
+  RETURN_IF_ERROR(t.CheckNoUnknown());
+  return std::optional<TerminalSize>(size);
+}
+
 StatusOr<Request> DecodeExec(const Json& m) {
   FieldReader r(m, "exec request");
   Exec e;
@@ -52,6 +70,7 @@ StatusOr<Request> DecodeExec(const Json& m) {
                    r.Int("output_limit", 0, kInt64Max, static_cast<int64_t>(e.output_limit)));
   e.output_limit = static_cast<uint64_t>(limit);
   ASSIGN_OR_RETURN(e.user, DecodeUser(r, "user", "exec request"));
+  ASSIGN_OR_RETURN(e.tty, DecodeTty(r));
   RETURN_IF_ERROR(r.CheckNoUnknown());
   return Request(std::move(e));
 }
@@ -113,7 +132,7 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 std::string_view RequestName(const Request& request) {
   static constexpr std::string_view kNames[] = {"exec",   "write_file",    "read_file", "list_dir",
                                                 "mkdir",  "kill",          "shutdown",  "cancel",
-                                                "remove", "egress_accept", "ack"};
+                                                "remove", "egress_accept", "ack",       "resize"};
   return kNames[request.index()];
 }
 
@@ -157,6 +176,9 @@ std::string EncodeRequest(const Request& request) {
                    {"timeout_ms", e.timeout_ms},
                    {"output_limit", e.output_limit}};
             PutUser(j, "user", e.user);
+            // Only when asked for: a peer that predates the field refuses it, and an exec
+            // without it means pipes, as it always did.
+            if (e.tty) j["tty"] = Json{{"rows", e.tty->rows}, {"cols", e.tty->cols}};
             return j;
           },
           [](const WriteFile& w) {
@@ -192,6 +214,12 @@ std::string EncodeRequest(const Request& request) {
           [](const EgressAck& a) {
             return Json{{"op", "ack"}, {"bytes", a.bytes}};
           },
+          [](const Resize& z) {
+            return Json{{"op", "resize"},
+                        {"target", z.target},
+                        {"rows", z.size.rows},
+                        {"cols", z.size.cols}};
+          },
       },
       request);
   return DumpControl(j);
@@ -219,6 +247,13 @@ StatusOr<Request> DecodeRequest(const Json& m) {
     k.target = static_cast<uint32_t>(target);
     k.signal = static_cast<int32_t>(sig);
     return Request(k);
+  }
+  if (op == "resize") {
+    FieldReader r(m, "resize request");
+    ASSIGN_OR_RETURN(int64_t target, r.Int("target", 1, std::numeric_limits<uint32_t>::max()));
+    ASSIGN_OR_RETURN(TerminalSize size, ReadTerminalSize(r));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Request(Resize{static_cast<uint32_t>(target), size});
   }
   if (op == "cancel") {
     FieldReader r(m, "cancel request");

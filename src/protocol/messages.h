@@ -44,6 +44,9 @@ inline constexpr int64_t kMaxId = 0xfffffffe;
 // on an egress stream before the other acknowledges them (docs/protocol.md, "egress_accept").
 inline constexpr uint16_t kEgressPort = 3128;
 inline constexpr uint64_t kEgressWindow = 1u << 20;
+// A terminal's rows and columns are each 1..kMaxTerminalSide (TIOCSWINSZ takes 16 bits; no
+// screen is larger, and 0 would mean "unknown" to programs).
+inline constexpr int64_t kMaxTerminalSide = 10000;
 
 // Both directions: the host sends `client`, the agent `agent` and `pid`.
 struct Hello {
@@ -60,6 +63,13 @@ struct User {
   bool operator==(const User&) const = default;
 };
 
+// The size of an exec's pseudo-terminal, each side 1..kMaxTerminalSide.
+struct TerminalSize {
+  uint16_t rows = 24;
+  uint16_t cols = 80;
+  bool operator==(const TerminalSize&) const = default;
+};
+
 // Requests.
 struct Exec {
   std::vector<std::string> argv;
@@ -71,6 +81,9 @@ struct Exec {
   // nullopt: the agent's own ids (root in the box). Else the process drops every supplementary
   // group and runs as uid:gid, or the exec fails with an error (it never runs as root instead).
   std::optional<User> user = std::nullopt;
+  // nullopt: pipes. Else the process runs on a pseudo-terminal of this size made in the box:
+  // all its output comes as stdout frames, and closing stdin writes the terminal's VEOF.
+  std::optional<TerminalSize> tty = std::nullopt;
 };
 struct WriteFile {
   std::string path;
@@ -113,8 +126,14 @@ struct EgressAccept {};
 struct EgressAck {
   uint64_t bytes = 0;
 };
+// The terminal of the tty exec on stream `target` now has this size (its foreground programs
+// get SIGWINCH). Answered by done, or not_found when no such exec runs.
+struct Resize {
+  uint32_t target = 0;
+  TerminalSize size;
+};
 using Request = std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel,
-                             Remove, EgressAccept, EgressAck>;
+                             Remove, EgressAccept, EgressAck, Resize>;
 
 // Events.
 struct Exit {

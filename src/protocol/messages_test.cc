@@ -209,6 +209,56 @@ TEST(MessagesTest, HostileUsersAreCleanDecodeErrors) {
          "unknown field \"owner\"");
 }
 
+TEST(MessagesTest, ExecTtyAndResizeRoundTripAndTtyIsOptional) {
+  Exec e;
+  e.argv = {"bash"};
+  EXPECT_EQ(EncodeRequest(e).find("tty"), std::string::npos) << "absent unless asked for";
+  EXPECT_EQ(RoundTripRequest(e).tty, std::nullopt);
+  e.tty = TerminalSize{50, 132};
+  EXPECT_EQ(RoundTripRequest(e).tty, (TerminalSize{50, 132}));
+  e.tty = TerminalSize{10000, 1};
+  EXPECT_EQ(RoundTripRequest(e).tty, (TerminalSize{10000, 1}));
+  Resize z = RoundTripRequest(Resize{7, {33, 101}});
+  EXPECT_EQ(z.target, 7u);
+  EXPECT_EQ(z.size, (TerminalSize{33, 101}));
+  EXPECT_EQ(RequestName(Request(Resize{})), "resize");
+  auto null_tty = DecodeRequestPayload(R"({"op":"exec","argv":["sh"],"tty":null})");
+  ASSERT_TRUE(null_tty.ok()) << null_tty.status().ToString();
+  EXPECT_EQ(std::get<Exec>(*null_tty).tty, std::nullopt);
+}
+
+TEST(MessagesTest, HostileTerminalSizesAreCleanDecodeErrors) {
+  auto exec = [](const std::string& tty) {
+    return DecodeRequestPayload(R"({"op":"exec","argv":["sh"],"tty":)" + tty + "}");
+  };
+  auto resize = [](const std::string& fields) {
+    return DecodeRequestPayload(R"({"op":"resize",)" + fields + "}");
+  };
+  auto expect = [](const StatusOr<Request>& r, const std::string& text) {
+    ASSERT_FALSE(r.ok()) << "decoded";
+    EXPECT_EQ(r.status().code(), StatusCode::kProtocolError);
+    EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().ToString();
+  };
+  expect(exec(R"({"rows":0,"cols":80})"),
+         "exec request: tty: field \"rows\" is 0, outside 1..10000");
+  expect(exec(R"({"rows":24,"cols":10001})"), "field \"cols\" is 10001, outside 1..10000");
+  // 65536 would wrap to 0 in TIOCSWINSZ's 16 bits if it were not refused.
+  expect(exec(R"({"rows":65536,"cols":80})"), "field \"rows\" is 65536");
+  expect(exec(R"({"rows":-24,"cols":80})"), "field \"rows\" is -24");
+  expect(exec(R"({"rows":24.5,"cols":80})"), "field \"rows\" is not an integer");
+  expect(exec(R"({"rows":24})"), "missing field \"cols\"");
+  expect(exec(R"({"rows":24,"cols":80,"xpixel":9})"), "unknown field \"xpixel\"");
+  expect(exec("true"), "field \"tty\" is not an object");
+  expect(exec("[24,80]"), "field \"tty\" is not an object");
+  expect(resize(R"("target":0,"rows":1,"cols":1)"), "resize request: field \"target\" is 0");
+  expect(resize(R"("target":4294967296,"rows":1,"cols":1)"), "field \"target\"");
+  expect(resize(R"("target":3,"rows":1)"), "missing field \"cols\"");
+  expect(resize(R"("target":3,"rows":1,"cols":0)"), "field \"cols\" is 0");
+  expect(resize(R"("target":3,"rows":1,"cols":1,"tty":{})"), "unknown field \"tty\"");
+  // The size belongs to exec's tty and resize only.
+  expect(DecodeRequestPayload(R"({"op":"kill","target":3,"rows":1})"), "unknown field \"rows\"");
+}
+
 TEST(MessagesTest, DeepNestingIsAnErrorNotACrash) {
   std::string deep(kMaxPayload / 2, '[');
   EXPECT_FALSE(DecodeEventPayload(deep).ok());

@@ -17,6 +17,14 @@ namespace {
 using nlohmann::json;
 
 // The box options as the server takes them: what only this process needs stays here.
+// What the HTTP API cannot do yet: a process the caller talks to while it runs, and terminals.
+Status NotOnServerYet(const std::string& what) {
+  return FailedPrecondition(what +
+                            ": a box on a codebox server cannot do this yet (the HTTP API has no "
+                            "route for it); run the box in this process (no BoxOptions::server; "
+                            "--local for the CLI)");
+}
+
 json BoxOptionsBody(const BoxOptions& options) {
   json body = box::BoxOptionsToJson(options);
   for (const char* local : {"server", "server_token", "home", "prestart"}) body.erase(local);
@@ -134,6 +142,10 @@ class RemoteBox final : public Box::Impl {
     body["argv"] = std::move(argv);
     return SendExec(api_, base_ + "/exec", body, options, ExecTimeout(options),
                     "exec " + body["argv"][0].get<std::string>());
+  }
+
+  StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string>, const ExecOptions&) override {
+    return NotOnServerYet("start an interactive process (Box::Start)");
   }
 
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) override {
@@ -321,6 +333,7 @@ class RemoteBox final : public Box::Impl {
 
   Status CheckExec(const ExecOptions& options) {
     if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "exec timeout"));
+    if (options.tty) return NotOnServerYet("exec on a terminal (ExecOptions::tty)");
     return CheckUsable();
   }
 
@@ -369,6 +382,7 @@ StatusOr<std::unique_ptr<Box::Impl>> CreateRemoteBox(const BoxOptions& options) 
 StatusOr<ExecResult> RunOnServer(const BoxOptions& options, std::string_view code,
                                  const ExecOptions& exec) {
   if (exec.timeout) RETURN_IF_ERROR(ValidateTimeout(*exec.timeout, "exec timeout"));
+  if (exec.tty) return NotOnServerYet("exec on a terminal (ExecOptions::tty)");
   ASSIGN_OR_RETURN(ServerApi api, ServerApi::Open(options.server, options.server_token));
   json body = BoxOptionsBody(options);
   // The box lives for this one exec: its environment and the exec's are one.

@@ -77,5 +77,24 @@ TEST(BoxVmTest, RunsPythonUnderItsOwnKernelWithFilesInAndOut) {
   EXPECT_TRUE(slow->timed_out);
 }
 
+// The guest's own devpts (src/agent/vm_guest.cc mounts it) gives the agent its terminals.
+TEST(BoxVmTest, AProgramRunsOnATerminalOfTheGuest) {
+  BoxOptions options = testing::TestBoxOptions();
+  options.driver = DriverKind::kVm;
+  options.allow_emulation = true;
+  options.exec_timeout = std::chrono::seconds(60);
+  CODEBOX_MAKE_BOX_OR_SKIP(box, options);
+  ExecOptions exec;
+  exec.tty = TerminalSize{33, 101};
+  exec.stdin_data = "typed\n";
+  auto r = box->Exec({"sh", "-c", "tty; stty size; read line; echo got-$line >&2"}, exec);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0) << r->stdout_data;
+  EXPECT_NE(r->stdout_data.find("/dev/pts/"), std::string::npos) << r->stdout_data;
+  EXPECT_NE(r->stdout_data.find("33 101\r\n"), std::string::npos) << r->stdout_data;
+  EXPECT_NE(r->stdout_data.find("got-typed\r\n"), std::string::npos) << r->stdout_data;
+  EXPECT_EQ(r->stderr_data, "");
+}
+
 }  // namespace
 }  // namespace codebox

@@ -145,7 +145,7 @@ def model_server_failure_is_125():
 def terminal_shows_the_wait(tmux, scenario):
     model = FakeModel(scenario)
     try:
-        t = Terminal(tmux, "ask", {"OPENAI_API_KEY": "sk-test"}, ask_argv(model.url), "ask")
+        t = Terminal(tmux, "ask", ask_argv(model.url), {"OPENAI_API_KEY": "sk-test"})
         first = t.wait_for(rf"^\[step 1\] asking fake-model\.\.\. ({SPINNER})$", timeout=30)
         # The spinner turns while the model thinks.
         deadline = time.monotonic() + 2
@@ -166,7 +166,7 @@ def terminal_shows_the_wait(tmux, scenario):
         model.close()
     assert status == 0, f"exit status {status}:\n{screen}"
     expected = ["[step 1] running Python...", "[step 1] ok in N ms (jail)", "answer:", ANSWER,
-                "ask-exit-status=0"]
+                "exit-status=0"]
     shown = [re.sub(r"ok in \d+ ms", "ok in N ms", line) for line in screen.splitlines()
              if line.strip()]
     # Nothing of the status lines is left: the screen is the step lines, the label, the answer.

@@ -12,17 +12,23 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tmux_util  # noqa: E402
 from cli_test_util import alive, jails_of, require_box, skip  # noqa: E402
-from tmux_util import Tmux  # noqa: E402
+from tmux_util import Terminal, Tmux  # noqa: E402
 
 CODEBOX = os.path.abspath(sys.argv[1])
-tmux = Tmux("codebox-repl-test")
+TMUX = Tmux("codebox-repl-test")
 
 
-def Terminal(name, env, *args):  # noqa: N802 (reads as the class it makes)
-    """One `codebox repl ARGS` in a tmux window."""
-    return tmux_util.Terminal(tmux, name, env, [CODEBOX, "repl", *args], "repl")
+def repl(name, env, *args):
+    return Terminal(TMUX, name, [CODEBOX, "repl", *args], env)
+
+
+def wait_at_prompt(term, pattern, timeout=Terminal.WAIT):
+    """Waits for `pattern` followed by a fresh prompt, and a moment more: a Ctrl-D typed while
+    the terminal is still in cooked mode (the cell's end) is the tty's EOF, which never reaches
+    the line editor."""
+    term.wait_for(pattern + r"\n>>> ?$", timeout)
+    time.sleep(0.5)
 
 
 def check_no_box_left(term, jails):
@@ -33,8 +39,8 @@ def check_no_box_left(term, jails):
 
 
 def first_session(state, out):
-    t = Terminal("data", {"XDG_STATE_HOME": state}, "--driver", "jail", "--image", "python-data",
-                 "--out", out)
+    t = repl("data", {"XDG_STATE_HOME": state}, "--driver", "jail", "--image", "python-data",
+             "--out", out)
     t.wait_for(r"codebox repl: Python 3\.\S+ IPython \S+ in a jail box \(image python-data\)")
     t.wait_for(r"^>>> ?$")
     jails = jails_of(t.pid)
@@ -91,7 +97,7 @@ def first_session(state, out):
 
     # The last line before leaving, for the history check.
     t.type("print('hist' + 'ory', 7)")
-    t.wait_at_prompt(r"^history 7$")
+    wait_at_prompt(t, r"^history 7$")
     t.keys("C-d")
     status = t.wait_exit()
     assert status == 0, f"exit status {status}:\n{t.screen()}"
@@ -99,7 +105,7 @@ def first_session(state, out):
 
 
 def second_session(state):
-    t = Terminal("again", {"XDG_STATE_HOME": state}, "--driver", "jail", "--image", "python")
+    t = repl("again", {"XDG_STATE_HOME": state}, "--driver", "jail", "--image", "python")
     t.wait_for(r"^>>> ?$")
     jails = jails_of(t.pid)
     assert jails, f"no codebox-jail started by the repl (pid {t.pid})"
@@ -120,7 +126,7 @@ def main():
     require_box(CODEBOX, "python-data")
     work = tempfile.mkdtemp(prefix="repl_tmux_test.")
     state, out = os.path.join(work, "state"), os.path.join(work, "out")
-    tmux("new-session", "-d", "-s", "keep", "sleep 600")  # holds the server while panes come and go
+    TMUX("new-session", "-d", "-s", "keep", "sleep 600")  # holds the server while panes come and go
     try:
         first_session(state, out)
         history = os.path.join(state, "codebox", "repl_history")
@@ -128,7 +134,7 @@ def main():
         assert oct(os.stat(history).st_mode & 0o777) == "0o600", "the history is readable by others"
         second_session(state)
     finally:
-        tmux.close()
+        TMUX.close()
         shutil.rmtree(work, ignore_errors=True)
     print("PASS: codebox repl in tmux")
 

@@ -1,5 +1,5 @@
 """A codebox command in a real terminal, for the CLI tests: tmux runs it in a detached session
-of a fixed size (120x50), the test types into it (send-keys) and reads the screen
+(120x50 unless told), the test types into it (send-keys), resizes it and reads the screen
 (capture-pane), each wait bounded."""
 import os
 import re
@@ -7,12 +7,10 @@ import shlex
 import subprocess
 import time
 
-WAIT = 60  # seconds any one expected text may take
-
 
 class Tmux:
-    """A tmux server of our own (-L SOCKET), so that the tests never touch a user's; call it
-    with tmux's arguments. close() kills it and what runs in it."""
+    """A tmux server of our own (-L SOCKET, named after this process), so that the tests never
+    touch a user's; call it with tmux's arguments."""
 
     def __init__(self, name):
         self.socket = f"{name}-{os.getpid()}"
@@ -22,23 +20,24 @@ class Tmux:
                               capture_output=True, text=True, timeout=20).stdout
 
     def close(self):
+        """Kills the server and what runs in it."""
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
 
 
 class Terminal:
-    """`argv` (with `env` added) in a tmux window of 120x50; when it ends, the pane shows
-    `LABEL-exit-status=N`."""
+    """One command (argv) in a tmux window of 120x50 by default; each wait is bounded."""
 
-    def __init__(self, tmux, name, env, argv, label):
+    WAIT = 60  # seconds any one expected text may take
+
+    def __init__(self, tmux, name, argv, env=None, width=120, height=50):
         self.tmux = tmux
         self.name = name
-        self.label = label
-        # A shell in the pane says the exit status: tmux does not always reap a process
-        # whose pane closed (its SIGCHLD may be blocked where ctest started it).
+        # A shell in the pane says the exit status, on a line of its own: tmux does not always
+        # reap a process whose pane closed (its SIGCHLD may be blocked where ctest started it).
         command = " ".join(shlex.quote(a) for a in
-                           ["env", *[f"{k}={v}" for k, v in env.items()], *argv])
-        tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "50",
-             f"{command}; echo {label}-exit-status=$?; sleep 600")
+                           ["env", *[f"{k}={v}" for k, v in (env or {}).items()], *argv])
+        tmux("new-session", "-d", "-s", name, "-x", str(width), "-y", str(height),
+             f"{command}; printf '\\nexit-status=%s\\n' $?; sleep 600")
         shell = int(tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip())
         self.pid = child_of(shell)
 
@@ -54,6 +53,9 @@ class Terminal:
     def keys(self, *keys):
         self.tmux("send-keys", "-t", self.name, *keys)
 
+    def resize(self, width, height):
+        self.tmux("resize-window", "-t", self.name, "-x", str(width), "-y", str(height))
+
     def wait_for(self, pattern, timeout=WAIT):
         """The first match of regex `pattern` on the screen; fails after `timeout` s."""
         deadline = time.monotonic() + timeout
@@ -67,17 +69,9 @@ class Terminal:
                                      f"the screen:\n{screen}")
             time.sleep(0.1)
 
-    def wait_at_prompt(self, pattern, timeout=WAIT):
-        """Waits for `pattern` followed by a fresh prompt, and a moment more: a Ctrl-D typed
-        while the terminal is still in cooked mode (the cell's end) is the tty's EOF, which
-        never reaches the line editor."""
-        self.wait_for(pattern + r"\n>>> ?$", timeout)
-        time.sleep(0.5)
-
     def wait_exit(self, timeout=WAIT):
         """The command's exit status (128+N: killed by signal N)."""
-        return int(self.wait_for(rf"^{re.escape(self.label)}-exit-status=(\d+)$",
-                                 timeout).group(1))
+        return int(self.wait_for(r"^exit-status=(\d+)$", timeout).group(1))
 
 
 def child_of(pid, timeout=10):
