@@ -2,6 +2,7 @@
 // socketpair) and AgentClient; and a hostile agent that sends what a terminal cannot.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -126,6 +127,16 @@ TEST_F(AgentTtyTest, ResizeIsRefusedForAPipeExecAndForSizesOutOfRange) {
   ExecRequest huge = Tty("true");
   huge.tty = TerminalSize{10001, 80};
   EXPECT_EQ(client_->StartExec(huge).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(AgentTtyTest, TheTerminalOfAnExecAsAUserIsTheUsers) {
+  if (::geteuid() != 0) GTEST_SKIP() << "becoming another user takes root";
+  ExecRequest request = Tty("id -u; stat -c %u:%g $(tty)");
+  request.user = protocol::msg::User{1000, 1000};
+  auto r = client_->Exec(request);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "1000\r\n1000:1000\r\n");
+  EXPECT_EQ(r->exit_code, 0);
 }
 
 // A hostile agent: a terminal has one output, so stderr on a tty exec is made up.
