@@ -46,12 +46,19 @@ int Version(const std::vector<std::string>&) {
 }
 
 constexpr Command kCommands[] = {
-    {"run", codebox::cli::RunCommand},       {"exec", codebox::cli::ExecCommand},
-    {"ask", codebox::cli::AskCommand},       {"repl", codebox::cli::ReplCommand},
-    {"doctor", codebox::cli::DoctorCommand}, {"image", codebox::cli::ImageCommand},
-    {"gc", codebox::cli::GcCommand},         {"options", codebox::cli::OptionsCommand},
-    {"serve", codebox::cli::ServeCommand},   {"status", codebox::cli::StatusCommand},
-    {"mcp", codebox::cli::McpCommand},       {"version", Version},
+    {"run", codebox::cli::RunCommand},
+    {"shell", codebox::cli::ShellCommand},
+    {"exec", codebox::cli::ExecCommand},
+    {"ask", codebox::cli::AskCommand},
+    {"repl", codebox::cli::ReplCommand},
+    {"doctor", codebox::cli::DoctorCommand},
+    {"image", codebox::cli::ImageCommand},
+    {"gc", codebox::cli::GcCommand},
+    {"options", codebox::cli::OptionsCommand},
+    {"serve", codebox::cli::ServeCommand},
+    {"status", codebox::cli::StatusCommand},
+    {"mcp", codebox::cli::McpCommand},
+    {"version", Version},
 };
 
 const Command* FindCommand(const std::string& name) {

@@ -71,7 +71,7 @@ def parsing_without_a_box():
     check(r.returncode == 0 and "exit status:" in r.stdout and "124" in r.stdout,
           "the top help has the exit status table", r)
 
-    commands = ["run", "exec", "ask", "repl", "doctor", "image", "gc", "options", "serve",
+    commands = ["run", "exec", "shell", "ask", "repl", "doctor", "image", "gc", "options", "serve",
                 "status", "mcp"]
     for command in [None, *commands]:
         r = codebox("--help") if command is None else codebox("help", command)
