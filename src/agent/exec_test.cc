@@ -63,11 +63,12 @@ TEST(ParseExecSpec, RefusesWhatExecveWouldCutOrMisread) {
   expect_invalid(r, "\"cwd\" contains a NUL");
 }
 
-// Reads a non-blocking pipe to EOF (bounded by 10 s).
-std::string ReadAll(int fd) {
+// Reads a non-blocking pipe until `text` has come, or to its end when `text` is empty (each
+// wait bounded by 10 s).
+std::string ReadUntil(int fd, const std::string& text) {
   std::string out;
   char buf[4096];
-  for (int i = 0; i < 1000; ++i) {
+  while (text.empty() || out.find(text) == std::string::npos) {
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 10'000) <= 0) break;
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -76,6 +77,8 @@ std::string ReadAll(int fd) {
   }
   return out;
 }
+
+std::string ReadAll(int fd) { return ReadUntil(fd, ""); }
 
 struct Ran {
   std::string out, err;
@@ -180,20 +183,6 @@ TEST(SpawnExec, StdinIsDevNullUnlessStreamed) {
   fed->stdin_fd.reset();
   EXPECT_EQ(ReadAll(fed->stdout_fd.get()), "fed");
   ::waitpid(fed->pid, &status, 0);
-}
-
-// Reads `fd` until `text` has come (or 10 s passed).
-std::string ReadUntil(int fd, const std::string& text) {
-  std::string out;
-  char buf[4096];
-  while (out.find(text) == std::string::npos) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 10'000) <= 0) break;
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
 }
 
 ExecSpec TtySpec(std::string script) {

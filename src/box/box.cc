@@ -13,6 +13,7 @@
 #include "base/text.h"
 #include "box/backend.h"
 #include "box/box_internal.h"
+#include "box/box_paths.h"
 #include "box/copy.h"
 #include "box/egress.h"
 #include "box/host_files.h"
@@ -26,6 +27,10 @@
 #include "remote/remote_box.h"
 
 namespace codebox {
+
+using box::CheckBoxPath;
+using box::CleanBoxPath;
+using box::ResolveBoxPath;
 
 namespace {
 
@@ -43,36 +48,6 @@ bool IsInlinePython(const std::vector<std::string>& argv) {
 std::string ProgramFromFile(const std::string& path, bool unlink) {
   return std::string("exec((lambda p: (compile(open(p, 'rb').read(), '<string>', 'exec'), ") +
          (unlink ? "__import__('os').unlink(p)" : "") + ")[0])('" + path + "'))";
-}
-
-std::string ResolveBoxPath(const std::string& workdir, const std::string& path) {
-  if (!path.empty() && path[0] == '/') return path;
-  return workdir + "/" + path;
-}
-
-// A path the file calls accept: not empty, no NUL (the agent's system calls would cut it).
-Status CheckBoxPath(const std::string& path, const char* what) {
-  if (path.empty()) {
-    return InvalidArgument(std::string(what) + ": the box path is empty (\".\" is the workdir)");
-  }
-  if (path.find('\0') != std::string::npos) {
-    return InvalidArgument(std::string(what) + ": the box path contains a NUL byte");
-  }
-  return Status::Ok();
-}
-
-// `path` under the workdir without "." components and doubled or trailing slashes: the
-// directory as ListDir names it in its entries' paths ("." is the workdir itself).
-std::string CleanBoxPath(const std::string& workdir, const std::string& path) {
-  std::string resolved = ResolveBoxPath(workdir, path), clean;
-  size_t start = 0;
-  while (start <= resolved.size()) {
-    size_t end = std::min(resolved.find('/', start), resolved.size());
-    std::string_view part(resolved.data() + start, end - start);
-    if (!part.empty() && part != ".") clean.append("/").append(part);
-    start = end + 1;
-  }
-  return clean.empty() ? "/" : clean;
 }
 
 }  // namespace

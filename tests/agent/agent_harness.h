@@ -3,6 +3,7 @@
 #ifndef CODEBOX_TESTS_AGENT_AGENT_HARNESS_H_
 #define CODEBOX_TESTS_AGENT_AGENT_HARNESS_H_
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -51,6 +52,22 @@ class AgentProcess {
   bool reaped_ = false;
   base::UniqueFd host_fd_;
   std::string stderr_path_;
+};
+
+// A fixture with an agent started and a client connected to it (agent_, client_).
+class ConnectedAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto agent = AgentProcess::Start();
+    ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+    agent_ = std::move(*agent);
+    auto client = agent_->Connect();
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::move(*client);
+  }
+
+  std::unique_ptr<AgentProcess> agent_;
+  std::unique_ptr<protocol::AgentClient> client_;
 };
 
 }  // namespace codebox::testing

@@ -1,15 +1,14 @@
 // codebox-agent and AgentClient end to end: the agent runs as an ordinary child on a
 // socketpair (no jail), so these tests need no privileges.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include <sys/wait.h>
-
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -36,15 +35,11 @@ ExecRequest Sh(const std::string& script, std::chrono::milliseconds timeout = 10
   return r;
 }
 
-class AgentTest : public ::testing::Test {
+class AgentTest : public ConnectedAgentTest {
  protected:
   void SetUp() override {
-    auto agent = AgentProcess::Start();
-    ASSERT_TRUE(agent.ok()) << agent.status().ToString();
-    agent_ = std::move(*agent);
-    auto client = agent_->Connect();
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    client_ = std::move(*client);
+    ConnectedAgentTest::SetUp();
+    if (HasFatalFailure()) return;
     char dir[] = "/tmp/codebox-agent-test-XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr);
     dir_ = dir;
@@ -63,8 +58,6 @@ class AgentTest : public ::testing::Test {
     return agent_->CountDescendants();
   }
 
-  std::unique_ptr<AgentProcess> agent_;
-  std::unique_ptr<AgentClient> client_;
   std::string dir_;
 };
 
@@ -131,8 +124,8 @@ TEST_F(AgentTest, TimeoutKillsAndReportsPromptly) {
 TEST_F(AgentTest, TimeoutKillsEscapedDaemons) {
   // Ignores SIGTERM; one daemon leaves the session (setsid), one also leaves its parent
   // (double fork, reparented to the agent).
-  auto r = client_->Exec(Sh("trap '' TERM; setsid sleep 1000 & (setsid sleep 1001 &); sleep 1000",
-                            500ms));
+  auto r = client_->Exec(
+      Sh("trap '' TERM; setsid sleep 1000 & (setsid sleep 1001 &); sleep 1000", 500ms));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->timed_out);
   EXPECT_EQ(DescendantsAfterSettling(), 0);
@@ -194,7 +187,8 @@ TEST_F(AgentTest, FileRoundTripFiftyMegabytes) {
     uint64_t v = rng();
     std::memcpy(&data[i], &v, 8);
   }
-  std::string host_in = dir_ + "/in.bin", box = dir_ + "/box/sub/file.bin", host_out = dir_ + "/out.bin";
+  std::string host_in = dir_ + "/in.bin", box = dir_ + "/box/sub/file.bin",
+              host_out = dir_ + "/out.bin";
   ASSERT_TRUE(base::WriteFile(host_in, data).ok());
   Status up = client_->WriteFileFromHost(host_in, box);
   ASSERT_TRUE(up.ok()) << up.ToString();

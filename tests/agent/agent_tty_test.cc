@@ -19,17 +19,8 @@ using protocol::ExecRequest;
 using protocol::RunningExec;
 using protocol::msg::TerminalSize;
 
-class AgentTtyTest : public ::testing::Test {
+class AgentTtyTest : public ConnectedAgentTest {
  protected:
-  void SetUp() override {
-    auto agent = AgentProcess::Start();
-    ASSERT_TRUE(agent.ok()) << agent.status().ToString();
-    agent_ = std::move(*agent);
-    auto client = agent_->Connect();
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    client_ = std::move(*client);
-  }
-
   // `sh -c script` on a 33x101 terminal, its output going to output_.
   ExecRequest Tty(const std::string& script) {
     ExecRequest r;
@@ -49,8 +40,6 @@ class AgentTtyTest : public ::testing::Test {
     return running.ok() ? std::move(*running) : nullptr;
   }
 
-  std::unique_ptr<AgentProcess> agent_;
-  std::unique_ptr<protocol::AgentClient> client_;
   SeenOutput output_;
 };
 
