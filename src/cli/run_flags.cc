@@ -72,13 +72,20 @@ struct OwnFlag {
   bool exec;
 };
 constexpr OwnFlag kOwnFlags[] = {
-    {"--json", false, true, true},          {"--local", false, true, true},
-    {"--copy-in", true, true, true},        {"--copy-out", true, true, true},
-    {"--copy-out-limit", true, true, true}, {"--file", true, true, false},
-    {"--session", false, true, false},      {"--out", true, true, false},
-    {"--stdin", false, false, true},        {"-i", false, false, true},
-    {"-t", false, false, true},             {"-it", false, false, true},
-    {"-ti", false, false, true},            {"--help", false, true, true},
+    {"--json", false, true, true},
+    {"--local", false, true, true},
+    {"--copy-in", true, true, true},
+    {"--copy-out", true, true, true},
+    {"--copy-out-limit", true, true, true},
+    {"--file", true, true, false},
+    {"--session", false, true, false},
+    {"--out", true, true, false},
+    {"--stdin", false, false, true},
+    {"-i", false, false, true},
+    {"-t", false, false, true},
+    {"-it", false, false, true},
+    {"-ti", false, false, true},
+    {"--help", false, true, true},
 };
 
 const OwnFlag* FindOwnFlag(const std::string& name, bool is_exec) {
@@ -195,15 +202,18 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
   std::optional<std::string> code_file;
   std::vector<std::string> rest;
   bool session = false;
+  size_t options_end = args.size();  // exec: where its command starts
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") {
       rest.insert(rest.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      options_end = i;
       break;
     }
     if (a.size() < 2 || a[0] != '-') {  // not an option: exec's command starts here
       if (is_exec) {
         rest.assign(args.begin() + static_cast<long>(i), args.end());
+        options_end = i;
         break;
       }
       rest.push_back(a);
@@ -270,7 +280,9 @@ StatusOr<bool> ParseInvocation(const std::vector<std::string>& args, bool is_exe
     }
     inv->argv = rest;
     if (inv->interactive && inv->json) return InvalidArgument("--json does not go with -i or -t");
-    if (inv->interactive && NamesExecTimeout(args)) {
+    // Only codebox's own options: the command's words may say --timeout too.
+    if (inv->interactive &&
+        NamesExecTimeout({args.begin(), args.begin() + static_cast<long>(options_end)})) {
       inv->interactive->timeout = inv->box.exec_timeout;
     }
     return true;
