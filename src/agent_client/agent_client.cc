@@ -40,7 +40,7 @@ void AgentClient::set_idle_timeout(std::chrono::milliseconds idle) { impl_->set_
 // abandoned, which waits for the handler to be out).
 struct RunningExec::State {
   uint64_t limit = 0;
-  bool tty = false;  // the agent may send stdout only
+  bool tty = false;  // the agent may send stdout only; set before the stream opens, never changed
   bool keep_output = true;
   std::function<void(std::string_view)> on_stdout, on_stderr;
   ExecResult result;
@@ -170,8 +170,8 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   auto pending = impl_->Register(stream, ExecHandler(state));
   if (!pending.ok()) return pending.status().WithContext(what);
   // From here the handle owns the stream: a failure below abandons it in its destructor.
-  std::unique_ptr<RunningExec> running(new RunningExec(impl_.get(), stream, what, request.timeout,
-                                                       request.tty.has_value(), state, *pending));
+  std::unique_ptr<RunningExec> running(
+      new RunningExec(impl_.get(), stream, what, request.timeout, state, *pending));
   Status st = impl_->Send(FrameType::kControl, stream, encoded);
   if (st.ok() && request.stdin_data) st = running->WriteStdin(*request.stdin_data);
   if (st.ok() && request.stdin_data && !request.interactive_stdin) st = running->CloseStdin();
@@ -180,13 +180,12 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
 }
 
 RunningExec::RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
-                         std::chrono::milliseconds timeout, bool tty, std::shared_ptr<State> state,
+                         std::chrono::milliseconds timeout, std::shared_ptr<State> state,
                          std::shared_ptr<Pending> pending)
     : client_(client),
       stream_(stream),
       what_(std::move(what)),
       timeout_(timeout),
-      tty_(tty),
       state_(std::move(state)),
       pending_(std::move(pending)) {}
 
@@ -213,7 +212,7 @@ Status RunningExec::Signal(int sig) {
 
 Status RunningExec::Resize(msg::TerminalSize size) {
   const std::string what = what_ + ": resize";
-  if (!tty_) return InvalidArgument(what + ": the exec has no terminal (ExecRequest::tty)");
+  if (!state_->tty) return InvalidArgument(what + ": the exec has no terminal (ExecRequest::tty)");
   RETURN_IF_ERROR(CheckTerminalSize(size, what.c_str()));
   return client_
       ->Call(msg::Resize{stream_, size}, ExpectDone("resize"), IdleWait(client_->idle()), nullptr)

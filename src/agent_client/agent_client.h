@@ -161,13 +161,12 @@ class RunningExec {
  private:
   friend class AgentClient;
   RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
-              std::chrono::milliseconds timeout, bool tty, std::shared_ptr<State> state,
+              std::chrono::milliseconds timeout, std::shared_ptr<State> state,
               std::shared_ptr<Pending> pending);
   AgentClient::Impl* client_;
   const uint32_t stream_;
   const std::string what_;
   const std::chrono::milliseconds timeout_;
-  const bool tty_;
   // Not inside State: the stream's handler owns State, so State owning the stream's Pending
   // would make a cycle that is never freed.
   std::shared_ptr<State> state_;
