@@ -173,6 +173,7 @@ int Main(int argc, char** argv) {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   }
   Server server(std::move(conn), is_init);
+  if (vm_guest) server.set_guest_setup_handler(ApplyGuestSetup);
   if (args->egress_port) {
     // Tests read the port (an ephemeral one with 0) from this line.
     server.set_egress_port(*args->egress_port, [](uint16_t port) {

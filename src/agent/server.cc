@@ -44,11 +44,7 @@ int Server::Run() {
     Fatal(1, st.WithContext("connection"));
     return exit_code_;
   }
-  protocol::msg::Hello hello;
-  hello.protocol = protocol::kProtocolVersion;
-  hello.agent = "codebox-agent/0.1.0";
-  hello.pid = ::getpid();
-  Send(FrameType::kHello, 0, protocol::msg::EncodeHello(hello));
+  SendHello();
 
   std::vector<pollfd> fds;
   std::vector<PollSlot> slots;
@@ -267,6 +263,14 @@ void Server::HandleFrame(protocol::Frame frame) {
   }
 }
 
+void Server::SendHello() {
+  protocol::msg::Hello hello;
+  hello.protocol = protocol::kProtocolVersion;
+  hello.agent = "codebox-agent/0.1.0";
+  hello.pid = ::getpid();
+  Send(FrameType::kHello, 0, protocol::msg::EncodeHello(hello));
+}
+
 void Server::HandleHello(const protocol::Frame& frame) {
   if (frame.type != FrameType::kHello) {
     Fatal(2, ProtocolError("expected a hello frame first, got " +
@@ -284,6 +288,16 @@ void Server::HandleHello(const protocol::Frame& frame) {
                            (decoded.ok() ? std::to_string(decoded->protocol) : std::string("?")) +
                            ", this agent speaks " + std::to_string(protocol::kProtocolVersion)));
     return;
+  }
+  if (decoded->guest && guest_setup_) {
+    // A clone that could not be made unique must not run anything: the host gets the error.
+    if (Status st = guest_setup_(*decoded->guest); !st.ok()) {
+      Fatal(1, st.WithContext("guest setup"));
+      return;
+    }
+    // A vm box restored from a template: its first hello went to the host that made the
+    // template, so this host has not seen one.
+    if (decoded->guest->resend_hello) SendHello();
   }
   hello_received_ = true;
 }

@@ -44,6 +44,12 @@ class Server {
   // pick another one, or 0 for an ephemeral one. `on_listen` is told the port once the agent
   // listens (at the first egress_accept). Call before Run().
   void set_egress_port(uint16_t port, std::function<void(uint16_t)> on_listen = {});
+  // What to do with the `guest` of the host's hello (a vm box's agent: vm_guest.h,
+  // ApplyGuestSetup), before any request is read; an error ends the connection with it. Without
+  // a handler a `guest` is ignored. Call before Run().
+  void set_guest_setup_handler(std::function<Status(const protocol::msg::GuestSetup&)> handler) {
+    guest_setup_ = std::move(handler);
+  }
   // The port asked for, or the bound one once listening.
   uint16_t egress_port() const { return egress_port_; }
 
@@ -147,11 +153,18 @@ class Server {
   void KillExecTree(uint32_t stream, Exec& exec);
   void KillEverything();
   void CheckDeadlines(Clock::time_point now);
+  void SendHello();
   void FinishExecs(Clock::time_point now);
   void PumpDownloads();
   int PollTimeoutMs(Clock::time_point now) const;
 
+  // Reads more of a pipe into read_buf_ (which holds `have` bytes) until a line ends, the buffer
+  // is full or kLineWait passes; *ended when the pipe reached its end. An unbuffered Python
+  // writes print()'s text and its newline in two calls: they go out as one chunk.
+  ssize_t CompleteLine(int fd, size_t have, bool* ended);
+
   static constexpr size_t kHighWater = 4u << 20;
+  static constexpr auto kLineWait = std::chrono::milliseconds(10);
   static constexpr auto kDrainGrace = std::chrono::milliseconds(100);
 
   base::UniqueFd conn_;
@@ -170,6 +183,7 @@ class Server {
   base::UniqueFd egress_listener_;
   uint16_t egress_port_ = protocol::msg::kEgressPort;
   std::function<void(uint16_t)> on_egress_listen_;
+  std::function<Status(const protocol::msg::GuestSetup&)> guest_setup_;
   // Egress streams that ended: the host's acks and data still in flight for them are dropped.
   std::deque<uint32_t> egress_ended_order_;
   std::set<uint32_t> egress_ended_;

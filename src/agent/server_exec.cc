@@ -1,4 +1,5 @@
 // The exec half of Server: starting processes, moving their bytes, timeouts, reaping.
+#include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -111,6 +112,8 @@ void Server::DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, FrameTyp
     fd.reset();
     return;
   }
+  bool ended = false;
+  if (!exec.tty) n = CompleteLine(fd.get(), static_cast<size_t>(n), &ended);
   uint64_t& sent = type == FrameType::kStdout ? exec.sent_out : exec.sent_err;
   uint64_t room = exec.output_limit - std::min(sent, exec.output_limit);
   uint64_t keep = std::min<uint64_t>(room, static_cast<uint64_t>(n));
@@ -120,6 +123,26 @@ void Server::DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, FrameTyp
     Send(type, stream, std::string_view(read_buf_.data(), static_cast<size_t>(keep)));
     sent += keep;
   }
+  if (ended) fd.reset();
+}
+
+ssize_t Server::CompleteLine(int fd, size_t have, bool* ended) {
+  auto deadline = Clock::now() + kLineWait;
+  while (have < read_buf_.size() && read_buf_[have - 1] != '\n') {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    struct pollfd p = {fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    ssize_t n = ::read(fd, read_buf_.data() + have, read_buf_.size() - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;  // EAGAIN: a spurious wake-up; what there is goes now
+    if (n == 0) {
+      *ended = true;
+      break;
+    }
+    have += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(have);
 }
 
 void Server::HandleSignals() {

@@ -11,21 +11,27 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <linux/random.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/io.h"
+#include "base/text.h"
 
 namespace codebox::agent {
 namespace {
@@ -202,7 +208,68 @@ StatusOr<base::UniqueFd> SetUp() {
   return OpenPort();
 }
 
+Status ReseedRandom(const std::string& entropy) {
+  base::UniqueFd random(::open("/dev/urandom", O_WRONLY | O_CLOEXEC));
+  if (!random.valid()) return base::ErrnoStatus("open /dev/urandom");
+  // struct rand_pool_info ends in a flexible array: the bytes follow the two counts.
+  std::vector<int> info(2 + (entropy.size() + sizeof(int) - 1) / sizeof(int), 0);
+  auto* pool = reinterpret_cast<struct rand_pool_info*>(info.data());
+  pool->entropy_count = static_cast<int>(entropy.size() * 8);
+  pool->buf_size = static_cast<int>(entropy.size());
+  std::memcpy(pool->buf, entropy.data(), entropy.size());
+  if (::ioctl(random.get(), RNDADDENTROPY, pool) != 0) return base::ErrnoStatus("RNDADDENTROPY");
+  // Without this the kernel would go on with the CRNG state the template saved until its next
+  // scheduled reseed: every clone's first random bytes the same.
+  if (::ioctl(random.get(), RNDRESEEDCRNG) != 0) return base::ErrnoStatus("RNDRESEEDCRNG");
+  return Status::Ok();
+}
+
+// 16 bytes from the (reseeded) kernel RNG as a version-4 UUID's text.
+std::string RandomUuid() {
+  unsigned char b[16] = {};
+  for (size_t got = 0; got < sizeof b;) {
+    ssize_t n = ::getrandom(b + got, sizeof b - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  std::string hex = base::HexEncode(std::string_view(reinterpret_cast<char*>(b), sizeof b));
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+         hex.substr(16, 4) + "-" + hex.substr(20);
+}
+
+// The kernel picks boot_id once per boot and offers no way to change it: a file with a new
+// one is mounted over it (each machine does this once: it gets one hello).
+Status RenewBootId() {
+  constexpr const char* kFile = "/dev/.codebox-boot_id";
+  RETURN_IF_ERROR(base::WriteFile(kFile, RandomUuid() + "\n"));
+  if (::mount(kFile, "/proc/sys/kernel/random/boot_id", nullptr, MS_BIND, nullptr) != 0) {
+    return base::ErrnoStatus("mount a new boot_id");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status ApplyGuestSetup(const protocol::msg::GuestSetup& setup) {
+  RETURN_IF_ERROR(ReseedRandom(setup.entropy));
+  struct timespec now = {static_cast<time_t>(setup.time_unix_ns / 1'000'000'000),
+                         static_cast<long>(setup.time_unix_ns % 1'000'000'000)};
+  if (::clock_settime(CLOCK_REALTIME, &now) != 0) return base::ErrnoStatus("set the clock");
+  RETURN_IF_ERROR(RenewBootId());
+  // systemd's id, read by some tools; an image may ship one, and every clone has the same.
+  std::string uuid = RandomUuid();
+  uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
+  if (::access("/etc", W_OK) == 0) {
+    ::unlink("/etc/machine-id");
+    RETURN_IF_ERROR(base::WriteFile("/etc/machine-id", uuid + "\n"));
+  }
+  // Seeds an init would feed back into the pool: the template's, the same in every clone.
+  for (const char* seed : {"/var/lib/systemd/random-seed", "/var/lib/urandom/random-seed"}) {
+    ::unlink(seed);
+  }
+  return Status::Ok();
+}
 
 StatusOr<base::UniqueFd> SetUpVmGuest() {
   auto fd = SetUp();

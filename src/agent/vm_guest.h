@@ -6,12 +6,20 @@
 
 #include "base/unique_fd.h"
 #include "codebox/status.h"
+#include "protocol/messages.h"
 
 namespace codebox::agent {
 
 // Called by main() when the agent runs as PID 1 without --fd (that is, inside a vm box).
 // Returns the open protocol port.
 StatusOr<base::UniqueFd> SetUpVmGuest();
+
+// What the host's hello asks of a vm guest, done before any exec runs. A box restored from a
+// template is a byte-for-byte copy of the machine that was saved, so each one is made unique
+// here: the kernel RNG gets the host's fresh bytes and is reseeded (RNDADDENTROPY +
+// RNDRESEEDCRNG), the clock is set to the host's, boot_id and /etc/machine-id are new, and
+// random seeds saved on disk are removed. An error leaves the box unusable (the host is told).
+Status ApplyGuestSetup(const protocol::msg::GuestSetup& setup);
 
 // Called by main() as PID 1 of a vm box after the connection ends or shutdown: sync and
 // power the machine off. Does not return.

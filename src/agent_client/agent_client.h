@@ -71,9 +71,11 @@ inline constexpr uint64_t kDefaultListBytes = 64ull << 20;
 class AgentClient {
  public:
   // Takes a connected stream, exchanges hello frames; fails if the agent does not answer
-  // within handshake_timeout (kStartFailed) or answers with a wrong version.
+  // within handshake_timeout (kStartFailed) or answers with a wrong version. `guest` (vm
+  // boxes) goes in the host's hello, its time_unix_ns set as it is sent.
   static StatusOr<std::unique_ptr<AgentClient>> Connect(
-      base::UniqueFd fd, std::chrono::milliseconds handshake_timeout);
+      base::UniqueFd fd, std::chrono::milliseconds handshake_timeout,
+      std::optional<msg::GuestSetup> guest = std::nullopt);
   ~AgentClient();  // closes the connection and joins the reader thread
 
   // Runs a process. ExecResult::driver is left empty (the Box fills it).

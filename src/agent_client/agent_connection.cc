@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <ctime>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -359,7 +360,8 @@ Status ReadHello(int fd, FrameDecoder* decoder, Clock::time_point deadline) {
 }  // namespace
 
 StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(
-    base::UniqueFd fd, std::chrono::milliseconds handshake_timeout) {
+    base::UniqueFd fd, std::chrono::milliseconds handshake_timeout,
+    std::optional<msg::GuestSetup> guest) {
   if (!fd.valid()) return InvalidArgument("agent connection: invalid fd");
   Clock::time_point deadline = Clock::now() + handshake_timeout;
   // The reader thread blocks in read(); writes use MSG_DONTWAIT and poll.
@@ -367,6 +369,12 @@ StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(
   msg::Hello hello;
   hello.protocol = kProtocolVersion;
   hello.client = "codebox/0.1.0";
+  hello.guest = std::move(guest);
+  if (hello.guest) {
+    struct timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    hello.guest->time_unix_ns = int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+  }
   RETURN_IF_ERROR(SendAll(fd.get(), std::max(handshake_timeout, std::chrono::milliseconds(1)),
                           EncodeFrame(FrameType::kHello, 0, msg::EncodeHello(hello)))
                       .WithContext("agent hello"));

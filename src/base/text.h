@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,10 @@ std::string FormatSize(uint64_t bytes);
 
 // Standard padded base64 (RFC 4648).
 std::string EncodeBase64(std::string_view bytes);
+
+// Lower-case hex, two digits a byte; and back (nullopt for odd lengths or non-hex digits).
+std::string HexEncode(std::string_view bytes);
+std::optional<std::string> HexDecode(std::string_view hex);
 
 // True when `text` is well-formed UTF-8 (C1 controls included; no overlongs, surrogates or
 // code points past U+10FFFF).

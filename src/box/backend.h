@@ -14,6 +14,7 @@
 #include "codebox/box.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
+#include "protocol/messages.h"
 
 namespace codebox::box {
 
@@ -28,6 +29,9 @@ class Backend {
   virtual std::string Diagnostics() const { return ""; }
   // driver name and limits in force.
   virtual BoxInfo Info() const = 0;
+  // What the host's hello tells the agent (vm boxes: fresh entropy, the clock, guest limits);
+  // nullopt for a driver whose agent needs none of it.
+  virtual std::optional<protocol::msg::GuestSetup> GuestSetup() const { return std::nullopt; }
 
   // How the box runs its image's processes, as planned when it was started (PlanImageRun: the
   // driver was made for it). Unset (a test's backend): as a recipe image, RecipeRun.

@@ -461,7 +461,8 @@ StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env)
     Status st = backend.status().WithContext("create box");
     return Status(st.code(), base::TerminalSafe(st.message()));
   }
-  auto agent = protocol::AgentClient::Connect((*backend)->TakeAgentFd(), env.handshake_timeout());
+  auto agent = protocol::AgentClient::Connect((*backend)->TakeAgentFd(), env.handshake_timeout(),
+                                              (*backend)->GuestSetup());
   if (!agent.ok()) {
     Status st = agent.status().WithContext("create box: connect to agent");
     std::string diag = base::TerminalSafe((*backend)->Diagnostics());

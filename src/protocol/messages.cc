@@ -147,8 +147,40 @@ std::string EncodeHello(const Hello& hello) {
   if (!hello.client.empty()) j["client"] = hello.client;
   if (!hello.agent.empty()) j["agent"] = hello.agent;
   if (hello.pid) j["pid"] = *hello.pid;
+  if (const GuestSetup* g = hello.guest ? &*hello.guest : nullptr) {
+    j["guest"] = Json{{"entropy", base::HexEncode(g->entropy)},
+                      {"time_ns", g->time_unix_ns},
+                      {"resend_hello", g->resend_hello},
+                      {"max_processes", g->max_processes},
+                      {"memory_bytes", g->memory_bytes}};
+  }
   return DumpControl(j);
 }
+
+namespace {
+
+// hello's `guest`: every field checked, none unknown (it is ours, not a later version's).
+StatusOr<std::optional<GuestSetup>> DecodeGuestSetup(FieldReader& r) {
+  const Json* value = r.Find("guest");
+  if (value == nullptr) return std::optional<GuestSetup>();
+  if (!value->is_object()) return r.Fault("guest", "is not an object");
+  FieldReader g(*value, "hello: guest", /*nested=*/true);
+  GuestSetup setup;
+  ASSIGN_OR_RETURN(std::string hex, g.String("entropy"));
+  auto bytes = base::HexDecode(hex);
+  if (!bytes || bytes->size() != kGuestEntropyBytes) {
+    return g.Fault("entropy", "is not " + std::to_string(kGuestEntropyBytes) + " bytes in hex");
+  }
+  setup.entropy = std::move(*bytes);
+  ASSIGN_OR_RETURN(setup.time_unix_ns, g.Int("time_ns", 0, kInt64Max));
+  ASSIGN_OR_RETURN(setup.resend_hello, g.Bool("resend_hello", false));
+  ASSIGN_OR_RETURN(setup.max_processes, g.Int("max_processes", 0, 1 << 22, 0));
+  ASSIGN_OR_RETURN(setup.memory_bytes, g.Int("memory_bytes", 0, kInt64Max, 0));
+  RETURN_IF_ERROR(g.CheckNoUnknown());
+  return std::optional<GuestSetup>(std::move(setup));
+}
+
+}  // namespace
 
 StatusOr<Hello> DecodeHello(const Json& m) {
   // Open to unknown fields: a later version may add some, and must still be told it differs.
@@ -161,6 +193,7 @@ StatusOr<Hello> DecodeHello(const Json& m) {
     ASSIGN_OR_RETURN(int64_t pid, r.Int("pid", 0, std::numeric_limits<int32_t>::max()));
     h.pid = pid;
   }
+  ASSIGN_OR_RETURN(h.guest, DecodeGuestSetup(r));
   return h;
 }
 

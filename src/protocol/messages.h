@@ -48,12 +48,27 @@ inline constexpr uint64_t kEgressWindow = 1u << 20;
 // screen is larger, and 0 would mean "unknown" to programs).
 inline constexpr int64_t kMaxTerminalSide = 10000;
 
-// Both directions: the host sends `client`, the agent `agent` and `pid`.
+// What the host of a vm box tells its agent in the hello, applied before any exec runs
+// (docs/protocol.md, "Handshake"). A vm box restored from a template is a copy of one booted
+// machine: without this every clone would have the template's RNG state and frozen clock.
+inline constexpr size_t kGuestEntropyBytes = 64;
+struct GuestSetup {
+  std::string entropy;        // kGuestEntropyBytes fresh host random bytes (hex on the wire)
+  int64_t time_unix_ns = 0;   // the host's CLOCK_REALTIME when it sent the hello
+  bool resend_hello = false;  // a clone: its first hello went to the host that made the template
+  int64_t max_processes = 0;  // pids limit for the execs' cgroup; 0 = none
+  int64_t memory_bytes = 0;   // memory limit for the execs' cgroup; 0 = none
+  bool operator==(const GuestSetup&) const = default;
+};
+
+// Both directions: the host sends `client` (and `guest` to a vm box's agent), the agent
+// `agent` and `pid`.
 struct Hello {
   int64_t protocol = 0;
   std::string client;
   std::string agent;
   std::optional<int64_t> pid;
+  std::optional<GuestSetup> guest;
 };
 
 // Who a process runs as, or who owns a directory: ids in the box, 0..kMaxId each.

@@ -23,7 +23,8 @@ T RoundTripEvent(const T& in) {
   return std::get<T>(*out);
 }
 
-void ExpectError(const StatusOr<Event>& r, const std::string& text) {
+template <typename T>
+void ExpectError(const StatusOr<T>& r, const std::string& text) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kProtocolError);
   EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().ToString();
@@ -79,10 +80,10 @@ TEST(MessagesTest, EveryEventRoundTrips) {
 }
 
 TEST(MessagesTest, HelloBothWays) {
-  auto host = DecodeHello(*ParseControl(EncodeHello(Hello{1, "codebox/0.1", "", {}})));
+  auto host = DecodeHello(*ParseControl(EncodeHello(Hello{1, "codebox/0.1", "", {}, {}})));
   ASSERT_TRUE(host.ok());
   EXPECT_EQ(host->client, "codebox/0.1");
-  auto agent = DecodeHello(*ParseControl(EncodeHello(Hello{1, "", "codebox-agent", 1})));
+  auto agent = DecodeHello(*ParseControl(EncodeHello(Hello{1, "", "codebox-agent", 1, {}})));
   ASSERT_TRUE(agent.ok());
   EXPECT_EQ(agent->pid, 1);
   // Open to new fields, so that a newer peer is still told its version differs.
@@ -90,6 +91,34 @@ TEST(MessagesTest, HelloBothWays) {
   ASSERT_TRUE(newer.ok());
   EXPECT_EQ(newer->protocol, 2);
   EXPECT_FALSE(DecodeHello(*ParseControl(R"({"protocol":"1"})")).ok());
+}
+
+TEST(MessagesTest, GuestSetupRoundTripsAndHostileOnesAreErrors) {
+  Hello hello{1, "codebox/0.1", "", {}, GuestSetup{}};
+  hello.guest->entropy = std::string(kGuestEntropyBytes, '\xa5');
+  hello.guest->time_unix_ns = 1'780'000'000'000'000'000;
+  hello.guest->resend_hello = true;
+  hello.guest->max_processes = 256;
+  hello.guest->memory_bytes = 400ll << 20;
+  auto back = DecodeHello(*ParseControl(EncodeHello(hello)));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back->guest.has_value());
+  EXPECT_EQ(*back->guest, *hello.guest);
+  EXPECT_FALSE(DecodeHello(*ParseControl(EncodeHello(Hello{1, "c", "", {}, {}}))).value().guest);
+
+  std::string hex64(2 * kGuestEntropyBytes, 'f');
+  auto with = [&](const std::string& guest) {
+    return DecodeHello(*ParseControl(R"({"protocol":1,"guest":)" + guest + "}"));
+  };
+  ExpectError(with("5"), "field \"guest\"");
+  ExpectError(with(R"({"entropy":"ab","time_ns":1})"), "field \"entropy\"");
+  ExpectError(with(R"({"entropy":")" + std::string(2 * kGuestEntropyBytes, 'x') + R"(","time_ns":1})"),
+              "field \"entropy\"");
+  ExpectError(with(R"({"entropy":")" + hex64 + R"(","time_ns":-1})"), "field \"time_ns\"");
+  ExpectError(with(R"({"entropy":")" + hex64 + R"(","time_ns":1,"max_processes":-2})"),
+              "field \"max_processes\"");
+  ExpectError(with(R"({"entropy":")" + hex64 + R"(","time_ns":1,"extra":1})"),
+              "unknown field \"extra\"");
 }
 
 TEST(MessagesTest, MistypedFieldsAreErrorsNamingTheField) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/paths.h"
+#include "base/text.h"
 #include "box/backend.h"
 #include "box/leftovers.h"
 #include "server/box_registry_state.h"
@@ -36,14 +37,7 @@ std::string RandomHex(size_t bytes) {
     if (n <= 0) std::abort();  // no randomness: ids would be guessable; nothing safe to do
     got += static_cast<size_t>(n);
   }
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (char c : random) {
-    auto b = static_cast<uint8_t>(c);
-    hex += kHex[b >> 4];
-    hex += kHex[b & 15];
-  }
-  return hex;
+  return base::HexEncode(random);
 }
 
 std::string NewBoxId() { return "b-" + RandomHex(8); }
