@@ -326,8 +326,10 @@ def main():
     os.dup2(null, 0)  # cells (and their subprocesses) never read the host's requests
     os.close(null)
     capture = Capture(channel)
-    sys.stdout.reconfigure(line_buffering=True)
-    sys.stderr.reconfigure(line_buffering=True)
+    # Whole lines, as they are printed: PYTHONUNBUFFERED (the box's default) would otherwise
+    # make print() two writes, its text and its newline, and a cell's output two chunks.
+    sys.stdout.reconfigure(line_buffering=True, write_through=False)
+    sys.stderr.reconfigure(line_buffering=True, write_through=False)
     if os.environ.get("MPLBACKEND", "").startswith("module://matplotlib_inline"):
         import importlib.util
 
