@@ -36,6 +36,10 @@ struct BoxInfo {
   // (app)"), or "root (the image's user 1000:1000 cannot be: ...)" where the driver cannot
   // switch to it (a jail without root on the host).
   std::string user = "root";
+  // How the box started: "boot", "snapshot KEY" (a vm restored from template KEY); "" (jail).
+  std::string start;
+  // What did not go as asked but did not stop the box (a vm restore that fell back to a boot).
+  std::vector<std::string> warnings;
 };
 
 // One connection a box opened through its egress proxy (docs/security.md, "Network"), allowed

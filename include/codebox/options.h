@@ -53,6 +53,12 @@ struct BoxOptions {
   // vm driver: allow QEMU's software emulation (tcg) where the host lacks hardware
   // virtualization. Slow (seconds to boot), but a real VM.
   bool allow_emulation = false;
+  // vm driver: boot the kernel instead of restoring the box from a saved template machine
+  // (the first box of an image, memory, cpus and disk makes the template; the rest are clones).
+  bool no_snapshot = false;
+  // vm driver: when a restore fails, fail instead of booting (BoxInfo::warnings says why a box
+  // was booted).
+  bool no_fallback = false;
   double cpus = 1.0;
   uint64_t memory_mib = 512;
   uint64_t disk_mib = 256;  // writable scratch layer (tmpfs) size

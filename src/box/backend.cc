@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "base/paths.h"
+#include "base/random.h"
 #include "box/jail_spares.h"
 #include "box/leftovers.h"
 #include "jail/jail.h"
@@ -20,7 +21,11 @@ class JailBackend final : public Backend {
   Status Destroy() override { return jail_->Destroy(); }
   uint64_t OomKillCount() const override { return jail_->OomKillCount(); }
   BoxInfo Info() const override {
-    return BoxInfo{"jail", jail_->limits(), jail_->limits_not_enforced()};
+    BoxInfo info;
+    info.driver = "jail";
+    info.limits = jail_->limits();
+    info.limits_not_enforced = jail_->limits_not_enforced();
+    return info;
   }
 
  private:
@@ -36,7 +41,20 @@ class VmBackend final : public Backend {
     std::string tail = machine_->ConsoleTail(20);
     return tail.empty() ? "" : "last lines of the guest console:\n" + tail;
   }
-  BoxInfo Info() const override { return BoxInfo{machine_->driver_name(), machine_->limits(), {}}; }
+  BoxInfo Info() const override {
+    BoxInfo info;
+    info.driver = machine_->driver_name();
+    info.limits = machine_->limits();
+    info.start = machine_->template_key().empty() ? "boot" : "snapshot " + machine_->template_key();
+    if (!machine_->warning().empty()) info.warnings.push_back(machine_->warning());
+    return info;
+  }
+  std::optional<protocol::msg::GuestSetup> GuestSetup() const override {
+    protocol::msg::GuestSetup setup;
+    setup.entropy = base::RandomBytes(protocol::msg::kGuestEntropyBytes);
+    setup.resend_hello = !machine_->template_key().empty();
+    return setup;
+  }
 
  private:
   std::unique_ptr<vm::Machine> machine_;
@@ -120,6 +138,8 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
   config.memory_mib = options.memory_mib;
   config.cpus = static_cast<uint32_t>(std::max(1.0, std::ceil(options.cpus)));
   config.disk_mib = options.disk_mib;
+  config.snapshot = !options.no_snapshot;
+  config.snapshot_fallback = !options.no_fallback;
   ASSIGN_OR_RETURN(auto machine, vm::Machine::Start(config));
   backend = std::make_unique<VmBackend>(std::move(machine));
   backend->set_image_run(std::move(run));

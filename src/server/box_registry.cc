@@ -3,13 +3,13 @@
 // reserved under the lock, the box started without it, and registered under it again.
 #include "server/box_registry.h"
 
-#include <sys/random.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "base/paths.h"
+#include "base/random.h"
 #include "base/text.h"
 #include "box/backend.h"
 #include "box/leftovers.h"
@@ -28,17 +28,7 @@ double Ms(Clock::duration d) {
 
 }  // namespace
 
-std::string RandomHex(size_t bytes) {
-  std::string random(bytes, '\0');
-  size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = ::getrandom(random.data() + got, bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) std::abort();  // no randomness: ids would be guessable; nothing safe to do
-    got += static_cast<size_t>(n);
-  }
-  return base::HexEncode(random);
-}
+std::string RandomHex(size_t bytes) { return base::HexEncode(base::RandomBytes(bytes)); }
 
 std::string NewBoxId() { return "b-" + RandomHex(8); }
 

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 #include "base/io.h"
 #include "base/unique_fd.h"
@@ -49,6 +51,35 @@ StatusOr<std::string> HashFileHex(const std::string& path) {
     }
     if (n == 0) break;
     h = Fnv(h, buf, static_cast<size_t>(n));
+  }
+  return Hex64(h);
+}
+
+StatusOr<std::string> HashSparseFileHex(const std::string& path) {
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return base::ErrnoStatus("open " + path);
+  uint64_t h = kFnvOffset;
+  std::string buf(1 << 20, '\0');
+  off_t at = 0;
+  for (;;) {
+    off_t data = ::lseek(fd.get(), at, SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) break;  // no data past `at`
+      return base::ErrnoStatus("seek " + path);
+    }
+    off_t hole = ::lseek(fd.get(), data, SEEK_HOLE);
+    if (hole < 0) return base::ErrnoStatus("seek " + path);
+    h = Fnv(h, reinterpret_cast<const char*>(&data), sizeof data);
+    for (off_t pos = data; pos < hole;) {
+      size_t want = static_cast<size_t>(std::min<off_t>(hole - pos, static_cast<off_t>(buf.size())));
+      ssize_t n = ::pread(fd.get(), buf.data(), want, pos);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return base::ErrnoStatus("read " + path);
+      if (n == 0) break;
+      h = Fnv(h, buf.data(), static_cast<size_t>(n));
+      pos += n;
+    }
+    at = hole;
   }
   return Hex64(h);
 }

@@ -34,6 +34,8 @@ void KillAndReap(pid_t pid, int* wstatus) {
 
 int RunKeeper(pid_t parent, const std::string& run_dir, char** qemu_argv, char** envp) {
   ::signal(SIGPIPE, SIG_IGN);
+  // A restore's state file, when the library passed one (looked at before this opens any fd).
+  const bool has_state = ::fcntl(kQemuStateFd, F_GETFD) >= 0;
   // Own session: a ^C for the caller's process group must not end the box before the caller has
   // cleaned up (it may catch SIGINT). QEMU inherits it.
   ::setsid();
@@ -63,6 +65,7 @@ int RunKeeper(pid_t parent, const std::string& run_dir, char** qemu_argv, char**
   // QEMU's log (1, 2) and its sockets. Not the status socket: the library must see EOF when we
   // go, not when QEMU goes.
   qemu_command.fds = {{1, 1}, {2, 2}, {kQemuAgentFd, kQemuAgentFd}, {kQemuQmpFd, kQemuQmpFd}};
+  if (has_state) qemu_command.fds.push_back({kQemuStateFd, kQemuStateFd});
   // Correct here, unlike in the library: we are single-threaded.
   qemu_command.parent_death_signal = SIGKILL;
   // The log cap the library set on us holds for QEMU too: its writes fail, it is not killed.
@@ -79,6 +82,7 @@ int RunKeeper(pid_t parent, const std::string& run_dir, char** qemu_argv, char**
   // Only QEMU holds the box's socket ends now: the library sees EOF when QEMU dies.
   ::close(kQemuAgentFd);
   ::close(kQemuQmpFd);
+  if (has_state) ::close(kQemuStateFd);
   Say("qemu " + std::to_string(qemu));
 
   for (;;) {

@@ -10,8 +10,8 @@
 #include "vm/keeper.h"
 
 int main(int argc, char** argv, char** envp) {
-  // Whatever the spawner leaked, only 0-5 survive.
-  ::syscall(SYS_close_range, 6u, ~0u, 0u);
+  // Whatever the spawner leaked, only 0-5 and a restore's state file (6, kQemuStateFd) survive.
+  ::syscall(SYS_close_range, 7u, ~0u, 0u);
   if (argc >= 7 && std::strcmp(argv[1], "--parent") == 0 &&
       std::strcmp(argv[3], "--run-dir") == 0 && std::strcmp(argv[5], "--") == 0 &&
       argv[6][0] == '/') {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <thread>
 
 #include "base/fs.h"
 #include "base/io.h"
@@ -30,7 +32,9 @@
 #include "vm/initramfs.h"
 #include "vm/keeper.h"
 #include "vm/kernel.h"
+#include "protocol/frame.h"
 #include "vm/qemu.h"
+#include "vm/snapshot.h"
 #include "vm/vm.h"
 
 namespace codebox::vm {
@@ -84,6 +88,8 @@ class Machine::Impl {
   mutable std::mutex mu;
   bool destroyed = false;
   std::string saved_console;  // kept across Destroy, which removes the log file
+  std::string template_key;   // the template it was restored from; "" when booted
+  std::string warning;        // why it was booted although a restore was asked for
 
   // Reads the keeper's lines for up to `timeout`; true once QEMU has ended. Caller holds mu.
   bool PumpKeeperLocked(std::chrono::milliseconds timeout) {
@@ -188,31 +194,59 @@ Machine::Machine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Machine::~Machine() { (void)Destroy(); }
 
-StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
-  ASSIGN_OR_RETURN(Accelerator accel, ChooseAccelerator(config.allow_emulation));
+namespace {
+
+// Everything a machine of `config` is made of, prepared (cached) once: the QEMU arguments but
+// the per-box paths.
+StatusOr<QemuLaunch> PrepareLaunch(const VmConfig& config, Accelerator accel) {
   if (config.memory_mib < 128) return InvalidArgument("vm driver: memory below 128 MiB");
   if (config.cpus < 1) return InvalidArgument("vm driver: cpus must be at least 1");
   if (config.disk_mib < 1) return InvalidArgument("vm driver: disk must be at least 1 MiB");
   if (::access(config.agent_path.c_str(), R_OK) != 0) {
     return NotFound("vm driver: codebox-agent not found at '" + config.agent_path + "'");
   }
-  std::string home = config.home;
-  auto kernel = EnsureKernel(home);
+  auto kernel = EnsureKernel(config.home);
   if (!kernel.ok()) return kernel.status().WithContext("start vm box");
-  auto initramfs = EnsureInitramfs(home, *kernel, config.agent_path);
+  auto initramfs = EnsureInitramfs(config.home, *kernel, config.agent_path);
   if (!initramfs.ok()) return initramfs.status().WithContext("start vm box: initramfs");
-  auto disk = EnsureErofsDisk(home, config.image_tree);
+  auto disk = EnsureErofsDisk(config.home, config.image_tree);
   if (!disk.ok()) return disk.status().WithContext("start vm box: image disk");
+  QemuLaunch launch;
+  launch.qemu = QemuBinary();
+  if (!launch.qemu.empty() && launch.qemu[0] != '/') {
+    char* abs = ::realpath(launch.qemu.c_str(), nullptr);
+    launch.qemu = abs != nullptr ? abs : "";
+    std::free(abs);
+  }
+  if (launch.qemu.empty()) return NotFound("start vm box: qemu-system-x86_64 not found");
+  launch.accel = accel;
+  launch.kernel = kernel->vmlinuz;
+  launch.initramfs = *initramfs;
+  launch.disk = *disk;
+  launch.memory_mib = config.memory_mib;
+  launch.cpus = config.cpus;
+  launch.disk_mib = config.disk_mib;
+  launch.tsc_khz = HostTscKhz();
+  return launch;
+}
 
+std::string Millis(std::chrono::steady_clock::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Machine>> Machine::Launch(const VmConfig& config, QemuLaunch launch,
+                                                   int state_fd) {
   auto impl = std::make_unique<Impl>();
-  impl->accel = accel;
+  impl->accel = launch.accel;
   std::string keeper_path = base::FindHelperBinary("codebox-vm-keeper");
   if (keeper_path.empty()) {
     return NotFound("start vm box: " + base::HelperNotFoundMessage("codebox-vm-keeper"));
   }
   // The owner tag in the name lets `codebox gc` tell a dead owner's run dir
   // (base/owner.h).
-  auto run_dir = base::MakeTempDir(home + "/run", "vm-" + base::OwnerTag() + "-");
+  auto run_dir = base::MakeTempDir(config.home + "/run", "vm-" + base::OwnerTag() + "-");
   if (!run_dir.ok()) return run_dir.status().WithContext("start vm box");
   ::chmod(run_dir->c_str(), 0700);
   impl->run_dir = *run_dir;
@@ -226,24 +260,7 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   };
   std::unique_ptr<Machine> machine(new Machine(std::move(impl)));
   Impl& m = *machine->impl_;
-
-  QemuLaunch launch;
-  launch.qemu = QemuBinary();
-  if (!launch.qemu.empty() && launch.qemu[0] != '/') {
-    char* abs = ::realpath(launch.qemu.c_str(), nullptr);
-    launch.qemu = abs != nullptr ? abs : "";
-    std::free(abs);
-  }
-  if (launch.qemu.empty()) return NotFound("start vm box: qemu-system-x86_64 not found");
-  launch.accel = accel;
-  launch.kernel = kernel->vmlinuz;
-  launch.initramfs = *initramfs;
-  launch.disk = *disk;
   launch.console_log = m.console_log;
-  launch.memory_mib = config.memory_mib;
-  launch.cpus = config.cpus;
-  launch.disk_mib = config.disk_mib;
-  launch.tsc_khz = HostTscKhz();
 
   ASSIGN_OR_RETURN(auto agent_pair, base::SocketPair());
   ASSIGN_OR_RETURN(auto qmp_pair, base::SocketPair());
@@ -258,7 +275,10 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
                         {agent_pair.second.get(), kQemuAgentFd},
                         {qmp_pair.second.get(), kQemuQmpFd},
                         {keeper_pair.second.get(), kKeeperStatusFd}};
+  if (state_fd >= 0) keeper_command.fds.push_back({state_fd, kQemuStateFd});
   keeper_command.max_file_bytes = kMaxLogBytes;  // passed on to QEMU
+  // A template machine's QEMU sizes its RAM file (and runs only the agent, never a box's code).
+  if (launch.share_memory) keeper_command.max_file_bytes += launch.memory_mib << 20;
   auto keeper = base::Spawn(keeper_command);
   if (!keeper.ok()) return keeper.status().WithContext("start vm box: codebox-vm-keeper");
   m.keeper = *keeper;
@@ -279,17 +299,21 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
   }
   CODEBOX_LOG(kDebug,
               "vm: started qemu pid " << m.pid << " (keeper " << m.keeper << ") in " << m.run_dir);
+  return machine;
+}
 
+Status Machine::WaitForAgent(std::chrono::milliseconds timeout) {
+  Impl& m = *impl_;
   // Ready = the agent's hello has arrived (it speaks first); the bytes stay queued for the
   // protocol client. QEMU's exit closes its socket end, which wakes the poll too.
-  auto deadline = std::chrono::steady_clock::now() + config.start_timeout;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     struct pollfd p = {m.agent_fd.get(), POLLIN, 0};
     int rc = ::poll(&p, 1, 50);
     if (rc < 0 && errno != EINTR) return base::ErrnoStatus("start vm box: poll");
     char byte;
     bool readable = rc > 0 && ::recv(m.agent_fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
-    if (readable) break;
+    if (readable) return Status::Ok();
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.ReapLocked(/*block=*/false)) {
       return StartFailed("vm box did not start: " + m.DescribeEnd() + m.Diagnostics());
@@ -298,9 +322,244 @@ StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
       std::string diag = m.Diagnostics();
       (void)m.StopLocked();
       return StartFailed("vm box did not start: the agent was not ready within " +
-                         std::to_string(config.start_timeout.count()) + " ms" + diag);
+                         std::to_string(timeout.count()) + " ms" + diag);
     }
   }
+}
+
+Status Machine::RestoreState(std::chrono::milliseconds timeout) {
+  Impl& m = *impl_;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::ceil<std::chrono::milliseconds>(deadline -
+                                                                  std::chrono::steady_clock::now()));
+  };
+  Status st = QmpRun(m.qmp_fd.get(),
+                     {R"({"execute":"qmp_capabilities"})", kQmpIgnoreShared,
+                      R"({"execute":"migrate-incoming","arguments":{"uri":"fd:)" +
+                          std::to_string(kQemuStateFd) + R"("}})"},
+                     left())
+                  .status();
+  // Loaded and running: QEMU starts the guest by itself once the state is in.
+  while (st.ok()) {
+    auto reply = QmpRun(m.qmp_fd.get(), {R"({"execute":"query-status"})"}, left());
+    if (!reply.ok()) {
+      st = reply.status();
+      break;
+    }
+    // {"status": "inmigrate", "running": false} until the state is in. The host's hello must
+    // not come sooner: bytes the device took before its state was loaded would be lost.
+    if (reply->find("\"running\": true") != std::string::npos) return Status::Ok();
+    // The template was saved stopped, so its clones come in paused.
+    if (reply->find("\"paused\"") != std::string::npos) {
+      st = QmpRun(m.qmp_fd.get(), {R"({"execute":"cont"})"}, left()).status();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      st = DeadlineExceeded("the restored machine was not running within " +
+                            std::to_string(timeout.count()) + " ms");
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::lock_guard<std::mutex> lock(m.mu);
+  std::string why = m.ReapLocked(/*block=*/true) ? m.DescribeEnd() : st.message();
+  std::string diag = m.Diagnostics();
+  (void)m.StopLocked();
+  return StartFailed("restore: " + why + diag);
+}
+
+StatusOr<std::string> Machine::SaveState(const std::string& state_path,
+                                         std::chrono::milliseconds timeout) {
+  Impl& m = *impl_;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  // The agent's hello is read here: the template's host has seen it; a clone's host asks for
+  // another (GuestSetup::resend_hello).
+  protocol::FrameDecoder decoder;
+  for (;;) {
+    auto frame = decoder.Next();
+    if (!frame.ok()) return frame.status().WithContext("template: the agent's hello");
+    if (frame->has_value()) {
+      if ((**frame).type != protocol::FrameType::kHello || decoder.HasPartialFrame()) {
+        return ProtocolError("template: the agent sent more than its hello");
+      }
+      break;
+    }
+    struct pollfd p = {m.agent_fd.get(), POLLIN, 0};
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline -
+                                                             std::chrono::steady_clock::now());
+    if (left.count() <= 0) return DeadlineExceeded("template: no hello from the agent");
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::recv(m.agent_fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
+      return BoxCrashed("template: the agent's connection closed");
+    }
+    if (n > 0) decoder.Feed(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  base::UniqueFd state(::open(state_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!state.valid()) return base::ErrnoStatus("template: open " + state_path);
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::ceil<std::chrono::milliseconds>(deadline -
+                                                                  std::chrono::steady_clock::now()));
+  };
+  RETURN_IF_ERROR(QmpRun(m.qmp_fd.get(),
+                         {R"({"execute":"qmp_capabilities"})", R"({"execute":"stop"})",
+                          kQmpIgnoreShared},
+                         left())
+                      .status()
+                      .WithContext("template: stop"));
+  RETURN_IF_ERROR(QmpRun(m.qmp_fd.get(),
+                         {R"({"execute":"getfd","arguments":{"fdname":"state"}})"}, left(),
+                         {state.get()})
+                      .status()
+                      .WithContext("template: pass the state file"));
+  RETURN_IF_ERROR(
+      QmpRun(m.qmp_fd.get(), {R"({"execute":"migrate","arguments":{"uri":"fd:state"}})"}, left())
+          .status()
+          .WithContext("template: save"));
+  for (;;) {
+    ASSIGN_OR_RETURN(std::string reply,
+                     QmpRun(m.qmp_fd.get(), {R"({"execute":"query-migrate"})"}, left()));
+    if (reply.find("\"completed\"") != std::string::npos) return reply;
+    if (reply.find("\"failed\"") != std::string::npos) {
+      return Internal("template: QEMU could not save the machine: " +
+                      base::TerminalSafe(reply, 300));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return DeadlineExceeded("template: saving took longer than " +
+                              std::to_string(timeout.count()) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+namespace {
+
+// Holds <root>/<key>.lock: one process makes a template, the others wait and then use it.
+class TemplateLock {
+ public:
+  static StatusOr<TemplateLock> Take(const std::string& key, std::chrono::milliseconds timeout) {
+    std::string root = TemplateRoot();
+    ::mkdir(root.c_str(), 0700);
+    std::string path = root + "/" + key + ".lock";
+    base::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!fd.valid()) return base::ErrnoStatus("template: open " + path);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) return base::ErrnoStatus("template: lock " + path);
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return DeadlineExceeded("template: another process has been making " + key + " for " +
+                                std::to_string(timeout.count()) + " ms");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return TemplateLock(std::move(fd));
+  }
+
+ private:
+  explicit TemplateLock(base::UniqueFd fd) : fd_(std::move(fd)) {}
+  base::UniqueFd fd_;  // closing it unlocks
+};
+
+}  // namespace
+
+StatusOr<TemplateInfo> Machine::MakeTemplate(const VmConfig& config, const QemuLaunch& launch,
+                                             const std::string& key) {
+  ASSIGN_OR_RETURN(TemplateLock lock, TemplateLock::Take(key, config.start_timeout));
+  auto found = FindTemplate(key);
+  if (found.ok() || found.status().code() != StatusCode::kNotFound) return found;
+  auto started = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(std::string dir, base::MakeTempDir(TemplateRoot(), ".making-" + key + "-"));
+  QemuLaunch shared = launch;
+  shared.memory_file = dir + "/memory";
+  shared.share_memory = true;
+  auto made = [&]() -> Status {
+    ASSIGN_OR_RETURN(auto machine, Launch(config, shared, -1));
+    RETURN_IF_ERROR(machine->WaitForAgent(config.start_timeout));
+    RETURN_IF_ERROR(machine->SaveState(dir + "/state", config.start_timeout).status());
+    return machine->Destroy();
+  }();
+  if (!made.ok()) {
+    (void)base::RemoveTree(dir);
+    return made.WithContext("make vm template");
+  }
+  TemplateInfo info;
+  info.key = key;
+  info.home = config.home;
+  info.image_tree = config.image_tree;
+  info.accel = launch.accel == Accelerator::kKvm ? "kvm" : "tcg";
+  info.memory_mib = config.memory_mib;
+  info.cpus = config.cpus;
+  info.disk_mib = config.disk_mib;
+  RETURN_IF_ERROR(CommitTemplate(dir, info).WithContext("make vm template"));
+  auto made_info = FindTemplate(key);
+  CODEBOX_LOG(kInfo, "vm: made template " << key << " for " << config.image_tree << " in "
+                                          << Millis(std::chrono::steady_clock::now() - started)
+                                          << " (state "
+                                          << (made_info.ok() ? made_info->state_bytes : 0)
+                                          << " bytes)");
+  return made_info;
+}
+
+StatusOr<std::unique_ptr<Machine>> Machine::Restore(const VmConfig& config,
+                                                    const QemuLaunch& launch) {
+  ASSIGN_OR_RETURN(std::string key, TemplateKey(launch));
+  auto found = FindTemplate(key);
+  if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
+    found = MakeTemplate(config, launch, key);
+  } else if (!found.ok()) {
+    // Damaged: gone, so that the next box makes it anew; this one boots.
+    (void)RemoveTemplate(key);
+  }
+  if (!found.ok()) return found.status();
+  std::string state_path = found->dir + "/state";
+  base::UniqueFd state(::open(state_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!state.valid()) return base::ErrnoStatus("restore: open " + state_path);
+  QemuLaunch clone = launch;
+  clone.memory_file = found->dir + "/memory";
+  clone.share_memory = false;
+  clone.incoming = true;
+  ASSIGN_OR_RETURN(auto machine, Launch(config, clone, state.get()));
+  state.reset();
+  Status restored = machine->RestoreState(config.start_timeout);
+  if (!restored.ok()) {
+    // A template QEMU cannot load is no use to the next box either.
+    (void)RemoveTemplate(key);
+    return restored;
+  }
+  machine->impl_->template_key = key;
+  return machine;
+}
+
+StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
+  ASSIGN_OR_RETURN(Accelerator accel, ChooseAccelerator(config.allow_emulation));
+  ASSIGN_OR_RETURN(QemuLaunch launch, PrepareLaunch(config, accel));
+  std::string warning;
+  if (config.snapshot) {
+    auto started = std::chrono::steady_clock::now();
+    auto restored = Restore(config, launch);
+    if (restored.ok()) {
+      CODEBOX_LOG(kDebug, "vm: restored from template " << (*restored)->impl_->template_key
+                                                        << " in "
+                                                        << Millis(std::chrono::steady_clock::now() -
+                                                                  started));
+      return restored;
+    }
+    if (!config.snapshot_fallback) {
+      return Status(restored.status().code(),
+                    "vm box: no restore from a template (" + restored.status().message() +
+                        "), and --no-fallback forbids a cold boot");
+    }
+    warning = "started by a cold boot: restoring from a template failed: " +
+              base::TailLines(restored.status().message(), 3);
+    CODEBOX_LOG(kWarn, "vm: " << warning);
+  }
+  ASSIGN_OR_RETURN(auto machine, Launch(config, launch, -1));
+  RETURN_IF_ERROR(machine->WaitForAgent(config.start_timeout));
+  machine->impl_->warning = std::move(warning);
   return machine;
 }
 
@@ -336,6 +595,9 @@ bool Machine::Alive() const {
 }
 
 const std::vector<std::string>& Machine::limits() const { return impl_->limits; }
+
+const std::string& Machine::template_key() const { return impl_->template_key; }
+const std::string& Machine::warning() const { return impl_->warning; }
 
 int Machine::qemu_pid() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -1,11 +1,13 @@
 #include "vm/qemu.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "base/io.h"
@@ -79,6 +81,15 @@ std::vector<std::string> QemuArgv(const QemuLaunch& launch) {
       "-mon",
       "chardev=qmp,mode=control",
   };
+  if (!launch.memory_file.empty()) {
+    argv[2] += ",memory-backend=ram";
+    argv.insert(argv.end(),
+                {"-object",
+                 "memory-backend-file,id=ram,size=" + std::to_string(launch.memory_mib) +
+                     "M,mem-path=" + launch.memory_file +
+                     (launch.share_memory ? ",share=on" : ",share=off")});
+  }
+  if (launch.incoming) argv.insert(argv.end(), {"-incoming", "defer"});
   return argv;
 }
 
@@ -87,6 +98,73 @@ Status QmpQuit(int qmp_fd) {
   // QEMU's exit is the answer we wait for.
   return base::WriteAll(qmp_fd, "{\"execute\":\"qmp_capabilities\"}\n{\"execute\":\"quit\"}\n")
       .WithContext("qmp quit");
+}
+
+namespace {
+
+// `byte` with `fds` attached, for QMP's getfd.
+Status SendWithFds(int sock, char byte, const std::vector<int>& fds) {
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()), 0);
+  struct iovec iov = {&byte, 1};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = control.size();
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+  for (;;) {
+    if (::sendmsg(sock, &msg, MSG_NOSIGNAL) == 1) return Status::Ok();
+    if (errno != EINTR) return base::ErrnoStatus("send fds");
+  }
+}
+
+}  // namespace
+
+StatusOr<std::string> QmpRun(int qmp_fd, const std::vector<std::string>& commands,
+                             std::chrono::milliseconds timeout, const std::vector<int>& fds) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string out;
+  for (const std::string& c : commands) out += c + "\n";
+  if (!fds.empty()) {
+    RETURN_IF_ERROR(SendWithFds(qmp_fd, out[0], fds).WithContext("qmp"));
+    out.erase(0, 1);
+  }
+  RETURN_IF_ERROR(base::WriteAll(qmp_fd, out).WithContext("qmp"));
+  // One answer per command, {"return": ...} or {"error": ...}, among events (and the greeting).
+  size_t answered = 0;
+  std::string buf, last;
+  while (answered < commands.size()) {
+    size_t nl = buf.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      if (line.find("\"error\"") != std::string::npos && line.find("\"event\"") == std::string::npos) {
+        return Internal("qmp: " + base::TerminalSafe(line, 300));
+      }
+      if (line.find("\"return\"") != std::string::npos) {
+        ++answered;
+        last = line;
+      }
+      continue;
+    }
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return DeadlineExceeded("qmp: QEMU did not answer in time");
+    struct pollfd p = {qmp_fd, POLLIN, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (rc < 0 && errno != EINTR) return base::ErrnoStatus("qmp: poll");
+    if (rc <= 0) continue;
+    char chunk[4096];
+    ssize_t n = ::recv(qmp_fd, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return Unavailable("qmp: QEMU closed its monitor");
+    buf.append(chunk, static_cast<size_t>(n));
+    if (buf.size() > (1u << 20)) return Internal("qmp: an answer without end");
+  }
+  return last;
 }
 
 bool WaitChild(pid_t pid, std::chrono::milliseconds timeout, int* wstatus) {

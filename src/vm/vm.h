@@ -45,7 +45,15 @@ struct VmConfig {
   uint32_t cpus = 1;
   uint64_t disk_mib = 256;  // size of the writable tmpfs overlay in the guest
   std::chrono::milliseconds start_timeout{60'000};
+  // Restore from a template of this configuration (snapshot.h), made by the first box that
+  // needs it, instead of booting. When a restore fails: a cold boot with Machine::warning()
+  // set, or with snapshot_fallback off, the error.
+  bool snapshot = true;
+  bool snapshot_fallback = true;
 };
+
+struct QemuLaunch;
+struct TemplateInfo;
 
 class Machine {
  public:
@@ -66,11 +74,27 @@ class Machine {
   const std::vector<std::string>& limits() const;
   // QEMU's pid (for host RSS figures and tests that kill it from outside); -1 once reaped.
   int qemu_pid() const;
+  // The template this machine was restored from ("" when it booted): its agent has sent its
+  // hello to the template's host and waits for this host's (GuestSetup::resend_hello).
+  const std::string& template_key() const;
+  // Why a machine asked to restore was booted instead; "" when it was not.
+  const std::string& warning() const;
 
   class Impl;
 
  private:
   explicit Machine(std::unique_ptr<Impl> impl);
+  // Starts QEMU under its keeper (state_fd: a restore's state file, or -1).
+  static StatusOr<std::unique_ptr<Machine>> Launch(const VmConfig& config, QemuLaunch launch,
+                                                   int state_fd);
+  static StatusOr<std::unique_ptr<Machine>> Restore(const VmConfig& config,
+                                                    const QemuLaunch& launch);
+  static StatusOr<TemplateInfo> MakeTemplate(const VmConfig& config, const QemuLaunch& launch,
+                                             const std::string& key);
+  Status WaitForAgent(std::chrono::milliseconds timeout);
+  Status RestoreState(std::chrono::milliseconds timeout);
+  // Reads the agent's hello, stops the guest and saves its state (the last query-migrate).
+  StatusOr<std::string> SaveState(const std::string& state_path, std::chrono::milliseconds timeout);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -85,7 +85,12 @@ class FakeBackend final : public box::Backend {
   }
   uint64_t OomKillCount() const override { return state_->oom_kills; }
   std::string Diagnostics() const override { return state_->diagnostics(); }
-  BoxInfo Info() const override { return BoxInfo{"fake", {"none: in-process agent"}, {}}; }
+  BoxInfo Info() const override {
+    BoxInfo info;
+    info.driver = "fake";
+    info.limits = {"none: in-process agent"};
+    return info;
+  }
 
  private:
   // Stops the relay (hanging up on the host) and kills the agent; safe to call again and
