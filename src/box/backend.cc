@@ -1,5 +1,8 @@
 #include "box/backend.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
 #include <cmath>
 
 #include "base/log.h"
@@ -8,6 +11,7 @@
 #include "box/leftovers.h"
 #include "jail/jail.h"
 #include "vm/accel.h"
+#include "vm/guest_limits.h"
 #include "vm/vm.h"
 
 namespace codebox::box {
@@ -29,18 +33,45 @@ class JailBackend final : public Backend {
 
 class VmBackend final : public Backend {
  public:
-  explicit VmBackend(std::unique_ptr<vm::Machine> machine) : machine_(std::move(machine)) {}
+  VmBackend(std::unique_ptr<vm::Machine> machine, const vm::VmConfig& config)
+      : machine_(std::move(machine)),
+        max_processes_(config.max_processes),
+        exec_memory_bytes_(vm::GuestExecMemoryBytes(config.memory_mib)),
+        limits_(machine_->limits()) {
+    std::vector<std::string> guest = vm::GuestLimitLines(config);
+    limits_.insert(limits_.begin() + std::min<size_t>(1, limits_.size()), guest.begin(),
+                   guest.end());  // after the RAM
+  }
   base::UniqueFd TakeAgentFd() override { return machine_->TakeAgentFd(); }
   Status Destroy() override { return machine_->Destroy(); }
   std::string Diagnostics() const override {
     std::string tail = machine_->ConsoleTail(20);
     return tail.empty() ? "" : "last lines of the guest console:\n" + tail;
   }
-  BoxInfo Info() const override { return BoxInfo{machine_->driver_name(), machine_->limits(), {}}; }
+  BoxInfo Info() const override { return BoxInfo{machine_->driver_name(), limits_, {}}; }
+  std::optional<protocol::msg::GuestSetup> GuestSetup() const override;
 
  private:
   std::unique_ptr<vm::Machine> machine_;
+  uint64_t max_processes_;
+  uint64_t exec_memory_bytes_;
+  std::vector<std::string> limits_;  // the machine's, and the guest's (GuestSetup)
 };
+
+// The agent applies it before any exec (src/agent/vm_guest.cc); the clock is set by
+// AgentClient::Connect as it sends the hello.
+std::optional<protocol::msg::GuestSetup> VmBackend::GuestSetup() const {
+  protocol::msg::GuestSetup setup;
+  setup.entropy.resize(protocol::msg::kGuestEntropyBytes);
+  for (size_t got = 0; got < setup.entropy.size();) {
+    ssize_t n = ::getrandom(setup.entropy.data() + got, setup.entropy.size() - got, 0);
+    if (n < 0 && errno != EINTR) return std::nullopt;  // no getrandom: a kernel before 3.17
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  setup.max_processes = static_cast<int64_t>(max_processes_);
+  setup.memory_bytes = static_cast<int64_t>(exec_memory_bytes_);
+  return setup;
+}
 
 std::string AgentPath() { return base::FindHelperBinary("codebox-agent"); }
 
@@ -120,8 +151,9 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
   config.memory_mib = options.memory_mib;
   config.cpus = static_cast<uint32_t>(std::max(1.0, std::ceil(options.cpus)));
   config.disk_mib = options.disk_mib;
+  config.max_processes = options.max_processes;
   ASSIGN_OR_RETURN(auto machine, vm::Machine::Start(config));
-  backend = std::make_unique<VmBackend>(std::move(machine));
+  backend = std::make_unique<VmBackend>(std::move(machine), config);
   backend->set_image_run(std::move(run));
   return backend;
 }
