@@ -43,7 +43,7 @@ struct VmConfig {
   bool allow_emulation = false;
   uint64_t memory_mib = 512;
   uint32_t cpus = 1;
-  uint64_t disk_mib = 256;  // size of the writable tmpfs overlay in the guest
+  uint64_t disk_mib = 256;     // size of the writable tmpfs overlay in the guest
   uint64_t max_processes = 0;  // the execs' pids limit in the guest (guest_limits.h); 0 = none
   std::chrono::milliseconds start_timeout{60'000};
 };
