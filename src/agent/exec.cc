@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "agent/guest_limits.h"
 #include "base/io.h"
 
 namespace codebox::agent {
@@ -148,6 +149,8 @@ void BecomeUser(const protocol::msg::User& user, pid_t agent, int report_fd) {
       ::dup2(err_fd, STDERR_FILENO) < 0) {
     ::_exit(127);
   }
+  // Into the box's limits (a vm guest's cgroup), before anything of the program runs.
+  if (!JoinExecCgroup()) FailInChild("join", "the box's cgroup", errno, 127);
   // The agent blocks signals for its signalfd and ignores SIGPIPE (ignored dispositions
   // survive exec); the program gets the defaults.
   ::signal(SIGPIPE, SIG_DFL);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "agent/guest_limits.h"
 #include "base/unique_fd.h"
 
 namespace codebox::agent {
@@ -96,6 +97,7 @@ int KillMatching(const std::function<bool(const ProcInfo&, const std::vector<Pro
 }
 
 uint64_t ReadOomKillCount() {
+  if (std::optional<uint64_t> box = ExecCgroupOomKills()) return *box;
   char buf[16384];
   if (!ReadSmall("/proc/vmstat", buf, sizeof buf)) return 0;
   return ParseOomKillCount(buf);

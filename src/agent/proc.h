@@ -31,7 +31,8 @@ int KillMatching(const std::function<bool(const ProcInfo&, const std::vector<Pro
 // True if `pid` descends from `ancestor` through ppid links in `all`.
 bool DescendsFrom(pid_t pid, pid_t ancestor, const std::vector<ProcInfo>& all);
 
-// The kernel's count of OOM kills (`oom_kill` in /proc/vmstat), 0 if unavailable.
+// The count of OOM kills: the execs' cgroup's in a vm guest that made one (guest_limits.h),
+// else the kernel's (`oom_kill` in /proc/vmstat); 0 if unavailable.
 uint64_t ReadOomKillCount();
 
 // The parsers behind them, on text already read.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "agent/guest_limits.h"
+
 namespace codebox::agent {
 namespace {
 
@@ -60,6 +62,17 @@ TEST(ListProcesses, SeesThisProcessAndItsParent) {
     EXPECT_NE(p.state, 'Z');
   }
   EXPECT_TRUE(found);
+}
+
+TEST(GuestLimits, NoLimitIsMaxAndOutsideAGuestThereIsNoCgroup) {
+  EXPECT_EQ(CgroupLimit(0), "max");
+  EXPECT_EQ(CgroupLimit(128), "128");
+  // A memory.events as the kernel writes it, with the newline ExecCgroupOomKills adds.
+  EXPECT_EQ(ParseOomKillCount("\nlow 0\nhigh 0\nmax 40\noom 2\noom_kill 3\noom_group_kill 0\n"),
+            3u);
+  // Nothing set the cgroup up: an exec's child stays where it is, and the count is the kernel's.
+  EXPECT_FALSE(ExecCgroupOomKills().has_value());
+  EXPECT_TRUE(JoinExecCgroup());
 }
 
 }  // namespace

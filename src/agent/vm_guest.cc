@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/guest_limits.h"
 #include "base/io.h"
 #include "base/text.h"
 
@@ -268,7 +269,8 @@ Status ApplyGuestSetup(const protocol::msg::GuestSetup& setup) {
   for (const char* seed : {"/var/lib/systemd/random-seed", "/var/lib/urandom/random-seed"}) {
     ::unlink(seed);
   }
-  return Status::Ok();
+  // Limits the host reports must hold: a box without them is not run.
+  return SetUpExecCgroup(setup.max_processes, setup.memory_bytes).WithContext("exec limits");
 }
 
 StatusOr<base::UniqueFd> SetUpVmGuest() {

@@ -18,7 +18,8 @@ StatusOr<base::UniqueFd> SetUpVmGuest();
 // template is a byte-for-byte copy of the machine that was saved, so each one is made unique
 // here: the kernel RNG gets the host's fresh bytes and is reseeded (RNDADDENTROPY +
 // RNDRESEEDCRNG), the clock is set to the host's, boot_id and /etc/machine-id are new, and
-// random seeds saved on disk are removed. An error leaves the box unusable (the host is told).
+// random seeds saved on disk are removed. The execs get a cgroup with the box's pids and
+// memory limits (guest_limits.h). An error leaves the box unusable (the host is told).
 Status ApplyGuestSetup(const protocol::msg::GuestSetup& setup);
 
 // Called by main() as PID 1 of a vm box after the connection ends or shutdown: sync and

@@ -1,5 +1,6 @@
 #include "box/backend.h"
 
+#include <cerrno>
 #include <cmath>
 
 #include "base/log.h"
@@ -9,6 +10,7 @@
 #include "box/leftovers.h"
 #include "jail/jail.h"
 #include "vm/accel.h"
+#include "vm/guest_limits.h"
 #include "vm/vm.h"
 
 namespace codebox::box {
@@ -34,7 +36,15 @@ class JailBackend final : public Backend {
 
 class VmBackend final : public Backend {
  public:
-  explicit VmBackend(std::unique_ptr<vm::Machine> machine) : machine_(std::move(machine)) {}
+  VmBackend(std::unique_ptr<vm::Machine> machine, const vm::VmConfig& config)
+      : machine_(std::move(machine)),
+        max_processes_(config.max_processes),
+        exec_memory_bytes_(vm::GuestExecMemoryBytes(config.memory_mib)),
+        limits_(machine_->limits()) {
+    std::vector<std::string> guest = vm::GuestLimitLines(config);
+    limits_.insert(limits_.begin() + std::min<size_t>(1, limits_.size()), guest.begin(),
+                   guest.end());  // after the RAM
+  }
   base::UniqueFd TakeAgentFd() override { return machine_->TakeAgentFd(); }
   Status Destroy() override { return machine_->Destroy(); }
   std::string Diagnostics() const override {
@@ -44,21 +54,31 @@ class VmBackend final : public Backend {
   BoxInfo Info() const override {
     BoxInfo info;
     info.driver = machine_->driver_name();
-    info.limits = machine_->limits();
+    info.limits = limits_;
     info.start = machine_->template_key().empty() ? "boot" : "snapshot " + machine_->template_key();
     if (!machine_->warning().empty()) info.warnings.push_back(machine_->warning());
     return info;
   }
-  std::optional<protocol::msg::GuestSetup> GuestSetup() const override {
-    protocol::msg::GuestSetup setup;
-    setup.entropy = base::RandomBytes(protocol::msg::kGuestEntropyBytes);
-    setup.resend_hello = !machine_->template_key().empty();
-    return setup;
-  }
+  std::optional<protocol::msg::GuestSetup> GuestSetup() const override;
 
  private:
   std::unique_ptr<vm::Machine> machine_;
+  uint64_t max_processes_;
+  uint64_t exec_memory_bytes_;
+  std::vector<std::string> limits_;  // the machine's, and the guest's (GuestSetup)
 };
+
+// The agent applies it before any exec (src/agent/vm_guest.cc); the clock is set by
+// AgentClient::Connect as it sends the hello.
+std::optional<protocol::msg::GuestSetup> VmBackend::GuestSetup() const {
+  protocol::msg::GuestSetup setup;
+  setup.entropy = base::RandomBytes(protocol::msg::kGuestEntropyBytes);
+  // A clone's first hello went to the host that made its template.
+  setup.resend_hello = !machine_->template_key().empty();
+  setup.max_processes = static_cast<int64_t>(max_processes_);
+  setup.memory_bytes = static_cast<int64_t>(exec_memory_bytes_);
+  return setup;
+}
 
 std::string AgentPath() { return base::FindHelperBinary("codebox-agent"); }
 
@@ -138,10 +158,11 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
   config.memory_mib = options.memory_mib;
   config.cpus = static_cast<uint32_t>(std::max(1.0, std::ceil(options.cpus)));
   config.disk_mib = options.disk_mib;
+  config.max_processes = options.max_processes;
   config.snapshot = !options.no_snapshot;
   config.snapshot_fallback = !options.no_fallback;
   ASSIGN_OR_RETURN(auto machine, vm::Machine::Start(config));
-  backend = std::make_unique<VmBackend>(std::move(machine));
+  backend = std::make_unique<VmBackend>(std::move(machine), config);
   backend->set_image_run(std::move(run));
   return backend;
 }

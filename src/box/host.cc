@@ -16,6 +16,7 @@
 #include "jail/cgroups.h"
 #include "jail/jail.h"
 #include "vm/accel.h"
+#include "vm/guest_limits.h"
 #include "vm/vm.h"
 
 namespace codebox {
@@ -128,8 +129,11 @@ std::vector<HostLimit> JailLimits(const HostJail& jail, const BoxOptions& o) {
 
 std::vector<HostLimit> VmLimits(const BoxOptions& o) {
   return {
-      {"memory", true, std::to_string(o.memory_mib) + " MiB guest RAM"},
-      {"processes", true, "bounded by the guest's RAM (max_processes applies in the jail only)"},
+      {"memory", true,
+       std::to_string(o.memory_mib) + " MiB guest RAM; programs " +
+           std::to_string(vm::GuestExecMemoryBytes(o.memory_mib) >> 20) +
+           " MiB of it (guest cgroup v2, OOM kills counted)"},
+      {"processes", true, std::to_string(o.max_processes) + " processes (guest cgroup v2 pids)"},
       {"cpu", true, std::to_string(static_cast<int>(std::max(1.0, o.cpus))) + " vCPUs"},
       {"disk", true, std::to_string(o.disk_mib) + " MiB guest tmpfs overlay"},
       {"open files", true, std::to_string(o.max_open_files) + " per process (in the guest)"},

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "base/io.h"
@@ -58,6 +59,8 @@ StatusOr<std::string> HashFileHex(const std::string& path) {
 StatusOr<std::string> HashSparseFileHex(const std::string& path) {
   base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return base::ErrnoStatus("open " + path);
+  constexpr size_t kPage = 4096;
+  static const char kZeros[kPage] = {};
   uint64_t h = kFnvOffset;
   std::string buf(1 << 20, '\0');
   off_t at = 0;
@@ -69,14 +72,21 @@ StatusOr<std::string> HashSparseFileHex(const std::string& path) {
     }
     off_t hole = ::lseek(fd.get(), data, SEEK_HOLE);
     if (hole < 0) return base::ErrnoStatus("seek " + path);
-    h = Fnv(h, reinterpret_cast<const char*>(&data), sizeof data);
     for (off_t pos = data; pos < hole;) {
       size_t want = static_cast<size_t>(std::min<off_t>(hole - pos, static_cast<off_t>(buf.size())));
       ssize_t n = ::pread(fd.get(), buf.data(), want, pos);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return base::ErrnoStatus("read " + path);
       if (n == 0) break;
-      h = Fnv(h, buf.data(), static_cast<size_t>(n));
+      // Pages of zeros count as holes: a tmpfs fills holes with them when a private mapping
+      // of the file reads there, which changes the layout but not the contents.
+      for (size_t page = 0; page < static_cast<size_t>(n); page += kPage) {
+        size_t len = std::min(kPage, static_cast<size_t>(n) - page);
+        if (std::memcmp(buf.data() + page, kZeros, len) == 0) continue;
+        off_t offset = pos + static_cast<off_t>(page);
+        h = Fnv(h, reinterpret_cast<const char*>(&offset), sizeof offset);
+        h = Fnv(h, buf.data() + page, len);
+      }
       pos += n;
     }
     at = hole;

@@ -13,8 +13,8 @@ namespace codebox::vm {
 // FNV-1a 64 of a byte string / a file's contents, as 16 hex digits. A cache key, not a MAC.
 std::string HashHex(std::string_view data);
 StatusOr<std::string> HashFileHex(const std::string& path);
-// The same over a sparse file's data extents and their offsets (SEEK_DATA), so a guest's
-// mostly empty RAM file hashes in the time its used pages take.
+// The same over a sparse file's pages that are not all zeros, with their offsets (found with
+// SEEK_DATA), so a guest's mostly empty RAM file hashes in the time its used pages take.
 StatusOr<std::string> HashSparseFileHex(const std::string& path);
 
 }  // namespace codebox::vm

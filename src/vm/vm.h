@@ -43,7 +43,8 @@ struct VmConfig {
   bool allow_emulation = false;
   uint64_t memory_mib = 512;
   uint32_t cpus = 1;
-  uint64_t disk_mib = 256;  // size of the writable tmpfs overlay in the guest
+  uint64_t disk_mib = 256;     // size of the writable tmpfs overlay in the guest
+  uint64_t max_processes = 0;  // the execs' pids limit in the guest (guest_limits.h); 0 = none
   std::chrono::milliseconds start_timeout{60'000};
   // Restore from a template of this configuration (snapshot.h), made by the first box that
   // needs it, instead of booting. When a restore fails: a cold boot with Machine::warning()

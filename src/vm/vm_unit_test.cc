@@ -14,6 +14,7 @@
 #include "base/subprocess.h"
 #include "vm/accel.h"
 #include "vm/cpio.h"
+#include "vm/guest_limits.h"
 #include "vm/kernel.h"
 #include "vm/modules.h"
 #include "vm/qemu.h"
@@ -182,6 +183,29 @@ TEST(Qemu, ConsoleExcerptKeepsThePanicLine) {
   EXPECT_EQ(ConsoleExcerpt(console, 4),
             "Kernel panic - not syncing: sysrq\ntrace 1\ntrace 2\ntrace 3");
   EXPECT_EQ(ConsoleExcerpt("a\r\nb\n", 5), "a\nb");
+}
+
+TEST(GuestLimits, ProgramsGetTheRamLessAReserveAndHalfOfASmallGuest) {
+  EXPECT_EQ(GuestExecMemoryBytes(512), 432ull << 20);   // 512 - (64 + 16)
+  EXPECT_EQ(GuestExecMemoryBytes(1024), 928ull << 20);  // 1024 - (64 + 32)
+  EXPECT_EQ(GuestExecMemoryBytes(128), 64ull << 20);    // the vm driver's least: half
+  // More RAM never means less for the programs.
+  for (uint64_t mib = 128; mib < 8192; mib += 8) {
+    EXPECT_LE(GuestExecMemoryBytes(mib), GuestExecMemoryBytes(mib + 8)) << mib;
+    EXPECT_LT(GuestExecMemoryBytes(mib), mib << 20) << mib;
+  }
+}
+
+TEST(GuestLimits, LinesNameTheProgramsMemoryAndTheProcessLimit) {
+  VmConfig config;
+  config.memory_mib = 512;
+  config.max_processes = 128;
+  EXPECT_EQ(GuestLimitLines(config),
+            (std::vector<std::string>{
+                "programs' memory 432 MiB of the guest RAM (guest cgroup v2, no swap)",
+                "processes 128 (guest cgroup v2 pids)"}));
+  config.max_processes = 0;
+  EXPECT_EQ(GuestLimitLines(config).size(), 1u);
 }
 
 }  // namespace

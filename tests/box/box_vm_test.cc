@@ -2,6 +2,9 @@
 // Here (no hardware virtualization) that means QEMU tcg, which is slow: one boot serves all.
 #include <sys/utsname.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "base/io.h"
 #include "tests/box/box_test_util.h"
 #include "vm/vm.h"
@@ -94,6 +97,80 @@ TEST(BoxVmTest, AProgramRunsOnATerminalOfTheGuest) {
   EXPECT_NE(r->stdout_data.find("33 101\r\n"), std::string::npos) << r->stdout_data;
   EXPECT_NE(r->stdout_data.find("got-typed\r\n"), std::string::npos) << r->stdout_data;
   EXPECT_EQ(r->stderr_data, "");
+}
+
+// The guest's own limits (src/agent/guest_limits.h): a fork bomb or a memory hog meets the
+// box's limit in the guest's cgroup, as in a jail, and the agent outside it still answers.
+TEST(BoxVmTest, AForkBombAndAMemoryHogMeetTheBoxLimitsAndTheAgentStillAnswers) {
+  BoxOptions options = testing::TestBoxOptions();
+  options.driver = DriverKind::kVm;
+  options.allow_emulation = true;
+  options.max_processes = 32;
+  options.memory_mib = 256;
+  options.exec_timeout = std::chrono::seconds(60);
+  CODEBOX_MAKE_BOX_OR_SKIP(box, options);
+  const std::vector<std::string>& limits = box->info().limits;
+  EXPECT_NE(std::find(limits.begin(), limits.end(), "processes 32 (guest cgroup v2 pids)"),
+            limits.end());
+  // Programs run in the box's cgroup; the agent (PID 1) is outside it and out of the OOM
+  // killer's reach, and its -1000 is not passed on.
+  auto where = box->RunPython(
+      "print(open('/proc/self/cgroup').read().strip(), "
+      "open('/proc/1/oom_score_adj').read().strip(),"
+      " open('/proc/self/oom_score_adj').read().strip())");
+  ASSERT_TRUE(where.ok()) << where.status().ToString();
+  EXPECT_EQ(where->stdout_data, "0::/box -1000 0\n") << where->stderr_data;
+
+  // The program sees the process limit as a jail's sees it: fork fails with EAGAIN.
+  auto r = box->RunPython(
+      "import os, time\n"
+      "pids = []\n"
+      "try:\n"
+      "    for i in range(200):\n"
+      "        pid = os.fork()\n"
+      "        if pid == 0:\n"
+      "            time.sleep(60); os._exit(0)\n"
+      "        pids.append(pid)\n"
+      "    print('unbounded')\n"
+      "except OSError as e:\n"
+      "    print('stopped', len(pids) < 32, e.errno)\n"
+      "for p in pids: os.kill(p, 9)\n"
+      "for p in pids: os.waitpid(p, 0)\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "stopped True 11\n") << r->stderr_data;
+
+  // A bomb that goes on forking until its timeout: the agent, outside the cgroup, ends it
+  // and answers the next exec at once.
+  ExecOptions bounded;
+  bounded.timeout = std::chrono::seconds(5);
+  auto bomb = box->Exec({"python3", "-c",
+                         "import os\n"
+                         "while True:\n"
+                         "    try: os.fork()\n"
+                         "    except OSError: pass\n"},
+                        bounded);
+  ASSERT_TRUE(bomb.ok()) << bomb.status().ToString();
+  EXPECT_TRUE(bomb->timed_out);
+  auto start = std::chrono::steady_clock::now();
+  auto after = box->RunPython("print(1)");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->stdout_data, "1\n") << after->stderr_data;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+
+  // More than the programs' share of the 256 MiB: the cgroup's OOM killer ends it.
+  ExecOptions hog_options;
+  hog_options.timeout = std::chrono::seconds(30);
+  auto hog = box->Exec({"python3", "-c",
+                        "a = []\n"
+                        "while True: a.append(b'x' * (16 << 20))\n"},
+                       hog_options);
+  ASSERT_TRUE(hog.ok()) << hog.status().ToString();
+  EXPECT_TRUE(hog->out_of_memory) << hog->exit_code << " " << hog->signal << " "
+                                  << hog->stderr_data;
+  EXPECT_FALSE(hog->timed_out);
+  auto still = box->RunPython("print(1)");
+  ASSERT_TRUE(still.ok()) << still.status().ToString();
+  EXPECT_EQ(still->stdout_data, "1\n") << still->stderr_data;
 }
 
 }  // namespace
