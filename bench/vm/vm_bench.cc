@@ -1,10 +1,12 @@
 // vm_bench: how far a vm box is from the floor of its kernel and accelerator.
 //   floor:  plain QEMU microvm, same kernel, same command line, a minimal static /init that
 //           prints a line; timed from spawn until the line is in the console log.
-//   launch: Machine::Start + protocol handshake (agent ready).
-//   full:   launch -> exec python3 -c 'print(1)' -> destroy.
-// Runs interleave floor and box so load on the host hits both alike. Also prints the guest's
-// memory use at idle (/proc/meminfo) and QEMU's host RSS for one idle box.
+//   ready:  Machine::Start + protocol handshake (agent ready), by a cold boot and by a restore
+//           from the template (src/vm/snapshot.h) into a fresh QEMU.
+//   full:   ready -> exec python3 -c 'print(1)' -> destroy.
+// Runs interleave floor, boot and restore so load on the host hits all alike. Also prints the
+// guest's memory use at idle (/proc/meminfo) and QEMU's host RSS and PSS for an idle booted
+// box and an idle clone.
 //
 //   vm_bench [--runs N]     (default 5; uses $CODEBOX_HOME's python image and kernel)
 #include <signal.h>
@@ -23,6 +25,7 @@
 #include "base/fs.h"
 #include "base/io.h"
 #include "base/paths.h"
+#include "base/random.h"
 #include "base/subprocess.h"
 #include "image/store.h"
 #include "agent_client/agent_client.h"
@@ -142,59 +145,109 @@ int Main(int argc, char** argv) {
   floor.disk_mib = config.disk_mib;
   floor.tsc_khz = HostTscKhz();
 
-  // Warm the caches (initramfs, erofs disk) outside the timed runs.
+  // Warm the caches (initramfs, erofs disk, the template) outside the timed runs.
   {
     auto m = Machine::Start(config);
     if (!m.ok()) Die("warm-up: " + m.status().ToString());
   }
 
-  std::vector<double> floor_ms, launch_ms, full_ms;
+  // Start to agent ready (the handshake done), then print(1) and destroy.
+  auto connect = [&](Machine& m) {
+    protocol::msg::GuestSetup guest;
+    guest.entropy = base::RandomBytes(protocol::msg::kGuestEntropyBytes);
+    guest.resend_hello = !m.template_key().empty();
+    auto client = protocol::AgentClient::Connect(m.TakeAgentFd(), std::chrono::seconds(10), guest);
+    if (!client.ok()) Die("connect: " + client.status().ToString());
+    return std::move(*client);
+  };
+  struct Cycle {
+    std::vector<double> ready, full;
+  };
+  auto cycle = [&](bool snapshot, Cycle* out, std::string* driver) {
+    VmConfig c = config;
+    c.snapshot = snapshot;
+    c.snapshot_fallback = false;
+    auto start = Clock::now();
+    auto m = Machine::Start(c);
+    if (!m.ok()) Die("start: " + m.status().ToString());
+    auto client = connect(**m);
+    out->ready.push_back(Ms(Clock::now() - start));
+    auto r = client->Exec(Python("print(1)"));
+    if (!r.ok() || r->stdout_data != "1\n")
+      Die("exec python: " + (r.ok() ? r->stderr_data : r.status().ToString()));
+    client.reset();
+    if (!(*m)->Destroy().ok()) Die("destroy failed");
+    out->full.push_back(Ms(Clock::now() - start));
+    *driver = (*m)->driver_name();
+  };
+  std::vector<double> floor_ms;
+  Cycle cold, restored;
   std::string driver;
   for (int run = 0; run < runs; ++run) {
     floor_ms.push_back(FloorBoot(floor));
-    auto start = Clock::now();
-    auto m = Machine::Start(config);
-    if (!m.ok()) Die("start: " + m.status().ToString());
-    auto client = protocol::AgentClient::Connect((*m)->TakeAgentFd(), std::chrono::seconds(10));
-    if (!client.ok()) Die("connect: " + client.status().ToString());
-    launch_ms.push_back(Ms(Clock::now() - start));
-    auto r = (*client)->Exec(Python("print(1)"));
-    if (!r.ok() || r->stdout_data != "1\n")
-      Die("exec python: " + (r.ok() ? r->stderr_data : r.status().ToString()));
-    client->reset();
-    if (!(*m)->Destroy().ok()) Die("destroy failed");
-    full_ms.push_back(Ms(Clock::now() - start));
-    driver = (*m)->driver_name();
-    std::fprintf(stderr, "run %d: floor %.0f ms, launch %.0f ms, full %.0f ms\n", run + 1,
-                 floor_ms.back(), launch_ms.back(), full_ms.back());
+    cycle(false, &cold, &driver);
+    cycle(true, &restored, &driver);
+    std::fprintf(stderr,
+                 "run %d: floor %.0f ms, boot: ready %.0f full %.0f ms, restore: ready %.0f full "
+                 "%.0f ms\n",
+                 run + 1, floor_ms.back(), cold.ready.back(), cold.full.back(),
+                 restored.ready.back(), restored.full.back());
   }
 
-  // Idle footprint of one box.
-  auto m = Machine::Start(config);
-  if (!m.ok()) Die("start: " + m.status().ToString());
-  auto client = protocol::AgentClient::Connect((*m)->TakeAgentFd(), std::chrono::seconds(10));
-  if (!client.ok()) Die("connect: " + client.status().ToString());
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  auto meminfo = (*client)->ReadFile("/proc/meminfo");
-  auto status = base::ReadFile("/proc/" + std::to_string((*m)->qemu_pid()) + "/status");
-  long total = meminfo.ok() ? MeminfoKib(*meminfo, "MemTotal") : -1;
-  long avail = meminfo.ok() ? MeminfoKib(*meminfo, "MemAvailable") : -1;
-  long rss = status.ok() ? MeminfoKib(*status, "VmRSS") : -1;
-  client->reset();
-  (void)(*m)->Destroy();
+  // Idle footprint: one booted box alone, then three clones side by side (their RAM file's
+  // pages are shared, so each one's proportional share is what one more costs).
+  struct Footprint {
+    double rss_kib = 0, pss_kib = 0, guest_used_kib = 0, guest_total_kib = 0;
+  };
+  auto footprint = [&](bool snapshot, int count) {
+    VmConfig c = config;
+    c.snapshot = snapshot;
+    std::vector<std::unique_ptr<Machine>> machines;
+    std::vector<std::unique_ptr<protocol::AgentClient>> clients;
+    for (int i = 0; i < count; ++i) {
+      auto m = Machine::Start(c);
+      if (!m.ok()) Die("start: " + m.status().ToString());
+      clients.push_back(connect(**m));
+      machines.push_back(std::move(*m));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    Footprint f;
+    auto meminfo = clients[0]->ReadFile("/proc/meminfo");
+    if (meminfo.ok()) {
+      f.guest_total_kib = MeminfoKib(*meminfo, "MemTotal");
+      f.guest_used_kib = f.guest_total_kib - MeminfoKib(*meminfo, "MemAvailable");
+    }
+    auto rollup = base::ReadFile("/proc/" + std::to_string(machines[0]->qemu_pid()) + "/smaps_rollup");
+    if (rollup.ok()) {
+      f.rss_kib = MeminfoKib(*rollup, "Rss");
+      f.pss_kib = MeminfoKib(*rollup, "Pss");
+    }
+    clients.clear();
+    for (auto& m : machines) (void)m->Destroy();
+    return f;
+  };
+  Footprint booted = footprint(false, 1), clone = footprint(true, 3);
   (void)base::RemoveTree(*tmp);
 
-  double floor_med = Median(floor_ms), launch_med = Median(launch_ms), full_med = Median(full_ms);
+  double floor_med = Median(floor_ms);
+  double boot_ready = Median(cold.ready), boot_full = Median(cold.full);
+  double clone_ready = Median(restored.ready), clone_full = Median(restored.full);
   std::printf("vm_bench: kernel %s, driver %s, %d runs, medians\n", kernel->release.c_str(),
               driver.c_str(), runs);
   std::printf("  floor (plain microvm, minimal init, line on console)  %8.0f ms\n", floor_med);
-  std::printf("  launch -> agent ready                                 %8.0f ms   %.2fx floor\n",
-              launch_med, launch_med / floor_med);
-  std::printf("  create -> exec python3 -c 'print(1)' -> destroy        %8.0f ms   %.2fx floor\n",
-              full_med, full_med / floor_med);
+  std::printf("  cold boot -> agent ready                              %8.0f ms   %.2fx floor\n",
+              boot_ready, boot_ready / floor_med);
+  std::printf("  restore (fresh QEMU) -> agent ready                   %8.0f ms   %.3fx cold boot\n",
+              clone_ready, clone_ready / boot_ready);
+  std::printf("  cold boot: create -> print(1) -> destroy              %8.0f ms\n", boot_full);
+  std::printf("  restore:   create -> print(1) -> destroy              %8.0f ms   %.2fx cold boot\n",
+              clone_full, clone_full / boot_full);
   std::printf("  guest memory used at idle (MemTotal-MemAvailable)     %8.1f MiB of %.1f MiB\n",
-              (total - avail) / 1024.0, total / 1024.0);
-  std::printf("  host RSS of one idle vm box (QEMU VmRSS)              %8.1f MiB\n", rss / 1024.0);
+              booted.guest_used_kib / 1024.0, booted.guest_total_kib / 1024.0);
+  std::printf("  idle booted box: QEMU RSS %.1f MiB, PSS %.1f MiB\n", booted.rss_kib / 1024.0,
+              booted.pss_kib / 1024.0);
+  std::printf("  idle clone (1 of 3): QEMU RSS %.1f MiB, PSS %.1f MiB   PSS %.2fx booted box's\n",
+              clone.rss_kib / 1024.0, clone.pss_kib / 1024.0, clone.pss_kib / booted.pss_kib);
   return 0;
 }
 
