@@ -42,6 +42,8 @@ const Env& TestEnv() {
     Env e;
     e.config.home = base::CodeboxHome("");
     e.config.allow_emulation = true;  // CI hosts here have no usable kvm; tcg is a real VM
+    // These test the machine as it boots; restores are tests/box/box_vm_snapshot_test.cc's.
+    e.config.snapshot = false;
     AcceleratorProbe probe = ProbeAccelerators();
     if (!probe.kvm_usable && !probe.tcg_usable) {
       e.skip = "no accelerator: " + probe.tcg_reason;
