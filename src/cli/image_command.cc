@@ -16,6 +16,7 @@
 #include "cli/image_commands.h"
 #include "image/oci_reference.h"
 #include "image/store.h"
+#include "vm/snapshot.h"
 
 namespace codebox::cli {
 
@@ -46,9 +47,12 @@ commands:
       --keep-setuid           keep setuid/setgid bits (dropped by default)
       --force                 fetch and unpack again even when the store has it
   ls                          list built and pulled images (in every store
-                              searched) and recipes not built yet
+                              searched), recipes not built yet, and the vm
+                              templates that vm boxes are restored from
   rm NAME|REF|ID...           remove every build of NAME, the image REF, or the
                               one build ID, from your own store
+  rm --templates              remove every vm template (the next vm box of
+                              each kind boots and saves its template anew)
 
 Recipes live in $CODEBOX_IMAGES or share/codebox/images where codebox is
 installed. Stores searched for images: $CODEBOX_HOME alone if set; else
@@ -216,7 +220,36 @@ int List(const std::vector<std::string>& args) {
                     ? " (read-only for you)"
                     : "");
   }
+  std::vector<vm::TemplateInfo> templates = vm::ListTemplates();
+  if (!templates.empty()) {
+    std::printf("\nvm templates in %s (a vm box of the same kind is restored from one):\n",
+                vm::TemplateRoot().c_str());
+    for (const vm::TemplateInfo& t : templates) {
+      Status whole = vm::FindTemplate(t.key).status();
+      std::printf("  %s  %s, %s, %llu MiB, %u cpu, disk %llu MiB, %s in RAM%s\n", t.key.c_str(),
+                  t.image_tree.c_str(), t.accel.c_str(),
+                  static_cast<unsigned long long>(t.memory_mib), t.cpus,
+                  static_cast<unsigned long long>(t.disk_mib),
+                  base::FormatSize(t.memory_bytes_used).c_str(),
+                  whole.ok() ? "" : " (damaged: the next box removes it and boots)");
+    }
+  }
   return 0;
+}
+
+int RemoveTemplates() {
+  int rc = 0;
+  for (const vm::TemplateInfo& t : vm::ListTemplates()) {
+    Status st = vm::RemoveTemplate(t.key);
+    if (!st.ok()) {
+      std::fprintf(stderr, "codebox image rm: vm template %s: %s\n", t.key.c_str(),
+                   st.message().c_str());
+      rc = kExitCodeboxError;
+    } else {
+      std::printf("removed vm template %s\n", t.key.c_str());
+    }
+  }
+  return rc;
 }
 
 int Remove(const std::vector<std::string>& args) {
@@ -225,6 +258,13 @@ int Remove(const std::vector<std::string>& args) {
     if (IsHelp(a)) {
       std::fputs(kImageUsage, stdout);
       return 0;
+    }
+    if (a == "--templates") {
+      if (args.size() != 1) {
+        std::fputs("codebox image rm: --templates takes no image names\n", stderr);
+        return kExitUsage;
+      }
+      return RemoveTemplates();
     }
     if (a.starts_with("-")) {
       std::fprintf(stderr, "codebox image rm: unknown option '%s'\n", a.c_str());

@@ -471,6 +471,7 @@ StatusOr<TemplateInfo> Machine::MakeTemplate(const VmConfig& config, const QemuL
   ASSIGN_OR_RETURN(TemplateLock lock, TemplateLock::Take(key, config.start_timeout));
   auto found = FindTemplate(key);
   if (found.ok() || found.status().code() != StatusCode::kNotFound) return found;
+  PruneTemplates();
   auto started = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(std::string dir, base::MakeTempDir(TemplateRoot(), ".making-" + key + "-"));
   QemuLaunch shared = launch;

@@ -157,6 +157,23 @@ Status VerifyTemplate(const TemplateInfo& info) {
   return Status::Ok();
 }
 
+void PruneTemplates() {
+  std::string root = TemplateRoot();
+  for (const TemplateInfo& t : ListTemplates()) {
+    if (!t.image_tree.empty() && ::access(t.image_tree.c_str(), F_OK) != 0) {
+      (void)RemoveTemplate(t.key);
+    }
+  }
+  for (const std::string& name : base::ListDirectory(root)) {
+    struct stat st;
+    std::string path = root + "/" + name;
+    if (name.starts_with(".making-") && ::stat(path.c_str(), &st) == 0 &&
+        st.st_mtime < ::time(nullptr) - 3600) {
+      (void)base::RemoveTree(path);
+    }
+  }
+}
+
 Status RemoveTemplate(const std::string& key) {
   if (!IsKey(key)) return InvalidArgument("not a template key: " + key);
   return base::RemoveTree(TemplateRoot() + "/" + key);

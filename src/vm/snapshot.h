@@ -53,6 +53,10 @@ std::vector<TemplateInfo> ListTemplates();
 // Hashes both files again and compares with the checksums saved: kDataLoss when they differ.
 Status VerifyTemplate(const TemplateInfo& info);
 
+// Removes templates whose image tree is gone (a test's, a removed image's) and half-made ones
+// older than an hour (their maker was killed). Called whenever a template is made.
+void PruneTemplates();
+
 // Removes a template's directory. Clones running from it keep their mapping.
 Status RemoveTemplate(const std::string& key);
 
