@@ -21,7 +21,7 @@
 
 #include "base/paths.h"
 #include "bench/common/bench_common.h"
-#include "box/jail_spares.h"
+#include "box/spares.h"
 #include "codebox/box.h"
 #include "image/store.h"
 

@@ -1,8 +1,9 @@
 // vm_bench: how far a vm box is from the floor of its kernel and accelerator.
 //   floor:  plain QEMU microvm, same kernel, same command line, a minimal static /init that
 //           prints a line; timed from spawn until the line is in the console log.
-//   ready:  Machine::Start + protocol handshake (agent ready), by a cold boot and by a restore
-//           from the template (src/vm/snapshot.h) into a fresh QEMU.
+//   ready:  Machine::Start + protocol handshake (agent ready), by a cold boot, by a restore
+//           from the template (src/vm/snapshot.h) into a fresh QEMU, and by resuming a
+//           machine parked ahead of time (Machine::StartParked: QEMU started, state loaded).
 //   full:   ready -> exec python3 -c 'print(1)' -> destroy.
 // Runs interleave floor, boot and restore so load on the host hits all alike. Also prints the
 // guest's memory use at idle (/proc/meminfo) and QEMU's host RSS and PSS for an idle booted
@@ -163,12 +164,23 @@ int Main(int argc, char** argv) {
   struct Cycle {
     std::vector<double> ready, full;
   };
-  auto cycle = [&](bool snapshot, Cycle* out, std::string* driver) {
+  // kBoot, kRestore: Machine::Start; kParked: StartParked outside the clock, Resume in it.
+  enum class How { kBoot, kRestore, kParked };
+  auto cycle = [&](How how, Cycle* out, std::string* driver) {
     VmConfig c = config;
-    c.snapshot = snapshot;
+    c.snapshot = how != How::kBoot;
     c.snapshot_fallback = false;
+    StatusOr<std::unique_ptr<Machine>> m = Internal("not started");
     auto start = Clock::now();
-    auto m = Machine::Start(c);
+    if (how == How::kParked) {
+      m = Machine::StartParked(c);
+      if (!m.ok()) Die("park: " + m.status().ToString());
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // parked ahead of need
+      start = Clock::now();
+      if (!(*m)->Resume(c.start_timeout).ok()) Die("resume failed");
+    } else {
+      m = Machine::Start(c);
+    }
     if (!m.ok()) Die("start: " + m.status().ToString());
     auto client = connect(**m);
     out->ready.push_back(Ms(Clock::now() - start));
@@ -181,17 +193,19 @@ int Main(int argc, char** argv) {
     *driver = (*m)->driver_name();
   };
   std::vector<double> floor_ms;
-  Cycle cold, restored;
+  Cycle cold, restored, parked;
   std::string driver;
   for (int run = 0; run < runs; ++run) {
     floor_ms.push_back(FloorBoot(floor));
-    cycle(false, &cold, &driver);
-    cycle(true, &restored, &driver);
+    cycle(How::kBoot, &cold, &driver);
+    cycle(How::kRestore, &restored, &driver);
+    cycle(How::kParked, &parked, &driver);
     std::fprintf(stderr,
                  "run %d: floor %.0f ms, boot: ready %.0f full %.0f ms, restore: ready %.0f full "
-                 "%.0f ms\n",
+                 "%.0f ms, parked: ready %.0f full %.0f ms\n",
                  run + 1, floor_ms.back(), cold.ready.back(), cold.full.back(),
-                 restored.ready.back(), restored.full.back());
+                 restored.ready.back(), restored.full.back(), parked.ready.back(),
+                 parked.full.back());
   }
 
   // Idle footprint: one booted box alone, then three clones side by side (their RAM file's
@@ -232,6 +246,7 @@ int Main(int argc, char** argv) {
   double floor_med = Median(floor_ms);
   double boot_ready = Median(cold.ready), boot_full = Median(cold.full);
   double clone_ready = Median(restored.ready), clone_full = Median(restored.full);
+  double parked_ready = Median(parked.ready), parked_full = Median(parked.full);
   std::printf("vm_bench: kernel %s, driver %s, %d runs, medians\n", kernel->release.c_str(),
               driver.c_str(), runs);
   std::printf("  floor (plain microvm, minimal init, line on console)  %8.0f ms\n", floor_med);
@@ -239,9 +254,13 @@ int Main(int argc, char** argv) {
               boot_ready, boot_ready / floor_med);
   std::printf("  restore (fresh QEMU) -> agent ready                   %8.0f ms   %.3fx cold boot\n",
               clone_ready, clone_ready / boot_ready);
+  std::printf("  restore (parked QEMU) -> agent ready                  %8.0f ms   %.3fx cold boot\n",
+              parked_ready, parked_ready / boot_ready);
   std::printf("  cold boot: create -> print(1) -> destroy              %8.0f ms\n", boot_full);
   std::printf("  restore:   create -> print(1) -> destroy              %8.0f ms   %.2fx cold boot\n",
               clone_full, clone_full / boot_full);
+  std::printf("  parked:    create -> print(1) -> destroy              %8.0f ms   %.2fx cold boot\n",
+              parked_full, parked_full / boot_full);
   std::printf("  guest memory used at idle (MemTotal-MemAvailable)     %8.1f MiB of %.1f MiB\n",
               booted.guest_used_kib / 1024.0, booted.guest_total_kib / 1024.0);
   std::printf("  idle booted box: QEMU RSS %.1f MiB, PSS %.1f MiB\n", booted.rss_kib / 1024.0,

@@ -6,7 +6,7 @@
 #include "base/log.h"
 #include "base/paths.h"
 #include "base/random.h"
-#include "box/jail_spares.h"
+#include "box/spares.h"
 #include "box/leftovers.h"
 #include "jail/jail.h"
 #include "vm/accel.h"
@@ -161,7 +161,8 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
   config.max_processes = options.max_processes;
   config.snapshot = !options.no_snapshot;
   config.snapshot_fallback = !options.no_fallback;
-  ASSIGN_OR_RETURN(auto machine, vm::Machine::Start(config));
+  ASSIGN_OR_RETURN(auto machine, options.prestart ? TakePrestartedMachine(options, config)
+                                                   : vm::Machine::Start(config));
   backend = std::make_unique<VmBackend>(std::move(machine), config);
   backend->set_image_run(std::move(run));
   return backend;

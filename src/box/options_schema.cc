@@ -200,8 +200,9 @@ const std::vector<Entry<BoxOptions>>& BoxEntries() {
        &BoxOptions::network_rate_bytes},
       {{.name = "prestart",
         .type = OptionType::kBool,
-        .help = "jail driver: keep one started, never-used spare jail with these options, so "
-                "the next box with them starts at once (an idle box while this process runs)",
+        .help = "keep one started, never-used spare box with these options, so the next box "
+                "with them starts at once (an idle jail, or a vm restored from its template and "
+                "paused, while this process runs)",
         .shapes_box = false},
        &BoxOptions::prestart},
       {{.name = "home",

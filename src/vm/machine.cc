@@ -90,6 +90,7 @@ class Machine::Impl {
   std::string saved_console;  // kept across Destroy, which removes the log file
   std::string template_key;   // the template it was restored from; "" when booted
   std::string warning;        // why it was booted although a restore was asked for
+  bool parked = false;        // restored and paused: Resume() runs it
 
   // Reads the keeper's lines for up to `timeout`; true once QEMU has ended. Caller holds mu.
   bool PumpKeeperLocked(std::chrono::milliseconds timeout) {
@@ -327,47 +328,58 @@ Status Machine::WaitForAgent(std::chrono::milliseconds timeout) {
   }
 }
 
-Status Machine::RestoreState(std::chrono::milliseconds timeout) {
+Status Machine::RestoreState(std::chrono::milliseconds timeout, bool park) {
   Impl& m = *impl_;
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto left = [&] {
-    return std::max(std::chrono::milliseconds(1),
-                    std::chrono::ceil<std::chrono::milliseconds>(deadline -
-                                                                  std::chrono::steady_clock::now()));
-  };
   Status st = QmpRun(m.qmp_fd.get(),
                      {R"({"execute":"qmp_capabilities"})", kQmpIgnoreShared,
                       R"({"execute":"migrate-incoming","arguments":{"uri":"fd:)" +
                           std::to_string(kQemuStateFd) + R"("}})"},
-                     left())
+                     timeout)
                   .status();
-  // Loaded and running: QEMU starts the guest by itself once the state is in.
-  while (st.ok()) {
-    auto reply = QmpRun(m.qmp_fd.get(), {R"({"execute":"query-status"})"}, left());
-    if (!reply.ok()) {
-      st = reply.status();
-      break;
-    }
-    // {"status": "inmigrate", "running": false} until the state is in. The host's hello must
-    // not come sooner: bytes the device took before its state was loaded would be lost.
-    if (reply->find("\"running\": true") != std::string::npos) return Status::Ok();
-    // The template was saved stopped, so its clones come in paused.
-    if (reply->find("\"paused\"") != std::string::npos) {
-      st = QmpRun(m.qmp_fd.get(), {R"({"execute":"cont"})"}, left()).status();
-      continue;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      st = DeadlineExceeded("the restored machine was not running within " +
-                            std::to_string(timeout.count()) + " ms");
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // {"status": "inmigrate"} until the state is in; then "paused", since the template was saved
+  // stopped. A parked machine stays so; the others run now.
+  if (st.ok()) st = WaitForStatus("paused", deadline);
+  if (st.ok()) {
+    m.parked = true;
+    if (park) return Status::Ok();
+    st = Resume(timeout);
+    if (st.ok()) return Status::Ok();
   }
   std::lock_guard<std::mutex> lock(m.mu);
   std::string why = m.ReapLocked(/*block=*/true) ? m.DescribeEnd() : st.message();
   std::string diag = m.Diagnostics();
   (void)m.StopLocked();
   return StartFailed("restore: " + why + diag);
+}
+
+Status Machine::WaitForStatus(const std::string& status,
+                              std::chrono::steady_clock::time_point deadline) {
+  const std::string want = "\"status\": \"" + status + "\"";
+  for (;;) {
+    auto left = std::max(std::chrono::milliseconds(1),
+                         std::chrono::ceil<std::chrono::milliseconds>(
+                             deadline - std::chrono::steady_clock::now()));
+    ASSIGN_OR_RETURN(std::string reply,
+                     QmpRun(impl_->qmp_fd.get(), {R"({"execute":"query-status"})"}, left));
+    if (reply.find(want) != std::string::npos) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return DeadlineExceeded("the restored machine was not " + status + " in time (" +
+                              base::TerminalSafe(reply, 200) + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+Status Machine::Resume(std::chrono::milliseconds timeout) {
+  if (!impl_->parked) return Status::Ok();
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  RETURN_IF_ERROR(QmpRun(impl_->qmp_fd.get(), {R"({"execute":"cont"})"}, timeout).status());
+  // The host's hello must not come before the guest runs: bytes the device took while its
+  // state was still loading would be lost, and a paused guest answers nothing.
+  RETURN_IF_ERROR(WaitForStatus("running", deadline));
+  impl_->parked = false;
+  return Status::Ok();
 }
 
 StatusOr<std::string> Machine::SaveState(const std::string& state_path,
@@ -506,7 +518,7 @@ StatusOr<TemplateInfo> Machine::MakeTemplate(const VmConfig& config, const QemuL
 }
 
 StatusOr<std::unique_ptr<Machine>> Machine::Restore(const VmConfig& config,
-                                                    const QemuLaunch& launch) {
+                                                    const QemuLaunch& launch, bool park) {
   ASSIGN_OR_RETURN(std::string key, TemplateKey(launch));
   auto found = FindTemplate(key);
   if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
@@ -525,7 +537,7 @@ StatusOr<std::unique_ptr<Machine>> Machine::Restore(const VmConfig& config,
   clone.incoming = true;
   ASSIGN_OR_RETURN(auto machine, Launch(config, clone, state.get()));
   state.reset();
-  Status restored = machine->RestoreState(config.start_timeout);
+  Status restored = machine->RestoreState(config.start_timeout, park);
   if (!restored.ok()) {
     // A template QEMU cannot load is no use to the next box either.
     (void)RemoveTemplate(key);
@@ -536,12 +548,20 @@ StatusOr<std::unique_ptr<Machine>> Machine::Restore(const VmConfig& config,
 }
 
 StatusOr<std::unique_ptr<Machine>> Machine::Start(const VmConfig& config) {
+  return StartMachine(config, /*park=*/false);
+}
+
+StatusOr<std::unique_ptr<Machine>> Machine::StartParked(const VmConfig& config) {
+  return StartMachine(config, /*park=*/true);
+}
+
+StatusOr<std::unique_ptr<Machine>> Machine::StartMachine(const VmConfig& config, bool park) {
   ASSIGN_OR_RETURN(Accelerator accel, ChooseAccelerator(config.allow_emulation));
   ASSIGN_OR_RETURN(QemuLaunch launch, PrepareLaunch(config, accel));
   std::string warning;
   if (config.snapshot) {
     auto started = std::chrono::steady_clock::now();
-    auto restored = Restore(config, launch);
+    auto restored = Restore(config, launch, park);
     if (restored.ok()) {
       CODEBOX_LOG(kDebug, "vm: restored from template " << (*restored)->impl_->template_key
                                                         << " in "

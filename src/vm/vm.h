@@ -62,6 +62,12 @@ class Machine {
   // virtio-serial socket is connected. kUnavailable when no accelerator is allowed here,
   // kStartFailed with the console's last lines when the guest does not come up.
   static StatusOr<std::unique_ptr<Machine>> Start(const VmConfig& config);
+  // Start, but a machine restored from a template is left paused ("parked"): QEMU has started
+  // and loaded the template's state, which is most of a restore's time. Resume() runs it. A
+  // machine that was booted instead (snapshot off, or the fallback) runs already.
+  static StatusOr<std::unique_ptr<Machine>> StartParked(const VmConfig& config);
+  // Runs a parked machine and returns once it runs; nothing for one that runs already.
+  Status Resume(std::chrono::milliseconds timeout);
   ~Machine();  // Destroy()
 
   base::UniqueFd TakeAgentFd();
@@ -88,12 +94,15 @@ class Machine {
   // Starts QEMU under its keeper (state_fd: a restore's state file, or -1).
   static StatusOr<std::unique_ptr<Machine>> Launch(const VmConfig& config, QemuLaunch launch,
                                                    int state_fd);
+  static StatusOr<std::unique_ptr<Machine>> StartMachine(const VmConfig& config, bool park);
   static StatusOr<std::unique_ptr<Machine>> Restore(const VmConfig& config,
-                                                    const QemuLaunch& launch);
+                                                    const QemuLaunch& launch, bool park);
   static StatusOr<TemplateInfo> MakeTemplate(const VmConfig& config, const QemuLaunch& launch,
                                              const std::string& key);
   Status WaitForAgent(std::chrono::milliseconds timeout);
-  Status RestoreState(std::chrono::milliseconds timeout);
+  Status RestoreState(std::chrono::milliseconds timeout, bool park);
+  // Polls QMP query-status until it says `status` ("paused", "running").
+  Status WaitForStatus(const std::string& status, std::chrono::steady_clock::time_point deadline);
   // Reads the agent's hello, stops the guest and saves its state (the last query-migrate).
   StatusOr<std::string> SaveState(const std::string& state_path, std::chrono::milliseconds timeout);
   std::unique_ptr<Impl> impl_;

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "base/io.h"
-#include "box/jail_spares.h"
+#include "box/spares.h"
 #include "tests/box/box_test_util.h"
 
 namespace codebox {

@@ -6,7 +6,7 @@
 
 #include "base/paths.h"
 #include "box/backend.h"
-#include "box/jail_spares.h"
+#include "box/spares.h"
 #include "image/store.h"
 #include "jail/jail.h"
 #include "tests/box/box_test_util.h"

@@ -14,6 +14,7 @@
 
 #include "base/fs.h"
 #include "base/io.h"
+#include "box/spares.h"
 #include "tests/box/box_test_util.h"
 #include "vm/cache_key.h"
 #include "vm/snapshot.h"
@@ -141,6 +142,34 @@ TEST_F(VmSnapshotTest, ClonesAreUniqueTheirClocksAreTheHostsAndTheTemplateNeverC
   auto [pss, rss] = PssAndRss(pids[0]);
   EXPECT_GT(rss, 0u);
   EXPECT_LT(pss, rss) << "PSS " << pss << " KiB, RSS " << rss << " KiB";
+}
+
+TEST_F(VmSnapshotTest, APrestartedVmBoxIsAParkedCloneThatRunsWhenTaken) {
+  BoxOptions options = VmOptions();
+  options.prestart = true;
+  const std::string uuid = "print(open('/proc/sys/kernel/random/uuid').read().strip())";
+  std::string first_uuid;
+  {
+    CODEBOX_MAKE_BOX_OR_SKIP(first, options);  // no spare yet: started directly
+    auto r = first->RunPython(uuid);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    first_uuid = r->stdout_data;
+  }
+  // The spare started when the first was taken; this one waits for it if it is not parked yet.
+  auto second = Box::Create(options);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ((*second)->info().start.rfind("snapshot ", 0), 0u) << (*second)->info().start;
+  auto r = (*second)->RunPython(uuid);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data.size(), 37u) << r->stdout_data;
+  EXPECT_NE(r->stdout_data, first_uuid);
+  second->reset();
+
+  // The third box's spare is parked now; destroying the spares leaves no QEMU behind.
+  std::vector<vm::TemplateInfo> templates = vm::ListTemplates();
+  ASSERT_EQ(templates.size(), 1u);
+  box::DestroyPrestartedJails();
+  EXPECT_TRUE(ClonePids(templates[0].dir + "/memory").empty());
 }
 
 // Rewrites `key`'s value in the template's meta (a test that damages a template keeps it
