@@ -178,6 +178,7 @@ int Main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // parked ahead of need
       start = Clock::now();
       if (!(*m)->Resume(c.start_timeout).ok()) Die("resume failed");
+      std::fprintf(stderr, "  (parked: resumed in %.1f ms)\n", Ms(Clock::now() - start));
     } else {
       m = Machine::Start(c);
     }

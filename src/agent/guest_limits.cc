@@ -30,7 +30,8 @@ void Replace(int& slot, base::UniqueFd fd) {
 
 std::string CgroupLimit(int64_t value) { return value > 0 ? std::to_string(value) : "max"; }
 
-Status SetUpExecCgroup(int64_t max_processes, int64_t memory_bytes) {
+Status PrepareExecCgroup() {
+  if (g_procs_fd >= 0) return Status::Ok();
   constexpr const char* kRoot = "/sys/fs/cgroup";
   struct statfs fs {};
   if (::statfs(kRoot, &fs) != 0 || fs.f_type != CGROUP2_SUPER_MAGIC) {
@@ -46,8 +47,6 @@ Status SetUpExecCgroup(int64_t max_processes, int64_t memory_bytes) {
     return base::ErrnoStatus(std::string("mkdir ") + kExecCgroup);
   }
   const std::string dir = kExecCgroup;
-  RETURN_IF_ERROR(base::WriteFile(dir + "/pids.max", CgroupLimit(max_processes)));
-  RETURN_IF_ERROR(base::WriteFile(dir + "/memory.max", CgroupLimit(memory_bytes)));
   base::UniqueFd procs(::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
   if (!procs.valid()) return base::ErrnoStatus("open " + dir + "/cgroup.procs");
   base::UniqueFd events(::open((dir + "/memory.events").c_str(), O_RDONLY | O_CLOEXEC));
@@ -58,6 +57,14 @@ Status SetUpExecCgroup(int64_t max_processes, int64_t memory_bytes) {
                       .WithContext("protect the agent from the OOM killer"));
   Replace(g_procs_fd, std::move(procs));
   Replace(g_events_fd, std::move(events));
+  return Status::Ok();
+}
+
+Status SetUpExecCgroup(int64_t max_processes, int64_t memory_bytes) {
+  RETURN_IF_ERROR(PrepareExecCgroup());
+  const std::string dir = kExecCgroup;
+  RETURN_IF_ERROR(base::WriteFile(dir + "/pids.max", CgroupLimit(max_processes)));
+  RETURN_IF_ERROR(base::WriteFile(dir + "/memory.max", CgroupLimit(memory_bytes)));
   return Status::Ok();
 }
 

@@ -16,10 +16,14 @@ namespace codebox::agent {
 // The cgroup of the execs, under the cgroup2 mount at /sys/fs/cgroup.
 inline constexpr const char* kExecCgroup = "/sys/fs/cgroup/box";
 
-// Mounts cgroup2 at /sys/fs/cgroup, makes kExecCgroup with these limits (0 = none) and keeps
-// its cgroup.procs open for SpawnExec's children; gives the agent oom_score_adj -1000 so the
-// guest's OOM killer never picks it. May run again (a clone's second hello): the new limits
-// replace the old.
+// Mounts cgroup2 at /sys/fs/cgroup, makes kExecCgroup (no limits yet) and keeps its
+// cgroup.procs open for SpawnExec's children; gives the agent oom_score_adj -1000 so the
+// guest's OOM killer never picks it. Done at boot, so a template has it done already (every
+// step costs tens of ms of code translation in a fresh QEMU under tcg); once done, nothing.
+Status PrepareExecCgroup();
+
+// PrepareExecCgroup if it was not done, then the limits (0 = none). May run again (a clone's
+// second hello): the new limits replace the old.
 Status SetUpExecCgroup(int64_t max_processes, int64_t memory_bytes);
 
 // In a forked child before it runs the program (async-signal-safe): moves the calling process

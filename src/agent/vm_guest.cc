@@ -38,6 +38,7 @@ namespace codebox::agent {
 namespace {
 
 constexpr const char* kPortName = "codebox.0";
+bool g_boot_id_mounted = false;
 constexpr auto kDeviceWait = std::chrono::seconds(20);
 
 Status Mount(const char* source, const char* target, const char* type, unsigned long flags,
@@ -199,6 +200,8 @@ void Console(const std::string& line) {
   }
 }
 
+void PrepareForHello();
+
 StatusOr<base::UniqueFd> SetUp() {
   RETURN_IF_ERROR(Mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755"));
   RETURN_IF_ERROR(Mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC));
@@ -206,6 +209,7 @@ StatusOr<base::UniqueFd> SetUp() {
   RETURN_IF_ERROR(LoadModules());
   RETURN_IF_ERROR(MountRoot().WithContext("mount image"));
   SetUpUserland();
+  PrepareForHello();
   return OpenPort();
 }
 
@@ -239,15 +243,29 @@ std::string RandomUuid() {
          hex.substr(16, 4) + "-" + hex.substr(20);
 }
 
-// The kernel picks boot_id once per boot and offers no way to change it: a file with a new
-// one is mounted over it (each machine does this once: it gets one hello).
-Status RenewBootId() {
-  constexpr const char* kFile = "/dev/.codebox-boot_id";
-  RETURN_IF_ERROR(base::WriteFile(kFile, RandomUuid() + "\n"));
-  if (::mount(kFile, "/proc/sys/kernel/random/boot_id", nullptr, MS_BIND, nullptr) != 0) {
-    return base::ErrnoStatus("mount a new boot_id");
+// The kernel picks boot_id once per boot and offers no way to change it: a file of ours is
+// mounted over it at boot (so a template has the mount already), and each hello writes a new
+// id into that file.
+constexpr const char* kBootIdFile = "/dev/.codebox-boot_id";
+
+Status MountBootIdFile() {
+  auto current = base::ReadFile("/proc/sys/kernel/random/boot_id");
+  RETURN_IF_ERROR(base::WriteFile(kBootIdFile, current.ok() ? *current : RandomUuid() + "\n"));
+  if (::mount(kBootIdFile, "/proc/sys/kernel/random/boot_id", nullptr, MS_BIND, nullptr) != 0) {
+    return base::ErrnoStatus("mount a file over boot_id");
   }
   return Status::Ok();
+}
+
+// What the hello's setup would otherwise do in a fresh QEMU, done once at boot instead.
+void PrepareForHello() {
+  g_boot_id_mounted = MountBootIdFile().ok();
+  // systemd's id, read by some tools: made here so the hello only rewrites it in place.
+  if (::access("/etc", W_OK) == 0) {
+    ::unlink("/etc/machine-id");  // an image's own, the same in every box
+    (void)base::WriteFile("/etc/machine-id", "uninitialized\n");
+  }
+  (void)PrepareExecCgroup();  // an error comes back at the hello, from SetUpExecCgroup
 }
 
 }  // namespace
@@ -257,13 +275,16 @@ Status ApplyGuestSetup(const protocol::msg::GuestSetup& setup) {
   struct timespec now = {static_cast<time_t>(setup.time_unix_ns / 1'000'000'000),
                          static_cast<long>(setup.time_unix_ns % 1'000'000'000)};
   if (::clock_settime(CLOCK_REALTIME, &now) != 0) return base::ErrnoStatus("set the clock");
-  RETURN_IF_ERROR(RenewBootId());
-  // systemd's id, read by some tools; an image may ship one, and every clone has the same.
-  std::string uuid = RandomUuid();
-  uuid.erase(std::remove(uuid.begin(), uuid.end(), '-'), uuid.end());
+  if (!g_boot_id_mounted) {
+    RETURN_IF_ERROR(MountBootIdFile());
+    g_boot_id_mounted = true;
+  }
+  // In place: the mount over boot_id holds this file's inode.
+  RETURN_IF_ERROR(base::WriteFile(kBootIdFile, RandomUuid() + "\n"));
+  std::string machine_id = RandomUuid();
+  machine_id.erase(std::remove(machine_id.begin(), machine_id.end(), '-'), machine_id.end());
   if (::access("/etc", W_OK) == 0) {
-    ::unlink("/etc/machine-id");
-    RETURN_IF_ERROR(base::WriteFile("/etc/machine-id", uuid + "\n"));
+    RETURN_IF_ERROR(base::WriteFile("/etc/machine-id", machine_id + "\n"));
   }
   // Seeds an init would feed back into the pool: the template's, the same in every clone.
   for (const char* seed : {"/var/lib/systemd/random-seed", "/var/lib/urandom/random-seed"}) {
