@@ -232,6 +232,8 @@ void BindBox(py::module_& m) {
         d["limits_not_enforced"] = info.limits_not_enforced;
         d["network"] = info.network;
         d["user"] = info.user;
+        d["start"] = info.start;
+        d["warnings"] = info.warnings;
         return d;
       });
 }

@@ -79,6 +79,8 @@ class _Base:
             options=_shown_options(o),
             network=raw.get("network", "none"),
             user=raw.get("user", "root"),
+            start=raw.get("start", ""),
+            warnings=tuple(raw.get("warnings", ())),
         )
 
     def _live(self) -> Any:

@@ -109,6 +109,12 @@ class BoxInfo:
     user: str = "root"
     """Who the box's processes run as: ``"root"``, the image's user (``"1000:1000 (app)"``), or
     ``"root (...)"`` saying why the image's user cannot be on this host."""
+    start: str = ""
+    """How the box started: ``"boot"``, ``"snapshot KEY"`` (a vm box restored from template KEY),
+    or ``""`` (a jail)."""
+    warnings: tuple[str, ...] = ()
+    """What did not go as asked but did not stop the box (a vm restore that fell back to a
+    cold boot, and why)."""
 
 
 # CodeBox's positional parameters, in their historical order; every option is also a keyword.

@@ -3,12 +3,14 @@
 #include <string>
 
 #include "base/paths.h"
+#include "base/text.h"
 #include "box/egress.h"
 #include "box/leftovers.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
 #include "codebox/box.h"
 #include "codebox/host.h"
+#include "vm/snapshot.h"
 
 namespace codebox::cli {
 namespace {
@@ -51,6 +53,16 @@ Exit status: 0 a box started here; 2 a bad option; 125 no box can start.
   Line("vm (tcg)", host.vm.tcg_usable,
        host.vm.tcg_usable ? host.vm.tcg_detail + " (qemu: " + host.vm.qemu + ")"
                           : host.vm.tcg_detail);
+  {
+    // vm boxes restore from templates (docs/security.md, "vm templates"); `codebox image ls`
+    // lists them one by one.
+    std::vector<vm::TemplateInfo> templates = vm::ListTemplates();
+    uint64_t bytes = 0;
+    for (const vm::TemplateInfo& t : templates) bytes += t.memory_bytes_used;
+    std::printf("  %-13s      %zu in %s (%s in RAM); the first vm box of each kind makes one\n",
+                "  templates", templates.size(), vm::TemplateRoot().c_str(),
+                base::FormatSize(bytes).c_str());
+  }
   Line("jail", host.jail.usable, host.jail.detail);
   Line("  user ns", host.jail.user_namespaces, host.jail.user_namespaces_detail);
   std::string controllers;

@@ -117,6 +117,10 @@ StatusOr<CreatedBox> CreatedBoxFromJson(const json& j) {
   if (!network.empty()) box.info.network = base::TerminalSafe(network, 4096);
   ASSIGN_OR_RETURN(std::string user, f.String("user", false));
   if (!user.empty()) box.info.user = base::TerminalSafe(user, 4096);
+  ASSIGN_OR_RETURN(std::string start, f.String("start", false));
+  box.info.start = base::TerminalSafe(start, 128);
+  ASSIGN_OR_RETURN(box.info.warnings, f.Strings("warnings", false));
+  for (std::string& w : box.info.warnings) w = base::TerminalSafe(w, 4096);
   return box;
 }
 

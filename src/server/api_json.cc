@@ -60,6 +60,8 @@ json BoxJson(const BoxRecord& b) {
           {"limits_not_enforced", b.info.limits_not_enforced},
           {"network", b.info.network},
           {"user", b.info.user},
+          {"start", b.info.start},
+          {"warnings", b.info.warnings},
           {"state", b.state},
           {"from_pool", b.from_pool},
           {"created_at", UtcSeconds(b.created_at)},

@@ -544,6 +544,7 @@ StatusOr<std::unique_ptr<Machine>> Machine::Restore(const VmConfig& config,
     return restored;
   }
   machine->impl_->template_key = key;
+  TouchTemplate(*found);
   return machine;
 }
 

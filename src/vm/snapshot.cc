@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
@@ -157,12 +158,27 @@ Status VerifyTemplate(const TemplateInfo& info) {
   return Status::Ok();
 }
 
+void TouchTemplate(const TemplateInfo& info) { ::utimensat(AT_FDCWD, info.dir.c_str(), nullptr, 0); }
+
 void PruneTemplates() {
   std::string root = TemplateRoot();
+  std::vector<std::pair<struct timespec, std::string>> kept;  // (last use, key)
   for (const TemplateInfo& t : ListTemplates()) {
-    if (!t.image_tree.empty() && ::access(t.image_tree.c_str(), F_OK) != 0) {
+    struct stat st;
+    if ((!t.image_tree.empty() && ::access(t.image_tree.c_str(), F_OK) != 0) ||
+        ::stat(t.dir.c_str(), &st) != 0) {
       (void)RemoveTemplate(t.key);
+      continue;
     }
+    kept.emplace_back(st.st_mtim, t.key);
+  }
+  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+    return a.first.tv_sec != b.first.tv_sec ? a.first.tv_sec > b.first.tv_sec
+                                            : a.first.tv_nsec > b.first.tv_nsec;
+  });
+  // The one about to be made counts too.
+  for (size_t i = kMaxTemplates > 0 ? kMaxTemplates - 1 : 0; i < kept.size(); ++i) {
+    (void)RemoveTemplate(kept[i].second);
   }
   for (const std::string& name : base::ListDirectory(root)) {
     struct stat st;

@@ -53,9 +53,15 @@ std::vector<TemplateInfo> ListTemplates();
 // Hashes both files again and compares with the checksums saved: kDataLoss when they differ.
 Status VerifyTemplate(const TemplateInfo& info);
 
-// Removes templates whose image tree is gone (a test's, a removed image's) and half-made ones
-// older than an hour (their maker was killed). Called whenever a template is made.
+// Removes templates whose image tree is gone (a test's, a removed image's), half-made ones
+// older than an hour (their maker was killed), and the least recently used past
+// kMaxTemplates (a new agent or kernel build makes new keys; the old templates would stay in
+// RAM otherwise). Called whenever a template is made.
+inline constexpr size_t kMaxTemplates = 8;
 void PruneTemplates();
+
+// Marks a template as just used (its directory's mtime), for PruneTemplates.
+void TouchTemplate(const TemplateInfo& info);
 
 // Removes a template's directory. Clones running from it keep their mapping.
 Status RemoveTemplate(const std::string& key);
