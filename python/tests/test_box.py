@@ -110,6 +110,12 @@ def test_info(box: codebox.SyncCodeBox) -> None:
     assert info.memory_mib == 512 and info.image == "python"
     assert isinstance(info.limits, tuple)
     assert box.exec("true").driver == info.driver
+    # How it started: a jail just starts; a vm box boots or is restored from a template.
+    if info.driver == "jail":
+        assert info.start == ""
+    else:
+        assert info.start.split(" ")[0] in ("boot", "snapshot")
+    assert info.warnings == ()
 
 
 def test_use_after_close_raises(need_box: None) -> None:
