@@ -11,6 +11,7 @@
 #include "jail/jail.h"
 #include "vm/accel.h"
 #include "vm/guest_limits.h"
+#include "vm/snapshot.h"
 #include "vm/vm.h"
 
 namespace codebox::box {
@@ -57,7 +58,11 @@ class VmBackend final : public Backend {
     info.limits = limits_;
     info.start = machine_->template_key().empty() ? "boot" : "snapshot " + machine_->template_key();
     if (!machine_->warning().empty()) info.warnings.push_back(machine_->warning());
+    for (const std::string& w : added_warnings()) info.warnings.push_back(w);
     return info;
+  }
+  void DiscardTemplate() override {
+    if (!machine_->template_key().empty()) (void)vm::RemoveTemplate(machine_->template_key());
   }
   std::optional<protocol::msg::GuestSetup> GuestSetup() const override;
 

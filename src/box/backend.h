@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/unique_fd.h"
 #include "box/image_run.h"
@@ -29,6 +30,12 @@ class Backend {
   virtual std::string Diagnostics() const { return ""; }
   // driver name and limits in force.
   virtual BoxInfo Info() const = 0;
+  // A vm box restored from a template that then failed: removes the template, so the next box
+  // makes it anew instead of failing the same way.
+  virtual void DiscardTemplate() {}
+  // Said in Info().warnings from now on (a fallback decided above the driver).
+  void AddWarning(std::string warning) { warnings_.push_back(std::move(warning)); }
+  const std::vector<std::string>& added_warnings() const { return warnings_; }
   // What the host's hello tells the agent (vm boxes: fresh entropy, the clock, guest limits);
   // nullopt for a driver whose agent needs none of it.
   virtual std::optional<protocol::msg::GuestSetup> GuestSetup() const { return std::nullopt; }
@@ -40,6 +47,7 @@ class Backend {
 
  private:
   std::optional<ImageRun> image_run_;
+  std::vector<std::string> warnings_;
 };
 
 // The driver a BoxOptions asks for, resolved against what this host can do.

@@ -453,25 +453,65 @@ BoxEnv& BoxEnv::Default() {
   return env;
 }
 
-StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env) {
-  RETURN_IF_ERROR(options.Validate().WithContext("create box"));
+namespace {
+
+// A restored vm answers in a fraction of a second even under tcg; one that does not within
+// this is taken for a bad template, not a slow guest.
+constexpr std::chrono::milliseconds kRestoredHandshakeTimeout{15'000};
+
+struct Connected {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<protocol::AgentClient> agent;
+};
+
+StatusOr<Connected> StartAndConnect(const BoxOptions& options, BoxEnv& env) {
   auto backend = env.StartBackend(options);
   if (!backend.ok()) {
     // A failed start quotes the guest console or the jail's log: box-controlled text.
     Status st = backend.status().WithContext("create box");
     return Status(st.code(), base::TerminalSafe(st.message()));
   }
-  auto agent = protocol::AgentClient::Connect((*backend)->TakeAgentFd(), env.handshake_timeout(),
-                                              (*backend)->GuestSetup());
+  const bool restored = (*backend)->Info().start.starts_with("snapshot ");
+  auto agent = protocol::AgentClient::Connect(
+      (*backend)->TakeAgentFd(),
+      restored ? std::min(env.handshake_timeout(), kRestoredHandshakeTimeout)
+               : env.handshake_timeout(),
+      (*backend)->GuestSetup());
   if (!agent.ok()) {
     Status st = agent.status().WithContext("create box: connect to agent");
     std::string diag = base::TerminalSafe((*backend)->Diagnostics());
+    if (restored) (*backend)->DiscardTemplate();  // its next clone would fail the same way
     (void)(*backend)->Destroy();
     if (!diag.empty()) st = Status(st.code(), st.message() + "\n" + diag);
+    if (restored) st = Status(st.code(), "restored from a template: " + st.message());
     return st;
   }
-  (*agent)->set_idle_timeout(env.agent_idle_timeout());
-  auto impl = std::make_unique<LocalBox>(options, std::move(*backend), std::move(*agent));
+  return Connected{std::move(*backend), std::move(*agent)};
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env) {
+  RETURN_IF_ERROR(options.Validate().WithContext("create box"));
+  auto connected = StartAndConnect(options, env);
+  std::string fallback;
+  constexpr std::string_view kRestored = "restored from a template: ";
+  if (!connected.ok() && connected.status().message().starts_with(kRestored) &&
+      !options.no_fallback) {
+    // Loaded, but its agent never answered (a damaged RAM file): a cold boot, said so.
+    fallback = "started by a cold boot: the box restored from a template did not answer (" +
+               base::TailLines(connected.status().message().substr(kRestored.size()), 3) + ")";
+    CODEBOX_LOG(kWarn, "create box: " << fallback);
+    BoxOptions booted = options;
+    booted.no_snapshot = true;
+    connected = StartAndConnect(booted, env);
+  }
+  if (!connected.ok()) return connected.status();
+  std::unique_ptr<Backend> backend = std::move(connected->backend);
+  if (!fallback.empty()) backend->AddWarning(std::move(fallback));
+  auto agent = std::move(connected->agent);
+  agent->set_idle_timeout(env.agent_idle_timeout());
+  auto impl = std::make_unique<LocalBox>(options, std::move(backend), std::move(agent));
   RETURN_IF_ERROR(impl->StartNetwork(env).WithContext("create box"));
   RETURN_IF_ERROR(impl->PrepareWorkdir().WithContext("create box"));
   return Box::Impl::Wrap(std::move(impl));

@@ -1,6 +1,7 @@
 // vm boxes restored from a template (src/vm/snapshot.h), under tcg here: each clone unique,
 // the template never written, memory shared, a damaged template a boot with a warning.
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "base/fs.h"
 #include "base/io.h"
+#include "base/unique_fd.h"
 #include "box/spares.h"
 #include "tests/box/box_test_util.h"
 #include "vm/cache_key.h"
@@ -221,6 +223,33 @@ TEST_F(VmSnapshotTest, ADamagedTemplateIsABootWithAWarningOrWithNoFallbackAnErro
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data, "42\n");
   EXPECT_TRUE(ClonePids(dir + "/memory").empty()) << "the failed restore's QEMU is gone";
+
+  // A RAM file that is not what was saved, its size and state whole: QEMU loads the state, the
+  // guest runs garbage and dies; the box boots instead and says so, and the template is gone.
+  {
+    auto remade = Box::Create(VmOptions());
+    ASSERT_TRUE(remade.ok()) << remade.status().ToString();
+    ASSERT_EQ((*remade)->info().start.rfind("snapshot ", 0), 0u);
+  }
+  {
+    base::UniqueFd memory(::open((dir + "/memory").c_str(), O_WRONLY | O_CLOEXEC));
+    ASSERT_TRUE(memory.valid());
+    std::string garbage(1 << 20, '\xcc');  // int3, over the kernel and everything else
+    for (off_t at = 0; at < (64 << 20); at += garbage.size()) {
+      ASSERT_EQ(::pwrite(memory.get(), garbage.data(), garbage.size(), at),
+                static_cast<ssize_t>(garbage.size()));
+    }
+  }
+  auto survived = Box::Create(VmOptions());
+  ASSERT_TRUE(survived.ok()) << survived.status().ToString();
+  EXPECT_EQ((*survived)->info().start, "boot");
+  ASSERT_EQ((*survived)->info().warnings.size(), 1u);
+  EXPECT_NE((*survived)->info().warnings[0].find("did not answer"), std::string::npos)
+      << (*survived)->info().warnings[0];
+  EXPECT_TRUE(vm::ListTemplates().empty());
+  auto answer = (*survived)->RunPython("print(6 * 7)");
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_EQ(answer->stdout_data, "42\n");
 
   BoxOptions cold = VmOptions();
   cold.no_snapshot = true;
