@@ -336,6 +336,7 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
   if (auto* kill = std::get_if<m::Kill>(&*decoded)) return HandleKill(stream, *kill);
   if (auto* resize = std::get_if<m::Resize>(&*decoded)) return HandleResize(stream, *resize);
   if (std::holds_alternative<m::Shutdown>(*decoded)) return HandleShutdown(stream);
+  if (std::holds_alternative<m::AwaitHello>(*decoded)) return HandleAwaitHello(stream);
   if (auto* cancel = std::get_if<m::Cancel>(&*decoded)) return HandleCancel(stream, *cancel);
   if (auto* list = std::get_if<m::ListDir>(&*decoded)) return SendListing(stream, list->path);
   if (std::holds_alternative<m::EgressAccept>(*decoded)) return StartEgress(stream);
@@ -418,6 +419,19 @@ void Server::PumpDownloads() {
     }
     it = downloads_.erase(it);
   }
+}
+
+void Server::HandleAwaitHello(uint32_t stream) {
+  // Only a vm guest is saved as a template, and only with nothing running: a clone must not
+  // find a process of the template's host (nor its streams).
+  if (!guest_setup_) {
+    return SendError(stream, InvalidArgument("await_hello: only a vm box's agent is a template"));
+  }
+  if (!execs_.empty() || !uploads_.empty() || !downloads_.empty() || !egress_.empty()) {
+    return SendError(stream, InvalidArgument("await_hello: requests are still running"));
+  }
+  SendEvent(stream, protocol::msg::Done{});
+  hello_received_ = false;
 }
 
 void Server::HandleShutdown(uint32_t stream) {

@@ -154,6 +154,7 @@ class Server {
   void KillEverything();
   void CheckDeadlines(Clock::time_point now);
   void SendHello();
+  void HandleAwaitHello(uint32_t stream);
   void FinishExecs(Clock::time_point now);
   void PumpDownloads();
   int PollTimeoutMs(Clock::time_point now) const;

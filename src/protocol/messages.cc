@@ -132,7 +132,8 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 std::string_view RequestName(const Request& request) {
   static constexpr std::string_view kNames[] = {"exec",   "write_file",    "read_file", "list_dir",
                                                 "mkdir",  "kill",          "shutdown",  "cancel",
-                                                "remove", "egress_accept", "ack",       "resize"};
+                                                "remove", "egress_accept", "ack",       "resize",
+                                                "await_hello"};
   return kNames[request.index()];
 }
 
@@ -235,6 +236,9 @@ std::string EncodeRequest(const Request& request) {
           [](const Shutdown&) {
             return Json{{"op", "shutdown"}};
           },
+          [](const AwaitHello&) {
+            return Json{{"op", "await_hello"}};
+          },
           [](const Cancel& c) {
             return Json{{"op", "cancel"}, {"target", c.target}};
           },
@@ -298,6 +302,11 @@ StatusOr<Request> DecodeRequest(const Json& m) {
     FieldReader r(m, "shutdown request");
     RETURN_IF_ERROR(r.CheckNoUnknown());
     return Request(Shutdown{});
+  }
+  if (op == "await_hello") {
+    FieldReader r(m, "await_hello request");
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Request(AwaitHello{});
   }
   if (op == "egress_accept") {
     FieldReader r(m, "egress_accept request");

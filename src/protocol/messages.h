@@ -147,8 +147,11 @@ struct Resize {
   uint32_t target = 0;
   TerminalSize size;
 };
+// From the host that makes a vm template, once its warm-up execs ended: the agent answers done
+// and then waits for a new hello (the next host's, a clone's; GuestSetup::resend_hello).
+struct AwaitHello {};
 using Request = std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel,
-                             Remove, EgressAccept, EgressAck, Resize>;
+                             Remove, EgressAccept, EgressAck, Resize, AwaitHello>;
 
 // Events.
 struct Exit {
