@@ -56,6 +56,7 @@ TEST(MessagesTest, EveryRequestRoundTrips) {
   EXPECT_EQ(k.target, 5u);
   EXPECT_EQ(k.signal, 0);
   RoundTripRequest(Shutdown{});
+  RoundTripRequest(AwaitHello{});
   EXPECT_EQ(RoundTripRequest(Remove{"/work/tree"}).path, "/work/tree");
   EXPECT_EQ(RequestName(Request(Remove{"/x"})), "remove");
 }
