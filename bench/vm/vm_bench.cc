@@ -26,12 +26,12 @@
 #include "base/fs.h"
 #include "base/io.h"
 #include "base/paths.h"
-#include "base/random.h"
 #include "base/subprocess.h"
 #include "image/store.h"
 #include "agent_client/agent_client.h"
 #include "vm/accel.h"
 #include "vm/cpio.h"
+#include "vm/guest_limits.h"
 #include "vm/kernel.h"
 #include "vm/qemu.h"
 #include "vm/vm.h"
@@ -154,10 +154,8 @@ int Main(int argc, char** argv) {
 
   // Start to agent ready (the handshake done), then print(1) and destroy.
   auto connect = [&](Machine& m) {
-    protocol::msg::GuestSetup guest;
-    guest.entropy = base::RandomBytes(protocol::msg::kGuestEntropyBytes);
-    guest.resend_hello = !m.template_key().empty();
-    auto client = protocol::AgentClient::Connect(m.TakeAgentFd(), std::chrono::seconds(10), guest);
+    auto client = protocol::AgentClient::Connect(m.TakeAgentFd(), std::chrono::seconds(10),
+                                                 MakeGuestSetup(m, config));
     if (!client.ok()) Die("connect: " + client.status().ToString());
     return std::move(*client);
   };

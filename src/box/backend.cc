@@ -5,7 +5,6 @@
 
 #include "base/log.h"
 #include "base/paths.h"
-#include "base/random.h"
 #include "box/spares.h"
 #include "box/leftovers.h"
 #include "jail/jail.h"
@@ -38,10 +37,7 @@ class JailBackend final : public Backend {
 class VmBackend final : public Backend {
  public:
   VmBackend(std::unique_ptr<vm::Machine> machine, const vm::VmConfig& config)
-      : machine_(std::move(machine)),
-        max_processes_(config.max_processes),
-        exec_memory_bytes_(vm::GuestExecMemoryBytes(config.memory_mib)),
-        limits_(machine_->limits()) {
+      : machine_(std::move(machine)), config_(config), limits_(machine_->limits()) {
     std::vector<std::string> guest = vm::GuestLimitLines(config);
     limits_.insert(limits_.begin() + std::min<size_t>(1, limits_.size()), guest.begin(),
                    guest.end());  // after the RAM
@@ -64,26 +60,15 @@ class VmBackend final : public Backend {
   void DiscardTemplate() override {
     if (!machine_->template_key().empty()) (void)vm::RemoveTemplate(machine_->template_key());
   }
-  std::optional<protocol::msg::GuestSetup> GuestSetup() const override;
+  std::optional<protocol::msg::GuestSetup> GuestSetup() const override {
+    return vm::MakeGuestSetup(*machine_, config_);
+  }
 
  private:
   std::unique_ptr<vm::Machine> machine_;
-  uint64_t max_processes_;
-  uint64_t exec_memory_bytes_;
+  vm::VmConfig config_;
   std::vector<std::string> limits_;  // the machine's, and the guest's (GuestSetup)
 };
-
-// The agent applies it before any exec (src/agent/vm_guest.cc); the clock is set by
-// AgentClient::Connect as it sends the hello.
-std::optional<protocol::msg::GuestSetup> VmBackend::GuestSetup() const {
-  protocol::msg::GuestSetup setup;
-  setup.entropy = base::RandomBytes(protocol::msg::kGuestEntropyBytes);
-  // A clone's first hello went to the host that made its template.
-  setup.resend_hello = !machine_->template_key().empty();
-  setup.max_processes = static_cast<int64_t>(max_processes_);
-  setup.memory_bytes = static_cast<int64_t>(exec_memory_bytes_);
-  return setup;
-}
 
 std::string AgentPath() { return base::FindHelperBinary("codebox-agent"); }
 

@@ -1,5 +1,7 @@
 #include "vm/guest_limits.h"
 
+#include "base/random.h"
+
 namespace codebox::vm {
 
 uint64_t GuestExecMemoryBytes(uint64_t memory_mib) {
@@ -22,6 +24,16 @@ std::vector<std::string> GuestLimitLines(const VmConfig& config) {
                     " (guest cgroup v2 pids)");
   }
   return lines;
+}
+
+protocol::msg::GuestSetup MakeGuestSetup(const Machine& machine, const VmConfig& config) {
+  protocol::msg::GuestSetup setup;
+  setup.entropy = base::RandomBytes(protocol::msg::kGuestEntropyBytes);
+  // A clone's first hello went to the host that made its template.
+  setup.resend_hello = !machine.template_key().empty();
+  setup.max_processes = static_cast<int64_t>(config.max_processes);
+  setup.memory_bytes = static_cast<int64_t>(GuestExecMemoryBytes(config.memory_mib));
+  return setup;
 }
 
 }  // namespace codebox::vm

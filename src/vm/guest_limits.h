@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/messages.h"
 #include "vm/vm.h"
 
 namespace codebox::vm {
@@ -19,6 +20,12 @@ uint64_t GuestExecMemoryBytes(uint64_t memory_mib);
 // (VmBackend::GuestSetup), e.g. "processes 128 (guest cgroup v2 pids)"; the machine's own
 // lines (Machine::limits: RAM, vCPUs, disk) say what QEMU enforces.
 std::vector<std::string> GuestLimitLines(const VmConfig& config);
+
+// What the host's hello tells the agent of `machine`, started from `config`, before any exec
+// (src/agent/vm_guest.cc, ApplyGuestSetup): fresh host entropy, the execs' limits, and
+// resend_hello when the machine was restored from a template. The clock is set by
+// AgentClient::Connect as it sends the hello.
+protocol::msg::GuestSetup MakeGuestSetup(const Machine& machine, const VmConfig& config);
 
 }  // namespace codebox::vm
 
