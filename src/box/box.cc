@@ -17,14 +17,11 @@
 #include "box/copy.h"
 #include "box/egress.h"
 #include "box/host_files.h"
-#include "box/image_lookup.h"
 #include "box/image_run.h"
 #include "box/install.h"
 #include "box/local_process.h"
 #include "box/warm_python.h"
-#include "image/store.h"
 #include "kernel/session.h"
-#include "remote/remote_box.h"
 
 namespace codebox {
 
@@ -33,8 +30,6 @@ using box::CleanBoxPath;
 using box::ResolveBoxPath;
 
 namespace {
-
-constexpr std::chrono::milliseconds kHandshakeTimeout{60'000};  // a VM under tcg is slow
 
 // `python3 -c PROGRAM ...`: a program this long is sent as a file instead of an argument.
 constexpr size_t kInlineProgramBytes = 64u << 10;
@@ -427,89 +422,10 @@ std::unique_ptr<Box> Box::Impl::Wrap(std::unique_ptr<Impl> impl) {
 
 namespace box {
 
-std::chrono::milliseconds BoxEnv::handshake_timeout() const { return kHandshakeTimeout; }
-std::chrono::milliseconds BoxEnv::agent_idle_timeout() const {
-  return protocol::kDefaultIdleTimeout;
-}
-net::Resolver BoxEnv::resolver() const {
-  return net::SystemResolver(net::EgressLimits{}.resolve_timeout);
-}
-
-namespace {
-
-// The image store and the real drivers.
-class DriverEnv final : public BoxEnv {
- public:
-  StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options) override {
-    ASSIGN_OR_RETURN(image::ImageInfo image, FindOrPullImage(options));
-    return StartOnImage(options, image);
-  }
-};
-
-}  // namespace
-
-BoxEnv& BoxEnv::Default() {
-  static DriverEnv env;
-  return env;
-}
-
-namespace {
-
-// A restored vm answers in a fraction of a second even under tcg; one that does not within
-// this is taken for a bad template, not a slow guest.
-constexpr std::chrono::milliseconds kRestoredHandshakeTimeout{15'000};
-
-struct Connected {
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<protocol::AgentClient> agent;
-};
-
-StatusOr<Connected> StartAndConnect(const BoxOptions& options, BoxEnv& env) {
-  auto backend = env.StartBackend(options);
-  if (!backend.ok()) {
-    // A failed start quotes the guest console or the jail's log: box-controlled text.
-    Status st = backend.status().WithContext("create box");
-    return Status(st.code(), base::TerminalSafe(st.message()));
-  }
-  const bool restored = (*backend)->Info().start.starts_with("snapshot ");
-  auto agent = protocol::AgentClient::Connect(
-      (*backend)->TakeAgentFd(),
-      restored ? std::min(env.handshake_timeout(), kRestoredHandshakeTimeout)
-               : env.handshake_timeout(),
-      (*backend)->GuestSetup());
-  if (!agent.ok()) {
-    Status st = agent.status().WithContext("create box: connect to agent");
-    std::string diag = base::TerminalSafe((*backend)->Diagnostics());
-    if (restored) (*backend)->DiscardTemplate();  // its next clone would fail the same way
-    (void)(*backend)->Destroy();
-    if (!diag.empty()) st = Status(st.code(), st.message() + "\n" + diag);
-    if (restored) st = Status(st.code(), "restored from a template: " + st.message());
-    return st;
-  }
-  return Connected{std::move(*backend), std::move(*agent)};
-}
-
-}  // namespace
-
-StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env) {
-  RETURN_IF_ERROR(options.Validate().WithContext("create box"));
-  auto connected = StartAndConnect(options, env);
-  std::string fallback;
-  constexpr std::string_view kRestored = "restored from a template: ";
-  if (!connected.ok() && connected.status().message().starts_with(kRestored) &&
-      !options.no_fallback) {
-    // Loaded, but its agent never answered (a damaged RAM file): a cold boot, said so.
-    fallback = "started by a cold boot: the box restored from a template did not answer (" +
-               base::TailLines(connected.status().message().substr(kRestored.size()), 3) + ")";
-    CODEBOX_LOG(kWarn, "create box: " << fallback);
-    BoxOptions booted = options;
-    booted.no_snapshot = true;
-    connected = StartAndConnect(booted, env);
-  }
-  if (!connected.ok()) return connected.status();
-  std::unique_ptr<Backend> backend = std::move(connected->backend);
-  if (!fallback.empty()) backend->AddWarning(std::move(fallback));
-  auto agent = std::move(connected->agent);
+StatusOr<std::unique_ptr<Box>> MakeLocalBox(const BoxOptions& options,
+                                            std::unique_ptr<Backend> backend,
+                                            std::unique_ptr<protocol::AgentClient> agent,
+                                            BoxEnv& env) {
   agent->set_idle_timeout(env.agent_idle_timeout());
   auto impl = std::make_unique<LocalBox>(options, std::move(backend), std::move(agent));
   RETURN_IF_ERROR(impl->StartNetwork(env).WithContext("create box"));
@@ -518,16 +434,5 @@ StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env)
 }
 
 }  // namespace box
-
-StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
-  if (!options.server.empty()) {
-    // The server starts the box and checks the options again; nothing of this host's image
-    // store or drivers is looked at.
-    RETURN_IF_ERROR(options.Validate().WithContext("create box"));
-    ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, remote::CreateRemoteBox(options));
-    return Impl::Wrap(std::move(impl));
-  }
-  return box::CreateBox(options, box::BoxEnv::Default());
-}
 
 }  // namespace codebox

@@ -55,6 +55,10 @@ class Box::Impl {
 
 }  // namespace codebox
 
+namespace codebox::protocol {
+class AgentClient;
+}  // namespace codebox::protocol
+
 namespace codebox::box {
 
 class BoxEnv {
@@ -76,6 +80,13 @@ class BoxEnv {
   // The image store and the real drivers (ChooseDriver, StartBackend).
   static BoxEnv& Default();
 };
+
+// A box of this process (box.cc's LocalBox) on a started backend and its connected agent:
+// its network started and its workdir made.
+StatusOr<std::unique_ptr<Box>> MakeLocalBox(const BoxOptions& options,
+                                            std::unique_ptr<Backend> backend,
+                                            std::unique_ptr<protocol::AgentClient> agent,
+                                            BoxEnv& env);
 
 // Box::Create on `env`. The env is used only during the call.
 StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env);
