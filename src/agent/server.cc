@@ -4,10 +4,12 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -429,6 +431,14 @@ void Server::HandleAwaitHello(uint32_t stream) {
   }
   if (!execs_.empty() || !uploads_.empty() || !downloads_.empty() || !egress_.empty()) {
     return SendError(stream, InvalidArgument("await_hello: requests are still running"));
+  }
+  // Nothing of the warm-up may live on in every clone: a process it left behind (a daemon of the
+  // image's python3) is ended and reaped before the template is saved.
+  KillEverything();
+  for (auto deadline = Clock::now() + std::chrono::seconds(1); Clock::now() < deadline;) {
+    pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
+    if (pid < 0) break;  // ECHILD: none left
+    if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   SendEvent(stream, protocol::msg::Done{});
   hello_received_ = false;

@@ -38,6 +38,8 @@ class GuestHelloTest : public ::testing::Test {
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      // As PID 1 of a guest, the agent is the parent of every orphan (a warm-up's daemon).
+      ::prctl(PR_SET_CHILD_SUBREAPER, 1);
       ::close(sv[0]);
       ::close(report[0]);
       int out = report[1];
@@ -125,14 +127,29 @@ TEST_F(GuestHelloTest, AFailedSetupIsAnErrorNotAHello) {
   EXPECT_NE(std::get<m::Error>(*event).message.find("no entropy"), std::string::npos);
 }
 
-TEST_F(GuestHelloTest, AwaitHelloTakesTheAgentBackToItsHandshake) {
+TEST_F(GuestHelloTest, AwaitHelloEndsWhatTheWarmUpLeftAndTakesTheAgentBackToItsHandshake) {
   ASSERT_TRUE(Next().has_value());
   SendHello(std::nullopt);  // the template's host: no setup
-  Send(FrameType::kControl, 1, m::EncodeRequest(m::AwaitHello{}));
+  // A warm-up that leaves a daemon behind, as an image's python3 could.
+  m::Exec exec;
+  exec.argv = {"/bin/sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 & echo $!"};
+  exec.env = {{"PATH", "/usr/bin:/bin"}};
+  Send(FrameType::kControl, 1, m::EncodeRequest(exec));
+  std::string daemon;
+  for (;;) {
+    auto frame = Next();
+    ASSERT_TRUE(frame.has_value());
+    if (frame->type == FrameType::kStdout) daemon += frame->payload;
+    if (frame->type == FrameType::kControl) break;  // its exit
+  }
+  const pid_t daemon_pid = static_cast<pid_t>(std::stol(daemon));
+  ASSERT_EQ(::kill(daemon_pid, 0), 0) << "the daemon runs";
+  Send(FrameType::kControl, 3, m::EncodeRequest(m::AwaitHello{}));
   auto done = Next();
   ASSERT_TRUE(done.has_value());
   auto event = m::DecodeEventPayload(done->payload);
   ASSERT_TRUE(event.ok() && std::holds_alternative<m::Done>(*event));
+  EXPECT_NE(::kill(daemon_pid, 0), 0) << "a template is saved with the warm-up's daemon gone";
   // The next host's hello, as a clone's host sends it.
   SendHello(Guest('y', /*resend=*/true));
   auto hello = Next();
