@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,11 +13,14 @@
 #include <vector>
 
 #include "cli/box_flags.h"
+#include "codebox/host.h"
 #include "cli/commands.h"
 #include "http/address.h"
 #include "http/server.h"
 #include "server/api.h"
+#include "server/box_id.h"
 #include "server/box_registry.h"
+#include "server/peers.h"
 #include "server/json_log.h"
 #include "server/metrics.h"
 
@@ -49,6 +53,18 @@ options:
                        (default 30)
   --log-format FMT     json (default) or text (the request lines as plain text)
 
+scale-out (docs/scale-out.md): one serve per node; a box id names its node and
+any replica forwards a request to it:
+  --node NAME          this node's name in box ids (default: $POD_IP in a
+                       Kubernetes pod, else the host name)
+  --peers LIST         the other replicas, HOST:PORT[,HOST:PORT...]
+                       (repeatable)
+  --peers-dns NAME:PORT  a DNS name whose records are every replica (a
+                       headless Service), looked up again every few seconds
+  --peer-refresh S     how often peers are looked up and asked (default 5)
+  --drivers LIST       what this node offers placement: jail and/or vm
+                       (default: what runs here; vm only with kvm)
+
 the playground (http://HOST:PORT/ of a --listen HOST:PORT) and its chat tab
 (POST /v1/ask):
   --model M            the model the chat asks (default $CODEBOX_MODEL, else
@@ -76,8 +92,27 @@ struct ServeFlags {
   bool text_log = false;
   std::string model;
   std::string base_url;
+  std::string node;  // empty: server::DefaultNodeName()
+  std::vector<http::Address> peers;
+  std::string peers_dns_name;
+  uint16_t peers_dns_port = 0;
+  std::chrono::milliseconds peer_refresh = std::chrono::seconds(5);
+  std::vector<std::string> drivers;  // empty: what this host runs
   BoxOptions defaults;
 };
+
+// "a,b,c" as its non-empty parts.
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
 
 // "--flag VALUE" or "--flag=VALUE" for `name`: true and *value set when args[*i] is it.
 StatusOr<bool> TakeValue(const std::vector<std::string>& args, size_t* i, std::string_view name,
@@ -138,6 +173,34 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
       flags.model = v;
     } else if (is("--base-url")) {
       flags.base_url = v;
+    } else if (is("--node")) {
+      RETURN_IF_ERROR(server::CheckNodeName(v, "--node"));
+      flags.node = v;
+    } else if (is("--peers")) {
+      for (const std::string& part : SplitList(v)) {
+        auto address = http::ParseAddress(part);
+        if (!address.ok()) return address.status().WithContext("--peers");
+        if (address->kind != http::Address::Kind::kTcp) {
+          return InvalidArgument("--peers: '" + part + "' is not HOST:PORT");
+        }
+        flags.peers.push_back(*address);
+      }
+    } else if (is("--peers-dns")) {
+      RETURN_IF_ERROR(server::ParseDnsPeers(v, &flags.peers_dns_name, &flags.peers_dns_port));
+    } else if (is("--peer-refresh")) {
+      ASSIGN_OR_RETURN(flags.peer_refresh, ParseDuration(v));
+      if (flags.peer_refresh < std::chrono::milliseconds(100)) {
+        return InvalidArgument("--peer-refresh must be at least 0.1 s");
+      }
+    } else if (is("--drivers")) {
+      flags.drivers.clear();
+      for (const std::string& name : SplitList(v)) {
+        if (name != "jail" && name != "vm") {
+          return InvalidArgument("--drivers: '" + name + "' is neither jail nor vm");
+        }
+        flags.drivers.push_back(name);
+      }
+      if (flags.drivers.empty()) return InvalidArgument("--drivers needs jail and/or vm");
     } else if (is("--log-format")) {
       if (v != "json" && v != "text") {
         return InvalidArgument("--log-format: '" + v + "' is neither json nor text");
@@ -210,6 +273,16 @@ void LogRequest(const server::RequestReport& r, bool text) {
                           {"error", r.error.ok() ? std::string() : r.error.ToString()}});
 }
 
+// What this host runs, for placement: vm only where kvm works (a vm under tcg is far too slow
+// to be placed on by choice).
+std::vector<std::string> DriversHere() {
+  HostDescription host = DescribeHost();
+  std::vector<std::string> drivers;
+  if (host.jail.usable) drivers.push_back("jail");
+  if (host.vm.kvm_usable) drivers.push_back("vm");
+  return drivers;
+}
+
 int Serve(const ServeFlags& flags) {
   // SIGTERM and SIGINT are taken by sigwait below, so every thread started from here on must
   // have them blocked; a peer that closes early must not kill the server with SIGPIPE.
@@ -240,6 +313,7 @@ int Serve(const ServeFlags& flags) {
   registry_options.idle_timeout = flags.idle_timeout;
   registry_options.max_lifetime = flags.max_lifetime;
   registry_options.defaults = flags.defaults;
+  registry_options.node = flags.node.empty() ? server::DefaultNodeName() : flags.node;
   std::vector<std::string> pool_texts;
   for (const std::string& text : flags.pools) {
     auto spec = server::ParsePoolSpec(text, flags.defaults);
@@ -253,6 +327,15 @@ int Serve(const ServeFlags& flags) {
   server::BoxRegistry registry(registry_options);
   server::Metrics metrics;
 
+  server::PeerOptions peer_options;
+  peer_options.node = registry.node();
+  peer_options.addresses = flags.peers;
+  peer_options.dns_name = flags.peers_dns_name;
+  peer_options.dns_port = flags.peers_dns_port;
+  peer_options.refresh = flags.peer_refresh;
+  if (!http_options.tokens.empty()) peer_options.token = http_options.tokens.front();
+  server::Peers peers(peer_options);
+
   server::ApiOptions api_options;
   api_options.defaults = flags.defaults;
   api_options.max_lifetime = flags.max_lifetime;
@@ -263,6 +346,9 @@ int Serve(const ServeFlags& flags) {
   if (const char* key = std::getenv("OPENAI_API_KEY")) api_options.ask.api_key = key;
   api_options.idle_timeout = flags.idle_timeout;
   api_options.tokens_required = !http_options.tokens.empty();
+  api_options.peers = &peers;
+  api_options.drivers = flags.drivers.empty() ? DriversHere() : flags.drivers;
+  api_options.max_forward_bytes = std::max<uint64_t>(http_options.max_body_bytes, 512ull << 20);
   const bool text_log = flags.text_log;
   api_options.hooks.on_request = [&metrics, text_log](const server::RequestReport& r) {
     metrics.ObserveRequest(r.request.method, r.route, r.status, r.seconds);
@@ -293,9 +379,11 @@ int Serve(const ServeFlags& flags) {
   Status started = http_server.Start();
   if (!started.ok()) return PrintError("serve", started), kExitCodeboxError;
   registry.Start();
+  peers.Start();  // after Start: a replica listed among its own peers answers itself
   std::vector<std::string> bound_texts;  // a TCP port 0 resolved
   for (const http::Address& a : http_server.bound()) bound_texts.push_back(a.ToString());
-  std::printf("codebox serve: listening on %s; pools: %s\n", Join(bound_texts, ", ").c_str(),
+  std::printf("codebox serve: listening on %s; node %s; pools: %s\n",
+              Join(bound_texts, ", ").c_str(), registry.node().c_str(),
               pool_texts.empty() ? "none" : Join(pool_texts, ", ").c_str());
   std::fflush(stdout);
   // The start line went to stdout; the log has it too, in the log's format.
@@ -303,7 +391,12 @@ int Serve(const ServeFlags& flags) {
     std::fprintf(stderr, "listening on %s\n", Join(bound_texts, ", ").c_str());
   } else {
     server::JsonLog::Write(base::LogLevel::kInfo, "listening",
-                           {{"listen", bound_texts}, {"pools", pool_texts}});
+                           {{"listen", bound_texts},
+                            {"pools", pool_texts},
+                            {"node", registry.node()},
+                            {"incarnation", registry.incarnation()},
+                            {"drivers", api_options.drivers},
+                            {"peers", peers.enabled()}});
   }
 
   int signal_number = 0;
@@ -317,6 +410,7 @@ int Serve(const ServeFlags& flags) {
                            {{"signal", signal_name}, {"drain_s", flags.drain.count() / 1000.0}});
   }
   http_server.Stop(flags.drain);
+  peers.Stop();
   registry.Shutdown();
   if (text_log) {
     std::fprintf(stderr, "stopped\n");

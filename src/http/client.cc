@@ -160,6 +160,7 @@ Status Call::Exchange(Stream& stream, const Client::EventCallback* on_event, Cli
   bool events = on_event != nullptr &&
                 out->headers["content-type"].find("text/event-stream") != std::string::npos;
   if (events) parser.body_limit(boost::none);  // one event is capped instead
+  if (events && r_.on_event_stream) RETURN_IF_ERROR(r_.on_event_stream());
   SseParser sse;
   std::string chunk(kReadChunk, '\0');
   while (!parser.is_done()) {
@@ -234,6 +235,7 @@ Status StatusFromErrorResponse(const ClientResponse& response) {
   static const std::pair<std::string_view, StatusCode> kCodes[] = {
       {"invalid_argument", StatusCode::kInvalidArgument},
       {"not_found", StatusCode::kNotFound},
+      {"box_lost", StatusCode::kNotFound},  // the box's node is gone (scale-out)
       {"unavailable", StatusCode::kUnavailable},
       {"start_failed", StatusCode::kStartFailed},
       {"box_crashed", StatusCode::kBoxCrashed},

@@ -34,6 +34,9 @@ struct ClientRequest {
   // The whole exchange (connect, send, read the answer); for events, the longest wait for the
   // next byte of the stream.
   std::chrono::milliseconds timeout{60'000};
+  // SendForEvents: called once when the answer turns out to be an event stream, before its
+  // first event (a relay starts its own stream there); an error it returns stops the call.
+  std::function<Status()> on_event_stream;
 };
 
 struct ClientResponse {

@@ -8,6 +8,7 @@
 #include "server/api_json.h"
 #include "server/api_origin.h"
 #include "server/api_request.h"
+#include "server/box_id.h"
 
 namespace codebox::server {
 namespace {
@@ -24,6 +25,7 @@ constexpr Route kRoutes[] = {
     {"GET", "/healthz", Healthz},
     {"GET", "/metrics", MetricsText},
     {"GET", "/v1/status", ServerStatus},
+    {"GET", "/v1/load", Load},
     {"GET", "/v1/openapi.json", OpenApi},
     {"POST", "/v1/run", RunOneShot},
     {"POST", "/v1/boxes", CreateBox},
@@ -59,12 +61,8 @@ std::vector<std::string_view> Segments(std::string_view path) {
   return out;
 }
 
-// "b-" and 16 lower-case hex digits: the only ids the registry makes.
-bool IsBoxId(std::string_view s) {
-  if (s.size() != 18 || s.substr(0, 2) != "b-") return false;
-  return std::all_of(s.begin() + 2, s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
+// "b-<16 hex>.<node>" or "b-<16 hex>" (box_id.h): the only ids registries make.
+bool IsBoxId(std::string_view s) { return ParseBoxId(s).has_value(); }
 
 enum class Match { kNo, kBadId, kYes };
 
@@ -86,11 +84,17 @@ Match MatchPattern(std::string_view pattern, const std::vector<std::string_view>
 }
 
 // Remembers the status a route answered with, for metrics and the log.
+// Also names the node that answered (X-Codebox-Node), unless a forwarded answer names the one
+// that held the box.
 class RecordingExchange : public http::Exchange {
  public:
-  explicit RecordingExchange(http::Exchange& inner) : inner_(inner) {}
+  RecordingExchange(http::Exchange& inner, std::string node)
+      : inner_(inner), node_(std::move(node)) {}
   Status Respond(http::Response response) override {
     status_ = response.status;
+    bool named = std::any_of(response.headers.begin(), response.headers.end(),
+                             [](const auto& h) { return h.first == "x-codebox-node"; });
+    if (!named && !node_.empty()) response.headers.emplace_back("X-Codebox-Node", node_);
     return inner_.Respond(std::move(response));
   }
   Status BeginEvents(int status) override {
@@ -105,6 +109,7 @@ class RecordingExchange : public http::Exchange {
 
  private:
   http::Exchange& inner_;
+  std::string node_;
   int status_ = 0;
 };
 
@@ -166,7 +171,7 @@ Api::~Api() = default;
 
 void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   auto start = std::chrono::steady_clock::now();
-  RecordingExchange recording(exchange);
+  RecordingExchange recording(exchange, context_->registry->node());
   std::vector<std::string_view> path = Segments(request.path);
   const Route* found = nullptr;
   bool path_known = false;
@@ -195,7 +200,7 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
     call.NoteError(PermissionDenied(refused));
     (void)recording.Respond(http::ErrorResponse(403, "forbidden", refused));
   } else if (found) {
-    found->handle(call);
+    if (!RouteToBoxNode(call)) found->handle(call);
   } else if (path_known) {
     // 405 names the methods the path takes (Allow, RFC 9110).
     http::Response response = http::ErrorResponse(
@@ -206,7 +211,7 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
     if (context_->options.hooks.on_error) context_->options.hooks.on_error("method_not_allowed");
     (void)recording.Respond(std::move(response));
   } else {
-    std::string why = bad_id ? "no box '" + id + "': box ids look like b-<16 hex digits>"
+    std::string why = bad_id ? "no box '" + id + "': box ids look like b-<16 hex digits>.<node>"
                              : "no route " + request.path + " (see GET /v1/openapi.json)";
     call.RespondError(NotFound(why));
   }

@@ -20,6 +20,7 @@
 #include "codebox/status.h"
 #include "http/server.h"
 #include "server/box_registry.h"
+#include "server/peers.h"
 
 namespace codebox::server {
 
@@ -77,6 +78,13 @@ struct ApiOptions {
   std::string version = "0.1.0";
   ApiHooks hooks;
   AskOptions ask;
+  // Scale-out (docs/scale-out.md): the other replicas. Null or not enabled: this node is
+  // alone, and a box id naming another node answers 404 box_lost.
+  Peers* peers = nullptr;
+  // What this node runs for placement (GET /v1/load): "jail", and "vm" where kvm works.
+  std::vector<std::string> drivers = {"jail"};
+  // The largest answer a forwarded request may bring back (a file download).
+  uint64_t max_forward_bytes = 512ull << 20;
 };
 
 // The paths that need no token: /healthz and the playground's page and its files (they hold

@@ -19,6 +19,7 @@ void CreateBox(Call& call) {
   const ApiOptions& options = call.context.options;
   auto box_options = DecodeBoxOptions(*body, options.defaults, options.max_lifetime);
   if (!box_options.ok()) return call.RespondError(box_options.status());
+  if (PlaceOnPeer(call, box_options->driver)) return;
   auto record = call.context.registry->Create(*box_options);
   if (!record.ok()) return call.RespondError(record.status());
   call.box_id = record->id;
@@ -55,6 +56,24 @@ json PoolsJson(const BoxRegistry& registry) {
   for (const PoolStatus& pool : registry.Pools()) pools.push_back(PoolJson(pool));
   return pools;
 }
+
+json PeersJson(const Peers* peers) {
+  json out = json::array();
+  if (peers == nullptr) return out;
+  for (const Peer& peer : peers->List()) {
+    json p = {{"node", peer.node},
+              {"address", peer.address.ToString()},
+              {"state", peer.up ? "up" : "down"},
+              {"boxes", peer.load.boxes},
+              {"max_boxes", peer.load.max_boxes},
+              {"drivers", peer.load.drivers},
+              {"full", peer.load.full()},
+              {"busy", peer.load.busy()}};
+    if (!peer.up) p["error"] = peer.error;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
 }  // namespace
 
 void Healthz(Call& call) {
@@ -74,6 +93,10 @@ void ServerStatus(Call& call) {
                          {"pools", PoolsJson(*context.registry)},
                          {"max_boxes", context.options.max_boxes},
                          {"listen", context.options.listen},
+                         {"node", context.registry->node()},
+                         {"incarnation", context.registry->incarnation()},
+                         {"drivers", context.options.drivers},
+                         {"peers", PeersJson(context.options.peers)},
                          {"uptime_s", uptime}});
 }
 

@@ -167,6 +167,7 @@ void RunOneShot(Call& call) {
   const ApiOptions& api = call.context.options;
   auto request = DecodeRunRequest(*body, api.defaults, api.max_lifetime);
   if (!request.ok()) return call.RespondError(request.status());
+  if (PlaceOnPeer(call, request->box.driver)) return;
   bool from_pool = false;
   auto taken = call.context.registry->TakeOneShot(request->box, &from_pool);
   if (!taken.ok()) return call.RespondError(taken.status());

@@ -13,6 +13,7 @@
 #include "base/text.h"
 #include "box/backend.h"
 #include "box/leftovers.h"
+#include "server/box_id.h"
 #include "server/box_registry_state.h"
 #include "server/json_log.h"
 
@@ -30,7 +31,10 @@ double Ms(Clock::duration d) {
 
 std::string RandomHex(size_t bytes) { return base::HexEncode(base::RandomBytes(bytes)); }
 
-std::string NewBoxId() { return "b-" + RandomHex(8); }
+std::string NewRegistryBoxId(const RegistryOptions& options) {
+  return NewBoxId(options.incarnation, options.node);
+}
+
 
 void DestroyBox(const std::string& id, const std::shared_ptr<Box>& box, std::string_view why) {
   Status st = box->Destroy();
@@ -138,8 +142,10 @@ BoxRecord BoxRegistry::State::RegisterLocked(std::string id, std::shared_ptr<Box
   return record;
 }
 
-BoxRegistry::BoxRegistry(RegistryOptions options)
-    : state_(std::make_shared<State>(std::move(options))) {}
+BoxRegistry::BoxRegistry(RegistryOptions options) {
+  if (options.incarnation.empty()) options.incarnation = NewIncarnation();
+  state_ = std::make_shared<State>(std::move(options));
+}
 
 BoxRegistry::~BoxRegistry() { Shutdown(); }
 
@@ -207,7 +213,7 @@ StatusOr<BoxRecord> BoxRegistry::Create(const BoxOptions& options) {
     lock.unlock();
     return Unavailable("the server is shutting down; retry on another");
   }
-  BoxRecord record = s.RegisterLocked(NewBoxId(), std::move(*box), o, false, started);
+  BoxRecord record = s.RegisterLocked(NewRegistryBoxId(s.options), std::move(*box), o, false, started);
   lock.unlock();
   JsonLog::Write(LogLevel::kInfo, "box created",
                  {{"box", record.id},
@@ -344,7 +350,7 @@ StatusOr<std::shared_ptr<Box>> BoxRegistry::TakeOneShot(const BoxOptions& option
                      {{"image", o.image}, {"error", started.status().ToString()}});
       return started.status();
     }
-    taken->id = NewBoxId();
+    taken->id = NewRegistryBoxId(s.options);
     taken->box = std::move(*started);
   }
   std::shared_ptr<Box> box(taken, taken->box.get());
@@ -382,6 +388,9 @@ uint32_t BoxRegistry::box_count() const {
 }
 
 uint32_t BoxRegistry::max_boxes() const { return state_->options.max_boxes; }
+
+const std::string& BoxRegistry::node() const { return state_->options.node; }
+const std::string& BoxRegistry::incarnation() const { return state_->options.incarnation; }
 
 BoxStartCounts BoxRegistry::start_counts() const {
   std::lock_guard<std::mutex> lock(state_->mu);

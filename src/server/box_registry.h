@@ -42,6 +42,10 @@ struct RegistryOptions {
   // Pool boxes started at once (refills). On 2 cores a few starts at a time finish sooner
   // than many at once, and leave CPU to requests.
   uint32_t pool_start_concurrency = 2;
+  // Box ids name this node and incarnation (server/box_id.h); an empty node makes ids without
+  // one, an empty incarnation is made at random.
+  std::string node = {};
+  std::string incarnation = {};
 };
 
 // Boxes by driver ("jail", "vm/kvm", ...) and state ("idle", "busy" for registered boxes,
@@ -60,7 +64,7 @@ struct BoxStartCounts {
 
 // What `GET /v1/boxes/{id}` shows.
 struct BoxRecord {
-  std::string id;  // "b-" + 16 random hex digits (not guessable, never reused)
+  std::string id;  // "b-<16 hex>.<node>" (server/box_id.h; not guessable, never reused)
   std::string image;
   BoxInfo info;    // driver, limits, limits_not_enforced
   std::string state;  // "idle", "busy"
@@ -125,6 +129,9 @@ class BoxRegistry {
   std::vector<PoolStatus> Pools() const;
   uint32_t box_count() const;  // registered + pool + one-shot
   uint32_t max_boxes() const;
+  // What its box ids carry (RegistryOptions::node and the incarnation, made when not given).
+  const std::string& node() const;
+  const std::string& incarnation() const;
   BoxStartCounts start_counts() const;
   std::vector<BoxCount> CountBoxes() const;
 

@@ -100,8 +100,8 @@ struct BoxRegistry::State : std::enable_shared_from_this<BoxRegistry::State> {
 
 // `bytes` bytes from getrandom(2) as 2*bytes lower-case hex digits (ids no one can guess).
 std::string RandomHex(size_t bytes);
-// "b-" + 16 hex digits from getrandom(2).
-std::string NewBoxId();
+// A new box id of this registry's node and incarnation (server/box_id.h).
+std::string NewRegistryBoxId(const RegistryOptions& options);
 
 // Box::Destroy() with a log line naming the box and why. Never with `mu` held: it is slow.
 void DestroyBox(const std::string& id, const std::shared_ptr<Box>& box, std::string_view why);

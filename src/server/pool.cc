@@ -164,7 +164,7 @@ void BoxRegistry::State::FillLoop() {
     lock.unlock();
 
     const auto t0 = Clock::now();
-    const std::string id = NewBoxId();
+    const std::string id = NewRegistryBoxId(options);
     auto box = StartBox(box_options, "pool");  // releases the slot when it fails
     Status prewarmed = box.ok() ? (*box)->Prewarm(prewarm) : Status::Ok();
     std::shared_ptr<Box> discard;  // dropped after the lock is released
