@@ -26,7 +26,14 @@ PACKAGES=(
   chromium chromium-driver python3-selenium  # tests/web: the playground in a real browser
   skopeo                                # codebox image pull/import: registries, archives, digests
   docker-registry busybox-static        # tests/oci: a loopback registry, a libc-free image
+  yamllint python3-kubernetes           # tests/deploy: the Kubernetes manifests, offline
 )
+# tests/deploy also renders deploy/kubernetes with `kubectl kustomize`. A machine that already
+# has a kubectl (the Kubernetes project's own package, say) keeps it: Debian's
+# kubernetes-client would conflict with it over /usr/bin/kubectl.
+if ! command -v kubectl >/dev/null 2>&1; then
+  PACKAGES+=(kubernetes-client)
+fi
 # tests/mcp drives the MCP server with the official TypeScript SDK, which needs Node.js and npm.
 # A machine that already has a Node.js with npm (NodeSource's, say) keeps it: Debian's npm
 # package would conflict with it.
