@@ -29,6 +29,10 @@ enum class StatusCode {
   kFailedPrecondition,
   // A server holds as many boxes as it may (HTTP 429); retry later or destroy a box.
   kResourceExhausted,
+  // A server's box lived on a node (a `codebox serve` replica) that is gone, does not answer
+  // or has restarted since (HTTP 404 "box_lost"): the box ended with it; make a new one.
+  kBoxLost,
+  kLastStatusCode = kBoxLost,  // for loops over every code
 };
 
 std::string_view StatusCodeName(StatusCode code);

@@ -37,6 +37,7 @@ from .errors import (
     BoxInvalidArgumentError,
     BoxKernelUnavailableError,
     BoxLimitExceededError,
+    BoxLostError,
     BoxNetworkError,
     BoxTimeoutError,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "BoxInvalidArgumentError",
     "BoxKernelUnavailableError",
     "BoxLimitExceededError",
+    "BoxLostError",
     "BoxNetworkError",
     "BoxTimeoutError",
     "CodeBox",

@@ -44,6 +44,12 @@ class BoxNetworkError(BoxError):
     without ``allow_hosts=[...]`` or ``network="allow"``/``"open"``."""
 
 
+class BoxLostError(BoxError):
+    """The box lived on a ``codebox serve`` node (a replica of a cluster) that is gone, does not
+    answer or has restarted since: the box ended with it. Make a new box. Told from a box that
+    was never there or was destroyed (a plain BoxError with code ``"not_found"``)."""
+
+
 class BoxLimitExceededError(BoxError):
     """What a box sent passed a host-side limit (a copied-out file or listing too large)."""
 
@@ -54,6 +60,7 @@ _BY_CODE: dict[str, type[BoxError]] = {
     "failed_precondition": BoxKernelUnavailableError,
     "invalid_argument": BoxInvalidArgumentError,
     "limit_exceeded": BoxLimitExceededError,
+    "box_lost": BoxLostError,
 }
 
 

@@ -18,6 +18,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kInternal: return "internal";
     case StatusCode::kFailedPrecondition: return "failed_precondition";
     case StatusCode::kResourceExhausted: return "resource_exhausted";
+    case StatusCode::kBoxLost: return "box_lost";
   }
   return "unknown";
 }

@@ -235,7 +235,7 @@ Status StatusFromErrorResponse(const ClientResponse& response) {
   static const std::pair<std::string_view, StatusCode> kCodes[] = {
       {"invalid_argument", StatusCode::kInvalidArgument},
       {"not_found", StatusCode::kNotFound},
-      {"box_lost", StatusCode::kNotFound},  // the box's node is gone (scale-out)
+      {"box_lost", StatusCode::kBoxLost},
       {"unavailable", StatusCode::kUnavailable},
       {"start_failed", StatusCode::kStartFailed},
       {"box_crashed", StatusCode::kBoxCrashed},

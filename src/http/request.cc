@@ -157,6 +157,9 @@ Response ErrorResponse(const Status& status) {
     case StatusCode::kNotFound:
       http = 404;
       break;
+    case StatusCode::kBoxLost:
+      http = 404;
+      break;
     case StatusCode::kPermissionDenied:
       http = 403;
       break;

@@ -258,7 +258,7 @@ Status ErrorEventFromJson(std::string_view data) {
   // The code names a StatusCode; one this client does not know is an internal error of the
   // server's, still with its message.
   StatusCode mapped = StatusCode::kInternal;
-  for (int c = 1; c <= static_cast<int>(StatusCode::kResourceExhausted); ++c) {
+  for (int c = 1; c <= static_cast<int>(StatusCode::kLastStatusCode); ++c) {
     if (StatusCodeName(static_cast<StatusCode>(c)) == code) mapped = static_cast<StatusCode>(c);
   }
   std::string text = base::TerminalSafe(message, 4096);

@@ -30,9 +30,7 @@ constexpr std::string_view kRelayedHeaders[] = {"retry-after", "allow", "mcp-ses
 void RespondBoxLost(Call& call, std::string_view node, std::string_view why) {
   std::string message = "box " + call.box_id + " lived on node " + std::string(node) + ", " +
                         std::string(why) + "; its boxes ended with it (make a new box)";
-  call.error = NotFound(message);
-  if (const auto& on_error = call.context.options.hooks.on_error) on_error("box_lost");
-  (void)call.exchange.Respond(http::ErrorResponse(404, "box_lost", message));
+  call.RespondError(Status(StatusCode::kBoxLost, message));
 }
 
 // A whole answer relayed.
@@ -103,9 +101,9 @@ void Forward(Call& call, const http::Address& address, std::string_view node) {
   std::string why = "node " + std::string(node) + " at " + address.ToString() + ": " +
                     answer.status().message();
   if (begun) {  // the stream broke: say so in it, if the client is still there
-    call.NoteError(Status(StatusCode::kUnavailable, why));
-    (void)call.exchange.SendEvent(
-        "error", Dump({{"error", {{"code", "box_lost"}, {"message", why}}}}));
+    Status lost(StatusCode::kBoxLost, "the stream from " + why);
+    call.NoteError(lost);
+    (void)call.exchange.SendEvent("error", Dump(ErrorJson(lost)));
     return;
   }
   if (answer.status().code() == StatusCode::kUnavailable) {  // nothing listens there now

@@ -222,6 +222,44 @@ TEST_P(ApiTest, OneShotRun) {
   EXPECT_TRUE(registry_->List().empty()) << "one-shot boxes are never registered";
 }
 
+// A lone node (no peers): its ids name it; a box of another node, or of this node's former
+// life, is box_lost (404, told from not_found by its code); GET /v1/load is its load.
+TEST_P(ApiTest, BoxIdsNameTheNodeAndBoxesOfOtherNodesAreLost) {
+  std::string id = CreateBox();
+  EXPECT_TRUE(id.ends_with(".local")) << id;
+  auto get = Call("GET", "/v1/boxes/" + id, "/v1/boxes/{id}");
+  EXPECT_EQ(get.status, 200);
+  EXPECT_EQ(get.headers["x-codebox-node"], "local");
+
+  auto load = Call("GET", "/v1/load", "/v1/load");
+  ASSERT_EQ(load.status, 200) << load.body;
+  EXPECT_EQ(Json(load)["node"], "local");
+  EXPECT_EQ(Json(load)["boxes"], 1);
+  EXPECT_EQ(Json(load)["incarnation"], id.substr(2, 4));
+  EXPECT_EQ(Json(Call("GET", "/v1/status", "/v1/status"))["node"], "local");
+
+  auto elsewhere = Call("GET", "/v1/boxes/b-0123456789abcdef.elsewhere", "/v1/boxes/{id}");
+  EXPECT_EQ(elsewhere.status, 404);
+  EXPECT_EQ(Json(elsewhere)["error"]["code"], "box_lost") << elsewhere.body;
+  EXPECT_NE(elsewhere.body.find("node elsewhere"), std::string::npos) << elsewhere.body;
+  EXPECT_NE(elsewhere.body.find("no peers"), std::string::npos) << elsewhere.body;
+
+  std::string former = id;
+  former[2] = former[2] == '0' ? '1' : '0';  // another incarnation of this node
+  auto lost = Call("POST", "/v1/boxes/" + former + "/exec", "/v1/boxes/{id}/exec",
+                   R"({"argv": ["true"]})");
+  EXPECT_EQ(lost.status, 404);
+  EXPECT_EQ(Json(lost)["error"]["code"], "box_lost") << lost.body;
+  EXPECT_NE(lost.body.find("restarted"), std::string::npos) << lost.body;
+
+  std::string unknown = id;
+  unknown[10] = unknown[10] == '0' ? '1' : '0';  // this incarnation, never made
+  auto missing = Call("GET", "/v1/boxes/" + unknown, "/v1/boxes/{id}");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(Json(missing)["error"]["code"], "not_found") << missing.body;
+  EXPECT_EQ(Call("DELETE", "/v1/boxes/" + id, "/v1/boxes/{id}").status, 204);
+}
+
 INSTANTIATE_TEST_SUITE_P(UnixAndTcp, ApiTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "tcp" : "unix"; });
 

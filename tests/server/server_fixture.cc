@@ -20,6 +20,7 @@ void ServerFixture::SetUp() {
   registry_options.defaults = TestBoxOptions();
   registry_options.max_boxes = max_boxes_;
   registry_options.pools = pools_;
+  registry_options.node = "local";
   registry_ = std::make_unique<server::BoxRegistry>(registry_options);
 
   server::ApiOptions api_options;
