@@ -105,9 +105,13 @@ StatusOr<CreatedBox> CreatedBoxFromJson(const json& j) {
   Fields f(j, "the server's answer to create box");
   CreatedBox box;
   ASSIGN_OR_RETURN(box.id, f.String("id"));
-  // The id goes into every later request's path: only the characters the API makes.
-  bool ok = !box.id.empty() && box.id.size() <= 64;
-  for (char c : box.id) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-');
+  // The id goes into every later request's path: only the characters the API makes
+  // ("b-<16 hex>.<node>", the node up to 63 of [a-z0-9.-]), and never a ".." segment.
+  bool ok = box.id.starts_with("b-") && box.id.size() <= 82 &&
+            box.id.find("..") == std::string::npos;
+  for (char c : box.id) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.');
+  }
   if (!ok) return f.Error("id", "is not a box id: " + base::TerminalSafe(box.id, 80));
   ASSIGN_OR_RETURN(box.info.driver, f.String("driver"));
   box.info.driver = base::TerminalSafe(box.info.driver, 64);
