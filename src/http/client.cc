@@ -26,13 +26,28 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMaxResponseHeader = 64 << 10;
 constexpr size_t kReadChunk = 64 << 10;
 
-// Runs one asynchronous operation on `ioc` to completion (the stream's deadline ends it).
+// How often a call with ClientRequest::cancelled asks it.
+constexpr auto kCancelPoll = std::chrono::milliseconds(50);
+
+// Runs one asynchronous operation on `ioc` to completion (the stream's deadline ends it), or
+// until `cancelled` says so: then operation_aborted, and the caller's stream, destroyed,
+// closes the connection.
 template <class Start>
-error_code Run(net::io_context& ioc, Start start) {
+error_code Run(net::io_context& ioc, Start start, const std::function<bool()>& cancelled) {
   error_code result = net::error::operation_aborted;
   start([&result](error_code ec, auto&&...) { result = ec; });
   ioc.restart();
-  ioc.run();
+  if (!cancelled) {
+    ioc.run();
+    return result;
+  }
+  while (!ioc.stopped()) {
+    ioc.run_for(kCancelPoll);
+    if (!ioc.stopped() && cancelled()) {
+      ioc.stop();
+      return net::error::operation_aborted;
+    }
+  }
   return result;
 }
 
@@ -95,7 +110,7 @@ template <>
 Status Call::Connect(beast::basic_stream<net::local::stream_protocol>& stream) {
   stream.expires_at(std::min(deadline_, Clock::now() + o_.connect_timeout));
   net::local::stream_protocol::endpoint endpoint(a_.path);
-  error_code ec = Run(ioc, [&](auto done) { stream.async_connect(endpoint, done); });
+  error_code ec = Run(ioc, [&](auto done) { stream.async_connect(endpoint, done); }, r_.cancelled);
   return ec ? Error(ec, "connect to") : Status::Ok();
 }
 
@@ -110,10 +125,10 @@ Status Call::Connect(beast::tcp_stream& stream) {
                              results = std::move(r);
                              done(e);
                            });
-  });
+  }, r_.cancelled);
   if (ec) return Error(ec, "resolve");
   stream.expires_at(connect_deadline);
-  ec = Run(ioc, [&](auto done) { stream.async_connect(results, done); });
+  ec = Run(ioc, [&](auto done) { stream.async_connect(results, done); }, r_.cancelled);
   return ec ? Error(ec, "connect to") : Status::Ok();
 }
 
@@ -136,7 +151,7 @@ Status Call::Exchange(Stream& stream, const Client::EventCallback* on_event, Cli
   req.prepare_payload();
 
   stream.expires_at(deadline_);
-  error_code ec = Run(ioc, [&](auto done) { bhttp::async_write(stream, req, done); });
+  error_code ec = Run(ioc, [&](auto done) { bhttp::async_write(stream, req, done); }, r_.cancelled);
   // A server may answer before it read the whole body (413) and close: read that answer.
   error_code write_error = ec == beast::error::timeout ? error_code() : ec;
   if (ec && !write_error) return Error(ec, "send to");
@@ -146,7 +161,9 @@ Status Call::Exchange(Stream& stream, const Client::EventCallback* on_event, Cli
   parser.header_limit(kMaxResponseHeader);
   parser.body_limit(o_.max_response_bytes);
   if (on_event != nullptr) stream.expires_after(r_.timeout);
-  ec = Run(ioc, [&](auto done) { bhttp::async_read_header(stream, buffer, parser, done); });
+  ec = Run(
+      ioc, [&](auto done) { bhttp::async_read_header(stream, buffer, parser, done); },
+      r_.cancelled);
   if (ec)
     return Error(write_error ? write_error : ec, write_error ? "send to" : "read the answer from");
 
@@ -168,7 +185,9 @@ Status Call::Exchange(Stream& stream, const Client::EventCallback* on_event, Cli
     parser.get().body().size = chunk.size();
     // An event stream may stay quiet between events: the timeout is per wait, not in all.
     if (events) stream.expires_after(r_.timeout);
-    ec = Run(ioc, [&](auto done) { bhttp::async_read_some(stream, buffer, parser, done); });
+    ec = Run(
+        ioc, [&](auto done) { bhttp::async_read_some(stream, buffer, parser, done); },
+        r_.cancelled);
     if (ec == bhttp::error::need_buffer) ec = {};
     if (ec) return Error(ec, "read the answer from");
     size_t n = chunk.size() - parser.get().body().size;

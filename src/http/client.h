@@ -37,6 +37,9 @@ struct ClientRequest {
   // SendForEvents: called once when the answer turns out to be an event stream, before its
   // first event (a relay starts its own stream there); an error it returns stops the call.
   std::function<Status()> on_event_stream;
+  // Asked every 50 ms while the call waits; true ends it at once (kIoError) and closes the
+  // connection, so the server sees its client gone (a relay whose own client hung up).
+  std::function<bool()> cancelled;
 };
 
 struct ClientResponse {

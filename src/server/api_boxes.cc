@@ -21,6 +21,10 @@ void CreateBox(Call& call) {
   if (!box_options.ok()) return call.RespondError(box_options.status());
   if (PlaceOnPeer(call, box_options->driver)) return;
   auto record = call.context.registry->Create(*box_options);
+  if (!record.ok() && record.status().code() == StatusCode::kResourceExhausted &&
+      PlaceOnPeer(call, box_options->driver, /*local_refused=*/true)) {
+    return;
+  }
   if (!record.ok()) return call.RespondError(record.status());
   call.box_id = record->id;
   call.RespondJson(201, BoxJson(*record));

@@ -170,6 +170,10 @@ void RunOneShot(Call& call) {
   if (PlaceOnPeer(call, request->box.driver)) return;
   bool from_pool = false;
   auto taken = call.context.registry->TakeOneShot(request->box, &from_pool);
+  if (!taken.ok() && taken.status().code() == StatusCode::kResourceExhausted &&
+      PlaceOnPeer(call, request->box.driver, /*local_refused=*/true)) {
+    return;
+  }
   if (!taken.ok()) return call.RespondError(taken.status());
   std::shared_ptr<Box> box = *taken;
   json extra = {{"box", {{"driver", box->info().driver}, {"from_pool", from_pool}}}};

@@ -78,6 +78,9 @@ void Forward(Call& call, const http::Address& address, std::string_view node) {
     upstream.content_type = type;
   }
   upstream.headers.emplace_back("X-Codebox-Forwarded-By", call.context.registry->node());
+  // A client that hangs up here hangs up there: the peer stops the box work, as it would for
+  // a client of its own.
+  upstream.cancelled = [&call] { return call.exchange.ClientGone(); };
   bool begun = false;
   StatusOr<http::ClientResponse> answer = Status::Ok();
   if (request.WantsEventStream()) {
@@ -96,6 +99,10 @@ void Forward(Call& call, const http::Address& address, std::string_view node) {
   }
   if (answer.ok()) {
     if (!begun) Relay(call, *answer);
+    return;
+  }
+  if (call.exchange.ClientGone()) {
+    call.error = IoError("the client went away during a forwarded call");
     return;
   }
   std::string why = "node " + std::string(node) + " at " + address.ToString() + ": " +
@@ -148,13 +155,13 @@ bool RouteToBoxNode(Call& call) {
   return true;
 }
 
-bool PlaceOnPeer(Call& call, DriverKind driver) {
+bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused) {
   const ApiOptions& options = call.context.options;
   if (options.peers == nullptr || !options.peers->enabled() || IsForwarded(call.request)) {
     return false;
   }
   NodeLoad local = MeasureLoad(*call.context.registry, options.drivers);
-  const bool local_can = !local.full() && local.Offers(driver);
+  const bool local_can = !local_refused && !local.full() && local.Offers(driver);
   if (local_can && !local.busy()) return false;
   const PeerChoice* best = nullptr;
   std::vector<PeerChoice> choices = options.peers->SampleTwo();

@@ -76,11 +76,12 @@ void McpDelete(Call& call);
 // api_forward.cc: scale-out. RouteToBoxNode answers (forwards, or 404 box_lost) a request
 // whose box id names another node, or a former life of this one, and says whether it did.
 // PlaceOnPeer forwards a create or one-shot run to a less loaded peer when this node is full,
-// busy or does not offer `driver`, and says whether it did.
+// busy or does not offer `driver` (or `local_refused`: it was not full when asked, but its
+// registry then refused, a create racing another for the last slot), and says whether it did.
 bool IsForwarded(const http::Request& request);
 void Forward(Call& call, const http::Address& address, std::string_view node);
 bool RouteToBoxNode(Call& call);
-bool PlaceOnPeer(Call& call, DriverKind driver);
+bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused = false);
 void Load(Call& call);
 
 }  // namespace codebox::server
