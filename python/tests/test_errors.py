@@ -111,3 +111,16 @@ def test_huge_program_and_environment() -> None:
         assert b.run(code) == "42\n"
         with pytest.raises(ValueError, match="NUL"):
             b.exec("echo", "a\0b")
+
+
+def test_a_lost_box_is_its_own_error_and_not_found_stays_plain() -> None:
+    """box_lost (the box's server node is gone) is told from not_found (no such box)."""
+    from codebox.errors import from_status
+
+    lost = from_status("box_lost", "box b-0123456789abcdef.n2 lived on node n2, which is gone")
+    assert isinstance(lost, codebox.BoxLostError)
+    assert isinstance(lost, codebox.BoxError)
+    assert lost.code == "box_lost"
+    missing = from_status("not_found", "no box b-0123456789abcdef.n2")
+    assert not isinstance(missing, codebox.BoxLostError)
+    assert missing.code == "not_found"
