@@ -1,0 +1,161 @@
+"""Three replicas with static peers (`--peers 127.0.0.2:P,127.0.0.3:P,127.0.0.4:P`): a box
+made on one node is used through the others (exec, a streamed exec, files), deleted through a
+third, and then is `not_found` (not `box_lost`) everywhere; the Python module works against
+one replica on a box another replica is then asked about."""
+import hashlib
+import os
+
+import pytest
+
+from replicas import BOX, Cluster, node_of
+
+
+@pytest.fixture(scope="module")
+def cluster(codebox_bin):
+    c = Cluster(codebox_bin, peers_mode="static")
+    try:
+        c.start()
+        yield c
+    finally:
+        c.close()
+
+
+def test_status_and_load_name_the_node_and_its_peers(cluster):
+    cluster.wait_peers()
+    for node, r in cluster.replicas.items():
+        st = r.status()
+        assert st["node"] == node, st
+        assert isinstance(st["incarnation"], str) and len(st["incarnation"]) == 4, st
+        peers = {p["node"]: p for p in st["peers"]}
+        assert node not in peers, f"{node} lists itself among its peers: {st['peers']}"
+        assert set(peers) == set(cluster.replicas) - {node}, st["peers"]
+        for p in peers.values():
+            assert p["address"] == f"{r.cluster[p['node']].address}:{cluster.port}", p
+            assert p["state"] == "up", p
+        load = r.load()
+        assert load["node"] == node and load["incarnation"] == st["incarnation"], load
+        for key in ("boxes", "max_boxes", "pool_ready", "cpu_pressure", "memory_pressure",
+                    "memory_available_bytes", "drivers", "full", "busy", "score"):
+            assert key in load, f"/v1/load lacks {key}: {load}"
+        assert "jail" in load["drivers"] and load["full"] is False, load
+
+
+def test_load_needs_the_token(cluster):
+    a = cluster["n2"].call("GET", "/v1/load", token=None, timeout=10)
+    assert a.status == 401, a
+
+
+def test_a_box_is_used_through_every_replica(cluster):
+    n2, n3, n4 = cluster["n2"], cluster["n3"], cluster["n4"]
+    made = n2.create()
+    assert made.status == 201, made
+    box = made.json["id"]
+    assert box.endswith(".n2") and node_of(box) == "n2", box
+    assert made.node == "n2", made.headers
+    try:
+        # exec through n3: forwarded to n2
+        a = n3.exec(box, ["python3", "-c", "import socket; print(6 * 7)"])
+        assert a.status == 200, a
+        assert a.json["exit_code"] == 0 and a.json["stdout"] == "42\n", a
+        assert a.node == "n2", a.headers
+
+        # GET through n4, and the box listing of n2 has it
+        a = n4.call("GET", f"/v1/boxes/{box}")
+        assert a.status == 200 and a.json["id"] == box and a.node == "n2", a
+        listed = n2.call("GET", "/v1/boxes").json["boxes"]
+        assert box in [b["id"] for b in listed], listed
+
+        # without the token, the replica that receives the request refuses it
+        a = n3.call("GET", f"/v1/boxes/{box}", token=None)
+        assert a.status == 401, a
+
+        # a streamed exec through n4: events in order, as they come
+        script = "for i in 1 2 3 4 5; do echo line$i; sleep 0.5; done; echo end >&2"
+        status, headers, events = n4.stream(f"/v1/boxes/{box}/exec",
+                                            {"argv": ["sh", "-c", script]}, timeout=60)
+        assert status == 200, events
+        assert headers.get("x-codebox-node") == "n2", headers
+        assert headers.get("content-type", "").startswith("text/event-stream"), headers
+        names = [e[1] for e in events]
+        assert names[-1] == "done", events
+        out = [e for e in events if e[1] == "stdout"]
+        text = "".join(e[2]["text"] for e in out)
+        assert text == "".join(f"line{i}\n" for i in range(1, 6)), events
+        assert "".join(e[2]["text"] for e in events if e[1] == "stderr") == "end\n", events
+        done = events[-1]
+        assert done[2]["exit_code"] == 0 and done[2]["stdout"] == text, done
+        # incremental: the first line arrives well before the last (2 s of sleeps between)
+        first, last = out[0][0], done[0]
+        when = [(round(e[0], 2), e[1]) for e in events]
+        assert last - first >= 1.5, f"the events came in one burst: {when}"
+        times = [e[0] for e in events]
+        assert times == sorted(times)
+
+        # files: up through n3, down through n4, byte-exact (every byte value, ~1 MiB)
+        blob = bytes(range(256)) * 16 + os.urandom(1 << 20) + b"\x00\r\n\xff"
+        a = n3.call("PUT", f"/v1/boxes/{box}/files?path=data/blob.bin", raw_body=blob)
+        assert a.status == 204, a
+        assert a.node == "n2", a.headers
+        a = n4.call("GET", f"/v1/boxes/{box}/files?path=data/blob.bin")
+        assert a.status == 200, a
+        assert a.node == "n2", a.headers
+        assert len(a.body) == len(blob) and a.body == blob, \
+            f"{len(a.body)} bytes back of {len(blob)}"
+        # and the box itself holds those bytes
+        a = n2.exec(box, ["sha256sum", "data/blob.bin"])
+        assert a.json["stdout"].split()[0] == hashlib.sha256(blob).hexdigest(), a
+        a = n4.call("GET", f"/v1/boxes/{box}/files?path=data/none")
+        assert a.status == 404 and a.error_code == "not_found", a
+    finally:
+        deleted = n4.call("DELETE", f"/v1/boxes/{box}")
+    assert deleted.status == 204, deleted
+    for r in (n2, n3, n4):
+        a = r.call("GET", f"/v1/boxes/{box}")
+        assert a.status == 404, (r.node, a)
+        assert a.error_code == "not_found", f"through {r.node}: {a} (a deleted box is not lost)"
+    a = n3.exec(box, ["true"])
+    assert a.status == 404 and a.error_code == "not_found", a
+
+
+def test_an_id_of_an_unknown_node_is_box_lost(cluster):
+    a = cluster["n3"].call("GET", "/v1/boxes/b-0123456789abcdef.nx")
+    assert a.status == 404, a
+    assert a.error_code == "box_lost", a
+    assert "nx" in a.json["error"]["message"], a
+
+
+def test_an_old_style_id_means_this_node(cluster):
+    a = cluster["n3"].call("GET", "/v1/boxes/b-0123456789abcdef")
+    assert a.status == 404 and a.error_code == "not_found", a
+
+
+def test_a_forwarded_request_is_not_forwarded_again(cluster):
+    made = cluster["n2"].create()
+    assert made.status == 201, made
+    box = made.json["id"]
+    try:
+        a = cluster["n3"].call("GET", f"/v1/boxes/{box}", timeout=30,
+                               headers={"X-Codebox-Forwarded-By": "n4"})
+        assert a.status != 200, f"n3 forwarded a request that carried X-Codebox-Forwarded-By: {a}"
+        assert 400 <= a.status < 600, a
+    finally:
+        assert cluster["n2"].call("DELETE", f"/v1/boxes/{box}").status == 204
+
+
+def test_the_python_module_uses_a_replica(cluster):
+    import codebox
+
+    base = f"http://{cluster['n3'].address}:{cluster.port}"
+    with codebox.SyncCodeBox(server=base, token=cluster.token, **BOX) as box:
+        assert box.run("print(6 * 7)").strip() == "42"
+        box.files.write("/work/hello.txt", b"from python\x00\xff")
+        ids = [b["id"] for b in cluster["n3"].call("GET", "/v1/boxes").json["boxes"]]
+        assert len(ids) == 1 and ids[0].endswith(".n3"), ids
+        # the box the module made answers through another replica
+        a = cluster["n2"].exec(ids[0], ["cat", "/work/hello.txt"])
+        assert a.status == 200 and a.node == "n3", a
+        a = cluster["n4"].call("GET", f"/v1/boxes/{ids[0]}/files?path=/work/hello.txt")
+        assert a.body == b"from python\x00\xff", a
+    a = cluster["n2"].call("GET", f"/v1/boxes/{ids[0]}")
+    assert a.status == 404 and a.error_code == "not_found", a
+    assert issubclass(codebox.BoxLostError, codebox.BoxError)
