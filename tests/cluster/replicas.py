@@ -143,6 +143,15 @@ def stream(address, port, path, body, *, token=None, timeout=120):
 
 # Replicas --------------------------------------------------------------------------------------
 
+def _polling_line(line):
+    """A log line of a polling request that went well (text or JSON log format)."""
+    for route in ("/healthz", "/v1/status", "/v1/load"):
+        if f"GET {route} 200 " in line or \
+                (f'"route":"{route}"' in line and '"status":200' in line):
+            return True
+    return False
+
+
 class Replica:
     def __init__(self, cluster, node, extra):
         self.cluster = cluster
@@ -218,11 +227,13 @@ class Replica:
         self.proc.wait(timeout=STOP_DEADLINE_S)
 
     def log_tail(self, limit=6000):
-        try:
-            text = Path(self.log_path).read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return text[-limit:]
+        """The start of the log and its last `limit` characters, without the request lines
+        of the polling (GET /healthz, /v1/status, /v1/load answered 200)."""
+        lines = [line for line in self.log().splitlines() if not _polling_line(line)]
+        text = "\n".join(lines)
+        if len(text) <= limit + 2000:
+            return text or "(empty log)"
+        return text[:2000] + "\n[...]\n" + text[-limit:]
 
     def log(self):
         try:
