@@ -1,6 +1,7 @@
-"""A bounded load run across three replicas: 6 client threads make, use and delete boxes, each
-request through a replica picked at random (seeded: the run is the same every time), 60 execs
-in all under a time cap. Every request succeeds, and the boxes spread over the three nodes."""
+"""A bounded load run across three replicas: 6 client threads make, use and delete 20 boxes,
+60 execs in all (and a file up and down each) under a time cap. Box n is created through
+replica n mod 3, every other request goes through a replica picked at random (seeded by n).
+Every request succeeds, and the boxes spread over the three nodes."""
 import random
 import threading
 import time
@@ -33,15 +34,15 @@ def test_a_bounded_load_run_succeeds_and_spreads(cluster):
     todo = list(range(BOXES))
     failures, placed, execs, forwarded = [], [], [0], [0]
 
-    def client(seed):
-        rng = random.Random(seed)
+    def client():
         while time.monotonic() < deadline:
             with lock:
                 if not todo:
                     return
                 n = todo.pop()
+            rng = random.Random(n)
             try:
-                a = cluster[rng.choice(nodes)].create(timeout=120)
+                a = cluster[nodes[n % len(nodes)]].create(timeout=120)
                 if a.status != 201:
                     failures.append(f"create: {a}")
                     continue
@@ -57,13 +58,20 @@ def test_a_bounded_load_run_succeeds_and_spreads(cluster):
                     with lock:
                         execs[0] += 1
                         forwarded[0] += via.node != node_of(box)
+                data = f"box {n}\n".encode() + bytes(range(256))
+                up = cluster[rng.choice(nodes)].call(
+                    "PUT", f"/v1/boxes/{box}/files?path=in.bin", raw_body=data, timeout=60)
+                down = cluster[rng.choice(nodes)].call(
+                    "GET", f"/v1/boxes/{box}/files?path=in.bin", timeout=60)
+                if up.status != 204 or down.status != 200 or down.body != data:
+                    failures.append(f"files of {box}: {up} {down}")
                 d = cluster[rng.choice(nodes)].call("DELETE", f"/v1/boxes/{box}", timeout=60)
                 if d.status != 204:
                     failures.append(f"delete {box}: {d}")
             except Exception as e:  # noqa: BLE001  (a failure of the run, reported below)
                 failures.append(f"box {n}: {e!r}")
 
-    threads = [threading.Thread(target=client, args=(1000 + t,)) for t in range(THREADS)]
+    threads = [threading.Thread(target=client) for _ in range(THREADS)]
     start = time.monotonic()
     for t in threads:
         t.start()

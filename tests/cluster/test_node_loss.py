@@ -1,7 +1,9 @@
 """A replica killed with SIGKILL: its boxes are `box_lost` (naming the node) through the other
 replicas, theirs go on; restarted with the same flags it has a new incarnation, so the old ids
-stay lost while new boxes on it work, and the killed process's jails and leftovers are gone."""
+stay lost while new boxes on it work, and the killed process's jails and leftovers are gone. A
+stream relayed from the killed node ends with an `error` event (box_lost)."""
 import subprocess
+import threading
 import time
 
 import pytest
@@ -45,7 +47,26 @@ def test_a_killed_replica_loses_its_boxes_and_a_restart_starts_clean(cluster, co
     jails = descendants(old_pid)
     assert jails, f"no process under the n2 serve (pid {old_pid}) while it holds a box"
 
+    # a stream through n4 from n2's box, under way when n2 dies
+    streamed = {}
+
+    def stream():
+        streamed["answer"] = n4.stream(
+            f"/v1/boxes/{old}/exec",
+            {"argv": ["sh", "-c", "i=0; while [ $i -lt 150 ]; do echo $i; i=$((i+1)); "
+                                  "sleep 0.2; done"]}, timeout=60)
+    streamer = threading.Thread(target=stream)
+    streamer.start()
+    time.sleep(1.5)
+
     n2.kill9()
+    streamer.join(timeout=70)
+    assert not streamer.is_alive(), "the relayed stream did not end when n2 died"
+    status, _, events = streamed["answer"]
+    assert status == 200 and [e for e in events if e[1] == "stdout"], events
+    assert events[-1][1] == "error", f"the stream did not end with an error event: {events[-3:]}"
+    assert events[-1][2]["error"]["code"] == "box_lost", events[-1]
+    assert "n2" in events[-1][2]["error"]["message"], events[-1]
 
     # the box of the dead node is lost, through every replica that is left
     assert_lost(n3.call("GET", f"/v1/boxes/{old}", timeout=30), "n2", "n3")

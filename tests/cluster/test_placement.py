@@ -3,6 +3,8 @@ room, and a create asking for a driver the node does not offer goes to a peer th
 Three replicas with `--max-boxes 2 --drivers jail`; a two-node cluster (n2 jail, n3 jail,vm)
 for the driver. Last, a Python box placed away from the replica it talks to is lost with its
 node (BoxLostError)."""
+import threading
+
 import pytest
 
 from replicas import BOX, Cluster, node_of
@@ -66,6 +68,37 @@ def test_a_full_node_places_creates_on_its_peers(cluster):
         assert r.status == 429, f"a run with every node full: {r}"
         for node in ("n2", "n3", "n4"):
             assert cluster[node].load()["full"] is True
+    finally:
+        delete_all(cluster, made)
+
+
+def test_concurrent_creates_at_a_node_with_one_slot_left_are_placed_not_refused(cluster):
+    """Four creates at once at n2, which has room for one more box, n3 and n4 empty (room
+    for 4): every create must get a box; none may be refused with 429 while peers have room
+    (the placement decision and the local admission must not race)."""
+    n2 = cluster["n2"]
+    made = []
+    try:
+        a = n2.create()
+        assert a.status == 201 and node_of(a.json["id"]) == "n2", a
+        made.append(a.json["id"])
+        barrier = threading.Barrier(4)
+        answers = [None] * 4
+
+        def create(i):
+            barrier.wait(timeout=30)
+            answers[i] = n2.create(timeout=120)
+
+        threads = [threading.Thread(target=create, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=150)
+        made += [a.json["id"] for a in answers if a is not None and a.status == 201]
+        refused = [a for a in answers if a is None or a.status != 201]
+        loads = {n: cluster[n].load()["boxes"] for n in ("n2", "n3", "n4")}
+        assert not refused, f"creates refused while peers had room: {refused}; boxes now {loads}"
+        assert sum(node_of(b) == "n2" for b in made) == 2, made
     finally:
         delete_all(cluster, made)
 
