@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from replicas import Cluster, node_of
+from replicas import Cluster, node_of, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +71,36 @@ def test_every_replica_logs_json_lines(cluster):
         assert lines, f"{node} logged no JSON line:\n{r.log_tail()}"
         for line in lines:
             json.loads(line)
+
+
+def test_the_peers_follow_the_dns_records(codebox_bin, dns_possible):
+    """NAME first lists n2 and n3 only: a box of n4 is box_lost through n2 (n4 is no peer).
+    Once the records list n4 too, a request for that box finds it (a fresh lookup when a box's
+    node is not known, or the periodic one). A node whose record goes away is no peer any more
+    (a Service lists ready pods only)."""
+    c = Cluster(codebox_bin, peers_mode="dns", peer_nodes=("n2", "n3"))
+    try:
+        c.start()
+        c.wait_peers(nodes=["n2", "n3"])
+        made = c["n4"].create()
+        assert made.status == 201 and node_of(made.json["id"]) == "n4", made
+        box = made.json["id"]
+        a = c["n2"].call("GET", f"/v1/boxes/{box}")
+        assert a.status == 404 and a.error_code == "box_lost", a
+        assert "n4" in a.json["error"]["message"], a
+
+        c.dns.addresses.append(c["n4"].address)
+        found = wait_until(lambda: c["n2"].call("GET", f"/v1/boxes/{box}").status == 200, 10)
+        assert found, c["n2"].call("GET", f"/v1/boxes/{box}")
+        e = c["n3"].exec(box, ["echo", "found"])
+        assert e.status == 200 and e.json["stdout"] == "found\n" and e.node == "n4", e
+
+        c.dns.addresses.remove(c["n3"].address)
+
+        def n3_gone():
+            peers = {p["node"]: p["state"] for p in c["n2"].status()["peers"]}
+            return peers.get("n3") != "up"
+        assert wait_until(n3_gone, 10), c["n2"].status()["peers"]
+        assert c["n4"].call("DELETE", f"/v1/boxes/{box}").status == 204
+    finally:
+        c.close()

@@ -4,10 +4,13 @@ third, and then is `not_found` (not `box_lost`) everywhere; the Python module wo
 one replica on a box another replica is then asked about."""
 import hashlib
 import os
+import socket
+import subprocess
+import time
 
 import pytest
 
-from replicas import BOX, Cluster, node_of
+from replicas import BOX, Cluster, call, free_port, node_of, replica_env
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +162,47 @@ def test_the_python_module_uses_a_replica(cluster):
     a = cluster["n2"].call("GET", f"/v1/boxes/{ids[0]}")
     assert a.status == 404 and a.error_code == "not_found", a
     assert issubclass(codebox.BoxLostError, codebox.BoxError)
+
+
+def test_a_bad_node_name_is_refused_at_start(codebox_bin):
+    for bad in ("-n2", "n2-", "N2", "n_2", "x" * 64, ""):
+        r = subprocess.run([codebox_bin, "serve", "--listen", f"127.0.0.6:{free_port()}",
+                            "--node", bad], capture_output=True, text=True, timeout=30,
+                           env=replica_env(), stdin=subprocess.DEVNULL)
+        assert r.returncode == 2, (bad, r.returncode, r.stderr)
+        assert "--node" in r.stderr and "node name" in r.stderr, (bad, r.stderr)
+
+
+@pytest.mark.parametrize("kubernetes", [False, True])
+def test_the_default_node_name(codebox_bin, kubernetes):
+    """Without --node: $POD_IP in a Kubernetes pod, else the host name, lower-cased, other
+    characters as '-'."""
+    env = replica_env()
+    if kubernetes:
+        env.update(KUBERNETES_SERVICE_HOST="10.0.0.1", POD_IP="10.244.1.7")
+        expected = "10.244.1.7"
+    else:
+        expected = "".join(c if c.isalnum() or c in ".-" else "-"
+                           for c in socket.gethostname().lower())
+    port = free_port()
+    proc = subprocess.Popen([codebox_bin, "serve", "--listen", f"127.0.0.6:{port}"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                a = call("127.0.0.6", port, "GET", "/v1/status", timeout=2)
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+                time.sleep(0.1)
+        assert a.status == 200 and a.json["node"] == expected, a
+        assert a.json["peers"] == [], a
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
