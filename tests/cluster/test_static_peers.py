@@ -3,6 +3,8 @@ made on one node is used through the others (exec, a streamed exec, files), dele
 third, and then is `not_found` (not `box_lost`) everywhere; the Python module works against
 one replica on a box another replica is then asked about."""
 import hashlib
+import http.client
+import json
 import os
 import socket
 import subprocess
@@ -10,7 +12,7 @@ import time
 
 import pytest
 
-from replicas import BOX, Cluster, call, free_port, node_of, replica_env
+from replicas import BOX, Cluster, call, free_port, node_of, replica_env, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +208,45 @@ def test_the_default_node_name(codebox_bin, kubernetes):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("via", ["n2", "n3"])
+@pytest.mark.parametrize("events", [True, False], ids=["stream", "plain"])
+def test_a_client_that_hangs_up_stops_the_work(cluster, via, events):
+    """docs/server.md: a client that goes away mid-request stops the work (the exec's processes
+    are killed within about 50 ms). Through n3 the request is forwarded to n2, the box's node:
+    the hang-up must reach n2 as well, also while the exec prints nothing."""
+    made = cluster["n2"].create()
+    assert made.status == 201, made
+    box = made.json["id"]
+    try:
+        script = ("echo start; i=0; while [ $i -lt 120 ]; do sleep 0.25; i=$((i+1)); "
+                  "echo $i > /work/tick; done")
+        headers = {"Authorization": f"Bearer {cluster.token}",
+                   "Content-Type": "application/json"}
+        if events:
+            headers["Accept"] = "text/event-stream"
+        conn = http.client.HTTPConnection(cluster[via].address, cluster.port, timeout=30)
+        conn.request("POST", f"/v1/boxes/{box}/exec",
+                     body=json.dumps({"argv": ["sh", "-c", script]}), headers=headers)
+        if events:  # hang up once the stream is under way
+            resp = conn.getresponse()
+            deadline = time.monotonic() + 30
+            while b"start" not in resp.readline() and time.monotonic() < deadline:
+                pass
+        else:
+            wait_until(lambda: cluster["n2"].exec(box, ["test", "-e", "/work/tick"])
+                       .json["exit_code"] == 0, 30, interval=0.1)
+        conn.sock.shutdown(socket.SHUT_RDWR)
+        conn.close()
+
+        def tick():
+            return cluster["n2"].exec(box, ["cat", "/work/tick"]).json["stdout"].strip()
+        time.sleep(2)
+        first = tick()
+        time.sleep(1.5)
+        later = tick()
+        assert later == first, \
+            f"the exec went on after its client (through {via}) hung up: tick {first}, then {later}"
+    finally:
+        assert cluster["n2"].call("DELETE", f"/v1/boxes/{box}").status == 204
