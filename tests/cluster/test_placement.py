@@ -53,6 +53,10 @@ def test_a_full_node_places_creates_on_its_peers(cluster):
         assert r.status == 200, r
         assert r.json["stdout"] == "42\n" and r.json["exit_code"] == 0, r
         assert r.node in ("n3", "n4"), r.headers
+        # and so does a streamed one
+        status, _, events = n2.stream("/v1/run", {"code": "print(6 * 7)", **BOX})
+        assert status == 200, events
+        assert events[-1][1] == "done" and events[-1][2]["stdout"] == "42\n", events
 
         # fill the cluster through n2 (bounded): every node ends with 2, then 429
         for _ in range(6):

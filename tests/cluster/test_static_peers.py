@@ -20,6 +20,7 @@ def cluster(codebox_bin):
     c = Cluster(codebox_bin, peers_mode="static")
     try:
         c.start()
+        c.wait_peers()
         yield c
     finally:
         c.close()
@@ -74,6 +75,11 @@ def test_a_box_is_used_through_every_replica(cluster):
         a = n3.call("GET", f"/v1/boxes/{box}", token=None)
         assert a.status == 401, a
 
+        # nor does the forwarding header stand in for a token
+        a = n2.call("GET", f"/v1/boxes/{box}", token=None,
+                    headers={"X-Codebox-Forwarded-By": "n3"})
+        assert a.status == 401, a
+
         # a streamed exec through n4: events in order, as they come
         script = "for i in 1 2 3 4 5; do echo line$i; sleep 0.5; done; echo end >&2"
         status, headers, events = n4.stream(f"/v1/boxes/{box}/exec",
@@ -120,6 +126,25 @@ def test_a_box_is_used_through_every_replica(cluster):
         assert a.error_code == "not_found", f"through {r.node}: {a} (a deleted box is not lost)"
     a = n3.exec(box, ["true"])
     assert a.status == 404 and a.error_code == "not_found", a
+
+
+def test_a_box_of_a_peer_is_found_right_after_the_start(codebox_bin):
+    """n3 starts, then n2; a box made on n2 at once is used through n3 at once. n3's first
+    look at its peers came before n2 listened: the id naming a node n3 does not know must make
+    it look again (the spec: box_lost only "after a fresh lookup"), not answer box_lost for a
+    box that lives."""
+    c = Cluster(codebox_bin, nodes=("n2", "n3"))
+    try:
+        c["n3"].start().wait_ready()
+        c["n2"].start().wait_ready()
+        made = c["n2"].create()
+        assert made.status == 201, made
+        box = made.json["id"]
+        a = c["n3"].exec(box, ["echo", "here"])
+        assert a.status == 200 and a.json["stdout"] == "here\n", a
+        assert c["n3"].call("DELETE", f"/v1/boxes/{box}").status == 204
+    finally:
+        c.close()
 
 
 def test_an_id_of_an_unknown_node_is_box_lost(cluster):
