@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -338,6 +339,10 @@ class Cluster:
             r.stop()
 
     def close(self):
+        """Stops the replicas and removes the work dir; called while an exception is on its
+        way (a `finally` of a failed test), prints every replica's log first."""
+        if sys.exc_info()[0] is not None:
+            print(self.logs())
         self.stop()
         if self.dns:
             self.dns.close()
