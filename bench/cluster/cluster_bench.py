@@ -134,7 +134,8 @@ def spread(cluster, boxes, threads, max_boxes, time_cap):
         for f in failures[:3]:
             print(f"    failure: {f}")
         away = (counts["n3"] + counts["n4"]) / made if made else 0.0
-        print(f"    share placed away from the entry's node n2: {away:.0%}")
+        print(f"    boxes not on n2: {away:.0%}; 429: creates refused although at most "
+              f"{threads} boxes lived at once (capacity {3 * max_boxes})")
 
 
 def main():
