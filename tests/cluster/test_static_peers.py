@@ -46,6 +46,22 @@ def test_status_and_load_name_the_node_and_its_peers(cluster):
         assert "jail" in load["drivers"] and load["full"] is False, load
 
 
+def test_a_node_offers_vm_only_where_a_vm_box_starts(cluster):
+    """Without --drivers a node offers vm only when /dev/kvm works: a node that offers it gets
+    the vm creates of its peers, so a vm box must start there."""
+    load = cluster["n4"].load()
+    if "vm" not in load["drivers"]:
+        a = cluster["n4"].create({"image": "python", "driver": "vm"}, timeout=300)
+        if a.status == 201:
+            cluster["n4"].call("DELETE", f"/v1/boxes/{a.json['id']}")
+        assert a.status in (400, 503) and "vm" in a.json["error"]["message"], \
+            f"n4 does not offer vm ({load['drivers']}), yet: {a}"
+        return
+    a = cluster["n4"].create({"image": "python", "driver": "vm"}, timeout=300)
+    assert a.status == 201, f"n4 offers vm ({load['drivers']}) but a vm box does not start: {a}"
+    assert cluster["n4"].call("DELETE", f"/v1/boxes/{a.json['id']}").status == 204
+
+
 def test_load_needs_the_token(cluster):
     a = cluster["n2"].call("GET", "/v1/load", token=None, timeout=10)
     assert a.status == 401, a
