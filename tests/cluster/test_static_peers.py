@@ -291,3 +291,54 @@ def test_a_client_that_hangs_up_stops_the_work(cluster, via, events):
             f"the exec went on after its client (through {via}) hung up: tick {first}, then {later}"
     finally:
         assert cluster["n2"].call("DELETE", f"/v1/boxes/{box}").status == 204
+
+
+def test_the_cli_uses_a_replica(cluster, codebox_bin):
+    """`codebox exec --server` makes a box on a replica (its id has the node), runs, and
+    destroys it; nothing is left on the node."""
+    env = replica_env()
+    env["CODEBOX_TOKEN"] = cluster.token
+    r = subprocess.run([codebox_bin, "exec", "--server",
+                        f"http://{cluster['n3'].address}:{cluster.port}", "--image", "python",
+                        "--", "echo", "hi"], capture_output=True, text=True, timeout=120,
+                       env=env, stdin=subprocess.DEVNULL)
+    left = cluster["n3"].call("GET", "/v1/boxes").json["boxes"]
+    for box in left:
+        cluster["n3"].call("DELETE", f"/v1/boxes/{box['id']}")
+    assert r.returncode == 0 and r.stdout == "hi\n", (r.returncode, r.stdout, r.stderr)
+    assert left == [], f"the CLI left a box on n3: {left}"
+
+
+def test_a_63_character_node_name_works_with_the_python_module(codebox_bin):
+    """The longest node name makes an 82-character id; the Python module takes it."""
+    import codebox
+
+    node = ("n" + "0123456789." * 6)[:62] + "z"
+    assert len(node) == 63
+    port = free_port()
+    proc = subprocess.Popen([codebox_bin, "serve", "--listen", f"127.0.0.6:{port}", "--node",
+                             node, "--driver", "jail"], env=replica_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True)
+    try:
+        ready = wait_until(lambda: _answers("127.0.0.6", port), 30, interval=0.1)
+        assert ready, proc.stdout.read() if proc.poll() is not None else "not ready"
+        with codebox.SyncCodeBox(server=f"http://127.0.0.6:{port}", image="python",
+                                 driver="jail") as box:
+            assert box.run("print(6 * 7)").strip() == "42"
+            ids = [b["id"] for b in call("127.0.0.6", port, "GET", "/v1/boxes").json["boxes"]]
+            assert len(ids) == 1 and ids[0].endswith("." + node) and len(ids[0]) == 82, ids
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _answers(address, port):
+    try:
+        return call(address, port, "GET", "/healthz", timeout=2).status == 200
+    except OSError:
+        return False
