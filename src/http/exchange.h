@@ -61,7 +61,7 @@ class ConnectionExchange final : public Exchange {
     return Write([msg](Socket& s, WriteDone d) { AsyncWriteResponse(s, msg, std::move(d)); });
   }
 
-  Status BeginEvents(int status) override {
+  Status BeginEvents(int status, const Headers& headers) override {
     namespace bhttp = boost::beast::http;
     if (answered_) return Internal("a second answer to request " + request_id_ + " (a bug)");
     answered_ = events_ = true;
@@ -71,6 +71,7 @@ class ConnectionExchange final : public Exchange {
     msg->set(bhttp::field::cache_control, "no-cache");
     msg->set("X-Accel-Buffering", "no");
     msg->set("X-Request-Id", request_id_);
+    for (const auto& [name, value] : headers) msg->set(name, value);
     msg->keep_alive(keep_alive_);
     msg->chunked(true);
     auto sr = std::make_shared<bhttp::response_serializer<bhttp::empty_body>>(*msg);

@@ -58,8 +58,9 @@ class Exchange {
  public:
   virtual ~Exchange() = default;
   virtual Status Respond(Response response) = 0;
-  // Starts a `text/event-stream` answer with `status`.
-  virtual Status BeginEvents(int status = 200) = 0;
+  // Starts a `text/event-stream` answer with `status` and any `headers` of the handler's own.
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+  virtual Status BeginEvents(int status = 200, const Headers& headers = {}) = 0;
   // "event: <event>\ndata: <data>\n\n" (data with newlines is split into data: lines).
   virtual Status SendEvent(std::string_view event, std::string_view data) = 0;
   // Whether the client has gone away (the connection closed).

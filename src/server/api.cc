@@ -92,14 +92,16 @@ class RecordingExchange : public http::Exchange {
       : inner_(inner), node_(std::move(node)) {}
   Status Respond(http::Response response) override {
     status_ = response.status;
-    bool named = std::any_of(response.headers.begin(), response.headers.end(),
-                             [](const auto& h) { return h.first == "x-codebox-node"; });
-    if (!named && !node_.empty()) response.headers.emplace_back("X-Codebox-Node", node_);
+    if (!HasNode(response.headers) && !node_.empty()) {
+      response.headers.emplace_back("X-Codebox-Node", node_);
+    }
     return inner_.Respond(std::move(response));
   }
-  Status BeginEvents(int status) override {
+  Status BeginEvents(int status, const Headers& headers) override {
     status_ = status;
-    return inner_.BeginEvents(status);
+    Headers named = headers;
+    if (!HasNode(named) && !node_.empty()) named.emplace_back("X-Codebox-Node", node_);
+    return inner_.BeginEvents(status, named);
   }
   Status SendEvent(std::string_view event, std::string_view data) override {
     return inner_.SendEvent(event, data);
@@ -108,6 +110,11 @@ class RecordingExchange : public http::Exchange {
   int status() const { return status_; }
 
  private:
+  static bool HasNode(const Headers& headers) {
+    return std::any_of(headers.begin(), headers.end(),
+                       [](const auto& h) { return h.first == "x-codebox-node"; });
+  }
+
   http::Exchange& inner_;
   std::string node_;
   int status_ = 0;

@@ -3,6 +3,7 @@
 // does not run the driver asked for, goes to the less loaded of two random peers. Forwarded
 // requests carry X-Codebox-Forwarded-By and are never forwarded again, so a stale peer table
 // cannot make a loop.
+#include <algorithm>
 #include <chrono>
 
 #include "http/client.h"
@@ -88,7 +89,7 @@ void Forward(Call& call, const http::Address& address, std::string_view node) {
     // The stream starts here when it starts there, so a quiet call still gets keep-alives.
     upstream.on_event_stream = [&] {
       begun = true;
-      return call.exchange.BeginEvents(200);
+      return call.exchange.BeginEvents(200, {{"x-codebox-node", std::string(node)}});
     };
     answer = client.SendForEvents(upstream, [&](std::string_view event, std::string_view data) {
       return call.exchange.SendEvent(event, data);
@@ -164,10 +165,30 @@ bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused) {
   const bool local_can = !local_refused && !local.full() && local.Offers(driver);
   if (local_can && !local.busy()) return false;
   const PeerChoice* best = nullptr;
-  std::vector<PeerChoice> choices = options.peers->SampleTwo();
+  std::vector<PeerChoice> choices = options.peers->SampleTwo(driver);
   for (const PeerChoice& c : choices) {
     if (c.load.full() || !c.load.Offers(driver)) continue;
     if (best == nullptr || c.load.score() < best->load.score()) best = &c;
+  }
+  const bool offered_elsewhere = std::any_of(choices.begin(), choices.end(), [&](auto& c) {
+    return c.load.Offers(driver);
+  });
+  if (best == nullptr && offered_elsewhere && !local.Offers(driver)) {
+    call.RespondError(ResourceExhausted("every node asked that offers driver " +
+                                        std::string(DriverKindName(driver)) +
+                                        " is full; retry later"));
+    return true;
+  }
+  if (best == nullptr && !local.Offers(driver)) {
+    // Asked for a driver no node offers (vm where no node has kvm): say so, rather than run it
+    // here against the node's own --drivers.
+    std::string offered;
+    for (const std::string& d : options.drivers) offered += (offered.empty() ? "" : ", ") + d;
+    call.RespondError(Unavailable(
+        "no node of this cluster offers driver " + std::string(DriverKindName(driver)) +
+        " (vm needs nodes with kvm); node " + call.context.registry->node() + " offers " +
+        (offered.empty() ? std::string("none") : offered)));
+    return true;
   }
   // Busy here, but no peer is better off: stay.
   if (best == nullptr || (local_can && best->load.score() >= local.score())) return false;

@@ -21,9 +21,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kProbeBatch = 32;
 // A load answer is a few hundred bytes; a peer that sends more is broken.
 constexpr uint64_t kMaxLoadAnswerBytes = 64 << 10;
-constexpr auto kMinLookupGap = std::chrono::seconds(1);
-
-std::string NodeSuffix(const PeerOptions& o) { return o.node.empty() ? "" : " (" + o.node + ")"; }
+std::string OfNode(const PeerOptions& o) { return o.node.empty() ? "" : " of node " + o.node; }
 
 }  // namespace
 
@@ -133,6 +131,10 @@ StatusOr<NodeLoad> Peers::Probe(const http::Address& address) const {
 }
 
 void Peers::Refresh() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_refresh_started_ = Clock::now();
+  }
   std::vector<http::Address> addresses = Resolve();
   std::vector<StatusOr<NodeLoad>> answers;
   for (size_t begin = 0; begin < addresses.size(); begin += kProbeBatch) {
@@ -178,28 +180,30 @@ void Peers::Refresh() {
     }
   }
   table_ = std::move(table);
-  last_refresh_ = Clock::now();
 }
 
 StatusOr<http::Address> Peers::Locate(std::string_view node) {
+  const auto asked = Clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = table_.find(node);
     if (it != table_.end() && it->second.up) return it->second.address;
   }
   {
+    // A node is lost only after a lookup that began after this question: one refresh then
+    // answers every request that waited for it (a flood of them makes one refresh at a time).
     std::lock_guard<std::mutex> refreshing(refresh_mu_);
     bool stale;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stale = Clock::now() - last_refresh_ >= kMinLookupGap;
+      stale = last_refresh_started_ < asked;
     }
     if (stale) Refresh();
   }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = table_.find(node);
   if (it == table_.end()) {
-    return NotFound("no replica among the peers" + NodeSuffix(options_) + " is node " +
+    return NotFound("no replica among the peers" + OfNode(options_) + " is node " +
                     std::string(node) + " now");
   }
   if (!it->second.up) {
@@ -217,12 +221,12 @@ void Peers::MarkDown(std::string_view node, std::string_view why) {
   it->second.error = std::string(why);
 }
 
-std::vector<PeerChoice> Peers::SampleTwo() {
+std::vector<PeerChoice> Peers::SampleTwo(DriverKind driver) {
   std::vector<http::Address> candidates;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [node, peer] : table_) {
-      if (peer.up) candidates.push_back(peer.address);
+      if (peer.up && peer.load.Offers(driver)) candidates.push_back(peer.address);
     }
   }
   thread_local std::mt19937_64 random{std::random_device{}()};

@@ -62,15 +62,16 @@ class Peers {
   void Stop();
 
   // Where `node`'s replica answers. A node unknown or down in the table is looked up again
-  // first (at most once a second). kNotFound: no peer is that node now; kUnavailable: it was
+  // first (a lookup that began after this call; concurrent calls share one). kNotFound: no peer is that node now; kUnavailable: it was
   // found but does not answer (the message says since when and why).
   StatusOr<http::Address> Locate(std::string_view node);
   // A forward to `node` failed to connect: it is down until a refresh finds it again.
   void MarkDown(std::string_view node, std::string_view why);
 
-  // Up to two distinct random peers other than this node, each asked GET /v1/load now (in
-  // parallel, PeerOptions::probe_timeout); those that did not answer are left out.
-  std::vector<PeerChoice> SampleTwo();
+  // Up to two distinct random peers other than this node that offered `driver` when last
+  // asked, each asked GET /v1/load now (in parallel, PeerOptions::probe_timeout); those that
+  // did not answer are left out.
+  std::vector<PeerChoice> SampleTwo(DriverKind driver);
 
   std::vector<Peer> List() const;
   const std::string& token() const { return options_.token; }
@@ -85,7 +86,7 @@ class Peers {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Peer, std::less<>> table_;  // by node
-  std::chrono::steady_clock::time_point last_refresh_{};
+  std::chrono::steady_clock::time_point last_refresh_started_{};
   bool stopping_ = false;
   std::mutex refresh_mu_;  // one refresh at a time
   std::thread thread_;

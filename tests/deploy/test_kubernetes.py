@@ -201,7 +201,7 @@ def test_serve_runs_as_a_peer_of_the_ready_pods(objects):
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]}
     assert env == {"POD_IP": "status.podIP", "POD_NAMESPACE": "metadata.namespace"}
     peers = one(objects, "Service", "codebox-peers")["spec"]
-    assert peers["clusterIP"] == "None" and peers["publishNotReadyAddresses"] is False
+    assert peers["clusterIP"] == "None" and peers["publishNotReadyAddresses"] is True
     assert peers["ports"][0]["port"] == 8080
     clients = one(objects, "Service", "codebox")["spec"]
     assert clients.get("clusterIP") != "None" and clients["ports"][0]["port"] == 8080
