@@ -34,21 +34,12 @@ if "PYTHONPATH" not in os.environ:  # a manual run: the package and the release 
         sys.path.insert(0, str(path))
 
 from ctest_skip import pytest_runtest_logreport, pytest_sessionfinish  # noqa: E402,F401
+from ctest_skip import require  # noqa: E402,F401
 import dns_responder  # noqa: E402
 import replicas  # noqa: E402
 from replicas import ADDRESSES, DNS_ADDRESS, DNS_NAME, replica_env  # noqa: E402
 
 SYSTEM_STORE = "/var/lib/codebox"
-
-
-def require(problem):
-    """For a box that should start here: skips with `problem`, or fails under
-    CODEBOX_TESTS_REQUIRE_BOX=1; nothing when `problem` is None or empty."""
-    if not problem:
-        return
-    if os.environ.get("CODEBOX_TESTS_REQUIRE_BOX") == "1":
-        pytest.fail(f"{problem} (CODEBOX_TESTS_REQUIRE_BOX=1)")
-    pytest.skip(problem)
 
 
 def codebox_bin_path():

@@ -354,6 +354,21 @@ class Cluster:
         return "\n".join(f"---- {n} ({r.log_path}) ----\n{r.log_tail()}"
                          for n, r in self.replicas.items())
 
+    def __enter__(self):
+        """`with Cluster(...) as c:` starts every replica and waits until they see each other;
+        the block's end (or a failed start) closes them."""
+        try:
+            self.start()
+            self.wait_peers()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
 
 # Helpers of the tests ------------------------------------------------------------------------
 

@@ -18,13 +18,8 @@ TIME_CAP_S = 300
 
 @pytest.fixture(scope="module")
 def cluster(codebox_bin):
-    c = Cluster(codebox_bin, peers_mode="static")
-    try:
-        c.start()
-        c.wait_peers()
+    with Cluster(codebox_bin, peers_mode="static") as c:
         yield c
-    finally:
-        c.close()
 
 
 def test_a_bounded_load_run_succeeds_and_spreads(cluster):

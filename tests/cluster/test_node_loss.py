@@ -14,13 +14,8 @@ from replicas import (Cluster, descendants, incarnation_of, node_of, replica_env
 
 @pytest.fixture
 def cluster(codebox_bin):
-    c = Cluster(codebox_bin, peers_mode="static")
-    try:
-        c.start()
-        c.wait_peers()
+    with Cluster(codebox_bin, peers_mode="static") as c:
         yield c
-    finally:
-        c.close()
 
 
 def assert_lost(answer, node, where):
@@ -116,10 +111,7 @@ def test_a_killed_replica_loses_its_boxes_and_a_restart_starts_clean(cluster, co
 
 def test_a_restarted_replica_is_used_again_for_placement(codebox_bin):
     extra = ["--max-boxes", "1"]
-    c = Cluster(codebox_bin, nodes=("n2", "n3"), extra={"n2": extra, "n3": extra})
-    try:
-        c.start()
-        c.wait_peers()
+    with Cluster(codebox_bin, nodes=("n2", "n3"), extra={"n2": extra, "n3": extra}) as c:
         a = c["n3"].create()
         assert a.status == 201 and node_of(a.json["id"]) == "n3", a
         c["n3"].kill9()
@@ -137,5 +129,3 @@ def test_a_restarted_replica_is_used_again_for_placement(codebox_bin):
         assert b.status == 201 and node_of(b.json["id"]) == "n3", b
         for box in (a.json["id"], b.json["id"]):
             assert c["n2"].call("DELETE", f"/v1/boxes/{box}").status == 204
-    finally:
-        c.close()

@@ -14,13 +14,8 @@ from replicas import BOX, Cluster, node_of
 @pytest.fixture(scope="module")
 def cluster(codebox_bin):
     extra = ["--max-boxes", "2", "--drivers", "jail"]
-    c = Cluster(codebox_bin, extra={n: extra for n in ("n2", "n3", "n4")})
-    try:
-        c.start()
-        c.wait_peers()
+    with Cluster(codebox_bin, extra={n: extra for n in ("n2", "n3", "n4")}) as c:
         yield c
-    finally:
-        c.close()
 
 
 def delete_all(cluster, ids):
@@ -140,11 +135,8 @@ def test_a_driver_no_node_offers_is_refused_naming_it(cluster):
 
 
 def test_a_create_goes_to_a_node_that_offers_its_driver(codebox_bin):
-    c = Cluster(codebox_bin, nodes=("n2", "n3"),
-                extra={"n2": ["--drivers", "jail"], "n3": ["--drivers", "jail,vm"]})
-    try:
-        c.start()
-        c.wait_peers()
+    with Cluster(codebox_bin, nodes=("n2", "n3"),
+                extra={"n2": ["--drivers", "jail"], "n3": ["--drivers", "jail,vm"]}) as c:
         assert c["n2"].load()["drivers"] == ["jail"]
         assert sorted(c["n3"].load()["drivers"]) == ["jail", "vm"]
         a = c["n2"].create({"image": "python", "driver": "vm"}, timeout=300)
@@ -164,8 +156,6 @@ def test_a_create_goes_to_a_node_that_offers_its_driver(codebox_bin):
         a = c["n2"].create()
         assert a.status == 201 and node_of(a.json["id"]) == "n2", a
         assert c["n2"].call("DELETE", f"/v1/boxes/{a.json['id']}").status == 204
-    finally:
-        c.close()
 
 
 def test_a_python_box_placed_on_a_peer_is_lost_with_it(cluster):

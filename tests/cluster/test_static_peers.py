@@ -17,13 +17,8 @@ from replicas import BOX, Cluster, call, free_port, node_of, replica_env, wait_u
 
 @pytest.fixture(scope="module")
 def cluster(codebox_bin):
-    c = Cluster(codebox_bin, peers_mode="static")
-    try:
-        c.start()
-        c.wait_peers()
+    with Cluster(codebox_bin, peers_mode="static") as c:
         yield c
-    finally:
-        c.close()
 
 
 def test_status_and_load_name_the_node_and_its_peers(cluster):

@@ -33,21 +33,12 @@ if "PYTHONPATH" not in os.environ:  # a manual run: the package and the release 
 import ocilayout  # noqa: E402
 import pki  # noqa: E402
 from ctest_skip import pytest_runtest_logreport, pytest_sessionfinish  # noqa: E402,F401
+from ctest_skip import require  # noqa: E402,F401
 import registry  # noqa: E402
 
 
 # The recipe image whose tree is pyapp's first layer (`codebox image build python`).
 SYSTEM_STORE = "/var/lib/codebox"
-
-
-def require(problem):
-    """For a box that should start here: skips with `problem`, or fails under
-    CODEBOX_TESTS_REQUIRE_BOX=1; nothing when `problem` is None or empty."""
-    if not problem:
-        return
-    if os.environ.get("CODEBOX_TESTS_REQUIRE_BOX") == "1":
-        pytest.fail(f"{problem} (CODEBOX_TESTS_REQUIRE_BOX=1)")
-    pytest.skip(problem)
 
 
 def _prerequisites():
