@@ -58,8 +58,29 @@ json Array(const json& j, const char* key) {
 void PrintTable(const json& status) {
   auto uptime = status.find("uptime_s");
   double up = uptime != status.end() && uptime->is_number() ? uptime->get<double>() : 0;
-  std::printf("codebox server %s, up %.0f s, %zu of %s boxes\n", Text(status, "version").c_str(),
-              up, Array(status, "boxes").size(), Text(status, "max_boxes").c_str());
+  std::printf("codebox server %s, node %s, up %.0f s, %zu of %s boxes\n",
+              Text(status, "version").c_str(), Text(status, "node").c_str(), up,
+              Array(status, "boxes").size(), Text(status, "max_boxes").c_str());
+  const json peers = Array(status, "peers");
+  if (!peers.empty()) {
+    std::printf("\n%-24s %-24s %-5s %11s %-10s %s\n", "PEER NODE", "ADDRESS", "STATE", "BOXES",
+                "DRIVERS", "NOTE");
+    for (const json& p : peers) {
+      std::string boxes = Text(p, "boxes") + "/" + Text(p, "max_boxes");
+      std::string drivers;
+      for (const json& d : Array(p, "drivers")) {
+        drivers += (drivers.empty() ? "" : ",") +
+                   base::TerminalSafe(d.is_string() ? d.get<std::string>() : "", 16);
+      }
+      std::string note = Text(p, "full") == "true"   ? "full"
+                         : Text(p, "busy") == "true" ? "busy"
+                                                     : "";
+      if (Text(p, "state") == "down") note = Text(p, "error");
+      std::printf("%-24s %-24s %-5s %11s %-10s %s\n", Text(p, "node").c_str(),
+                  Text(p, "address").c_str(), Text(p, "state").c_str(), boxes.c_str(),
+                  drivers.c_str(), note.c_str());
+    }
+  }
   const json pools = Array(status, "pools");
   if (!pools.empty()) {
     std::printf("\n%-32s %7s %7s %9s %7s  %s\n", "POOL", "TARGET", "READY", "STARTING", "TAKEN",
@@ -72,8 +93,8 @@ void PrintTable(const json& status) {
   }
   const json boxes = Array(status, "boxes");
   if (!boxes.empty()) {
-    std::printf("\n%-20s %-12s %-8s %-5s %-5s %8s  %-20s  %s\n", "BOX", "IMAGE", "DRIVER",
-                "STATE", "POOL", "REQUESTS", "CREATED", "NETWORK");
+    std::printf("\n%-20s %-12s %-8s %-5s %-5s %8s  %-20s  %s\n", "BOX", "IMAGE", "DRIVER", "STATE",
+                "POOL", "REQUESTS", "CREATED", "NETWORK");
     for (const json& b : boxes) {
       std::printf("%-20s %-12s %-8s %-5s %-5s %8s  %-20s  %s\n", Text(b, "id").c_str(),
                   Text(b, "image").c_str(), Text(b, "driver").c_str(), Text(b, "state").c_str(),
