@@ -171,6 +171,7 @@ Api::Api(ApiOptions options, BoxRegistry* registry) : context_(std::make_unique<
   mcp.max_sessions = o.max_boxes;
   mcp.idle_timeout = o.idle_timeout;
   mcp.session.server_version = o.version;
+  mcp.node = registry->node();
   context_->mcp = std::make_unique<McpSessions>(std::move(mcp), registry);
 }
 

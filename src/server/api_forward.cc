@@ -20,8 +20,12 @@ using nlohmann::json;
 constexpr char kForwardedBy[] = "x-codebox-forwarded-by";
 // Connecting to a peer: on one cluster network this takes milliseconds; past this it is down.
 constexpr auto kPeerConnectTimeout = std::chrono::seconds(2);
-// The longest silence in a forwarded event stream (the peer sends a keep-alive every 15 s).
-constexpr auto kStreamIdle = std::chrono::seconds(60);
+
+// Request headers that go on with a forwarded request. Not Authorization (the replica sends
+// its own token), not Origin or Host (the receiving replica checked them; the peer would
+// judge them against its own address).
+constexpr std::string_view kForwardedHeaders[] = {"accept", "mcp-session-id",
+                                                  "mcp-protocol-version"};
 
 // Upstream headers worth relaying; the rest (length, connection, date, request id) are the
 // forwarding server's own.
@@ -64,7 +68,7 @@ std::chrono::milliseconds ForwardTimeout(const ApiOptions& options) {
 
 bool IsForwarded(const http::Request& request) { return !request.Header(kForwardedBy).empty(); }
 
-void Forward(Call& call, const http::Address& address, std::string_view node) {
+Status Forward(Call& call, const http::Address& address, std::string_view node) {
   const ApiOptions& options = call.context.options;
   const http::Request& request = call.request;
   http::ClientOptions client_options{.token = options.peers->token(),
@@ -78,14 +82,22 @@ void Forward(Call& call, const http::Address& address, std::string_view node) {
   if (const std::string& type = request.Header("content-type"); !type.empty()) {
     upstream.content_type = type;
   }
+  for (std::string_view name : kForwardedHeaders) {
+    if (const std::string& value = request.Header(name); !value.empty()) {
+      upstream.headers.emplace_back(name, value);
+    }
+  }
   upstream.headers.emplace_back("X-Codebox-Forwarded-By", call.context.registry->node());
   // A client that hangs up here hangs up there: the peer stops the box work, as it would for
   // a client of its own.
   upstream.cancelled = [&call] { return call.exchange.ClientGone(); };
   bool begun = false;
   StatusOr<http::ClientResponse> answer = Status::Ok();
+  // Long, since a call may take as long as its box lives (a stream's first event may come only
+  // after a vm box boots; an MCP tool call answers when its code ends). A client that hangs up
+  // ends the wait at once (`cancelled`), and one that waits has its own idle deadline.
+  upstream.timeout = ForwardTimeout(options);
   if (request.WantsEventStream()) {
-    upstream.timeout = kStreamIdle;
     // The stream starts here when it starts there, so a quiet call still gets keep-alives.
     upstream.on_event_stream = [&] {
       begun = true;
@@ -95,16 +107,15 @@ void Forward(Call& call, const http::Address& address, std::string_view node) {
       return call.exchange.SendEvent(event, data);
     });
   } else {
-    upstream.timeout = ForwardTimeout(options);
     answer = client.Send(upstream);
   }
   if (answer.ok()) {
     if (!begun) Relay(call, *answer);
-    return;
+    return Status::Ok();
   }
   if (call.exchange.ClientGone()) {
     call.error = IoError("the client went away during a forwarded call");
-    return;
+    return Status::Ok();
   }
   std::string why = "node " + std::string(node) + " at " + address.ToString() + ": " +
                     answer.status().message();
@@ -112,17 +123,17 @@ void Forward(Call& call, const http::Address& address, std::string_view node) {
     Status lost(StatusCode::kBoxLost, "the stream from " + why);
     call.NoteError(lost);
     (void)call.exchange.SendEvent("error", Dump(ErrorJson(lost)));
-    return;
+    return Status::Ok();
   }
   if (answer.status().code() == StatusCode::kUnavailable) {  // nothing listens there now
     options.peers->MarkDown(node, answer.status().message());
-    return RespondBoxLost(call, node, "whose replica at " + address.ToString() +
-                                          " does not answer");
+    return Unavailable("whose replica at " + address.ToString() + " does not answer");
   }
   call.error = Status(StatusCode::kUnavailable, why);
   if (const auto& on_error = options.hooks.on_error) on_error("bad_gateway");
   (void)call.exchange.Respond(
       http::ErrorResponse(502, "bad_gateway", "forwarding to " + why));
+  return Status::Ok();
 }
 
 bool RouteToBoxNode(Call& call) {
@@ -152,8 +163,26 @@ bool RouteToBoxNode(Call& call) {
     RespondBoxLost(call, parts->node, "which is gone: " + address.status().message());
     return true;
   }
-  Forward(call, *address, parts->node);
+  Status unanswered = Forward(call, *address, parts->node);
+  if (!unanswered.ok()) RespondBoxLost(call, parts->node, unanswered.message());
   return true;
+}
+
+bool RouteToSessionNode(Call& call) {
+  const std::string& session = call.request.Header("mcp-session-id");
+  size_t dot = session.find('.');
+  if (dot == std::string::npos) return false;
+  std::string_view node = std::string_view(session).substr(dot + 1);
+  Peers* peers = call.context.options.peers;
+  if (!IsNodeName(node) || node == call.context.registry->node() || IsForwarded(call.request) ||
+      peers == nullptr || !peers->enabled()) {
+    return false;
+  }
+  // A session whose node is gone is answered here: 404 "no MCP session", on which an MCP
+  // client starts a new one (the spec's rule), so nothing else is needed.
+  StatusOr<http::Address> address = peers->Locate(node);
+  if (!address.ok()) return false;
+  return Forward(call, *address, node).ok();
 }
 
 bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused) {
@@ -192,7 +221,11 @@ bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused) {
   }
   // Busy here, but no peer is better off: stay.
   if (best == nullptr || (local_can && best->load.score() >= local.score())) return false;
-  Forward(call, best->address, best->load.node);
+  Status unanswered = Forward(call, best->address, best->load.node);
+  if (!unanswered.ok()) {
+    call.RespondError(Unavailable("placing this on node " + best->load.node + ", " +
+                                  unanswered.message() + "; retry"));
+  }
   return true;
 }
 

@@ -78,9 +78,13 @@ void McpDelete(Call& call);
 // PlaceOnPeer forwards a create or one-shot run to a less loaded peer when this node is full,
 // busy or does not offer `driver` (or `local_refused`: it was not full when asked, but its
 // registry then refused, a create racing another for the last slot), and says whether it did.
+// RouteToSessionNode forwards an /mcp request whose Mcp-Session-Id names another node.
+// Forward answers the call from `node`'s replica at `address`, or returns why it could not
+// reach it (nothing answered yet).
 bool IsForwarded(const http::Request& request);
-void Forward(Call& call, const http::Address& address, std::string_view node);
+Status Forward(Call& call, const http::Address& address, std::string_view node);
 bool RouteToBoxNode(Call& call);
+bool RouteToSessionNode(Call& call);
 bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused = false);
 void Load(Call& call);
 

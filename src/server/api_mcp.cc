@@ -89,6 +89,7 @@ void Initialize(Call& call, const json& message) {
 }  // namespace
 
 void McpPost(Call& call) {
+  if (RouteToSessionNode(call)) return;  // a session of another node (docs/scale-out.md)
   const http::Request& request = call.request;
   // JSON only: a browser form (text/plain, urlencoded) cannot post here without a preflight.
   std::string type = MediaType(request.Header("content-type"));
@@ -140,6 +141,7 @@ void McpPost(Call& call) {
 }
 
 void McpDelete(Call& call) {
+  if (RouteToSessionNode(call)) return;
   const std::string& session_id = call.request.Header("mcp-session-id");
   if (session_id.empty()) {
     return RespondRpcError(

@@ -197,8 +197,9 @@ StatusOr<McpSessions::Use> McpSessions::Open() {
                              "wait for an idle one to end");
   }
   // 128 random bits: the session id is the only thing that names a session.
+  const std::string& node = state_->options.node;
   do {
-    entry->id = RandomHex(16);
+    entry->id = RandomHex(16) + (node.empty() ? "" : "." + node);
   } while (state_->entries.count(entry->id) != 0);
   state_->entries.emplace(entry->id, entry);
   return Use(entry);

@@ -26,6 +26,9 @@ struct McpSessionsOptions {
   // A session no request used for this long is ended (kNoTimeout: never).
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
   mcp::SessionOptions session;
+  // Session ids end in ".<node>" (scale-out): any replica forwards a session's requests to
+  // the node that holds it. Empty: ids without a node.
+  std::string node;
 };
 
 class McpSessions {

@@ -337,3 +337,38 @@ def _answers(address, port):
         return call(address, port, "GET", "/healthz", timeout=2).status == 200
     except OSError:
         return False
+
+
+def test_an_mcp_session_is_served_through_any_replica(cluster):
+    """An MCP session lives on the node that answered initialize (its Mcp-Session-Id ends in
+    .<node>); its later requests may reach any replica, as behind a load balancer."""
+    accept = {"Accept": "application/json, text/event-stream"}
+
+    def rpc(node, message, session=None):
+        headers = dict(accept)
+        if session:
+            headers["Mcp-Session-Id"] = session
+            headers["MCP-Protocol-Version"] = "2025-06-18"
+        return cluster[node].call("POST", "/mcp", message, headers=headers, timeout=120)
+
+    init = rpc("n2", {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "cluster-test", "version": "1"}}})
+    assert init.status == 200, init
+    session = init.headers.get("mcp-session-id", "")
+    assert session.endswith(".n2"), init
+    assert rpc("n3", {"jsonrpc": "2.0", "method": "notifications/initialized"},
+               session).status == 202
+    first = rpc("n3", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                       "params": {"name": "run_python", "arguments": {"code": "x = 6 * 7"}}},
+                session)
+    assert first.status == 200 and first.node == "n2", first
+    second = rpc("n4", {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "run_python", "arguments": {"code": "print(x)"}}},
+                 session)
+    assert second.status == 200 and second.node == "n2", second
+    assert "42" in json.dumps(second.json["result"]), second  # the same session's variables
+    ended = cluster["n4"].call("DELETE", "/mcp", headers={"Mcp-Session-Id": session})
+    assert ended.status == 204, ended
+    gone = rpc("n3", {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, session)
+    assert gone.status == 404, gone
