@@ -2,6 +2,7 @@
 // the OpenAPI document).
 #include <chrono>
 
+#include "base/text.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
 #include "server/api_request.h"
@@ -31,9 +32,17 @@ void CreateBox(Call& call) {
 }
 
 void ListBoxes(Call& call) {
+  auto scope = call.request.query.find("scope");
+  const std::string scope_text = scope == call.request.query.end() ? "cluster" : scope->second;
+  if (scope_text != "cluster" && scope_text != "node") {
+    return call.RespondError(InvalidArgument("scope must be cluster or node, not '" +
+                                             base::TerminalSafe(scope_text, 40) + "'"));
+  }
   json boxes = json::array();
   for (const BoxRecord& record : call.context.registry->List()) boxes.push_back(BoxJson(record));
-  call.RespondJson(200, {{"boxes", std::move(boxes)}});
+  json body = {{"boxes", std::move(boxes)}};
+  if (scope_text == "cluster") AddPeerBoxes(call, &body);
+  call.RespondJson(200, body);
 }
 
 void GetBox(Call& call) {

@@ -5,6 +5,7 @@
 // cannot make a loop.
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "http/client.h"
 #include "server/api_internal.h"
@@ -26,6 +27,10 @@ constexpr auto kPeerConnectTimeout = std::chrono::seconds(2);
 // judge them against its own address).
 constexpr std::string_view kForwardedHeaders[] = {"accept", "mcp-session-id",
                                                   "mcp-protocol-version"};
+
+// Listing a peer's boxes (GET /v1/boxes across the cluster): quick, and bounded.
+constexpr auto kPeerListTimeout = std::chrono::seconds(5);
+constexpr uint64_t kMaxPeerListBytes = 64ull << 20;
 
 // Upstream headers worth relaying; the rest (length, connection, date, request id) are the
 // forwarding server's own.
@@ -227,6 +232,51 @@ bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused) {
                                   unanswered.message() + "; retry"));
   }
   return true;
+}
+
+void AddPeerBoxes(Call& call, json* body) {
+  const ApiOptions& options = call.context.options;
+  if (options.peers == nullptr || !options.peers->enabled() || IsForwarded(call.request)) return;
+  std::vector<Peer> peers = options.peers->List();
+  std::vector<std::future<StatusOr<json>>> answers;
+  for (const Peer& peer : peers) {
+    answers.push_back(std::async(std::launch::async, [&call, &options, peer]() -> StatusOr<json> {
+      if (!peer.up) return Unavailable(peer.error);
+      http::ClientOptions client_options{.token = options.peers->token(),
+                                         .connect_timeout = kPeerConnectTimeout,
+                                         .max_response_bytes = kMaxPeerListBytes};
+      http::ClientRequest request;
+      request.target = "/v1/boxes?scope=node";
+      request.timeout = kPeerListTimeout;
+      request.headers.emplace_back("X-Codebox-Forwarded-By", call.context.registry->node());
+      ASSIGN_OR_RETURN(http::ClientResponse answer,
+                       http::Client(peer.address, client_options).Send(request));
+      if (answer.status != 200) return http::StatusFromErrorResponse(answer);
+      json list = json::parse(answer.body, nullptr, false);
+      if (!list.is_object() || !list.contains("boxes") || !list["boxes"].is_array()) {
+        return ProtocolError("its box list is not {\"boxes\": [...]}");
+      }
+      // Only boxes of its own node: a peer cannot make this list name boxes elsewhere.
+      json own = json::array();
+      for (json& box : list["boxes"]) {
+        auto id = box.is_object() && box.contains("id") && box["id"].is_string()
+                      ? ParseBoxId(box["id"].get<std::string>())
+                      : std::nullopt;
+        if (id && id->node == peer.node) own.push_back(std::move(box));
+      }
+      return own;
+    }));
+  }
+  json unreachable = json::array();
+  for (size_t i = 0; i < peers.size(); ++i) {
+    StatusOr<json> boxes = answers[i].get();
+    if (!boxes.ok()) {
+      unreachable.push_back(peers[i].node + ": " + boxes.status().message());
+      continue;
+    }
+    for (json& box : *boxes) (*body)["boxes"].push_back(std::move(box));
+  }
+  if (!unreachable.empty()) (*body)["unreachable"] = std::move(unreachable);
 }
 
 void Load(Call& call) {

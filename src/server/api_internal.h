@@ -85,6 +85,9 @@ bool IsForwarded(const http::Request& request);
 Status Forward(Call& call, const http::Address& address, std::string_view node);
 bool RouteToBoxNode(Call& call);
 bool RouteToSessionNode(Call& call);
+// GET /v1/boxes of a replica with peers: every peer's own boxes (?scope=node), asked in
+// parallel, added to body["boxes"]; those that did not answer go in body["unreachable"].
+void AddPeerBoxes(Call& call, nlohmann::json* body);
 bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused = false);
 void Load(Call& call);
 

@@ -76,6 +76,11 @@ def test_a_killed_replica_loses_its_boxes_and_a_restart_starts_clean(cluster, co
         peers = {p["node"]: p for p in n3.status()["peers"]}
         return "n2" not in peers or peers["n2"]["state"] == "down"
     assert wait_until(n2_down, 20), n3.status()["peers"]
+    # a list of every node's boxes says whose are missing, and lists the rest
+    listed = n3.call("GET", "/v1/boxes", timeout=30)
+    assert listed.status == 200, listed
+    assert any(u.startswith("n2: ") for u in listed.json.get("unreachable", [])), listed
+    assert not any(b["id"].endswith(".n2") for b in listed.json["boxes"]), listed
 
     # the jails of the killed serve die with it (their supervisors watch the server)
     gone = wait_until(lambda: not still_alive(jails), 30)

@@ -372,3 +372,20 @@ def test_an_mcp_session_is_served_through_any_replica(cluster):
     assert ended.status == 204, ended
     gone = rpc("n3", {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, session)
     assert gone.status == 404, gone
+
+
+def test_the_box_list_of_any_replica_shows_every_node_s_boxes(cluster):
+    made = [cluster["n2"].create().json["id"], cluster["n3"].create().json["id"]]
+    try:
+        listed = cluster["n4"].call("GET", "/v1/boxes")
+        assert listed.status == 200, listed
+        ids = [b["id"] for b in listed.json["boxes"]]
+        assert sorted(i for i in ids if i in made) == sorted(made), listed
+        assert "unreachable" not in listed.json, listed
+        own = cluster["n4"].call("GET", "/v1/boxes?scope=node")
+        assert own.status == 200 and all(b["id"].endswith(".n4") for b in own.json["boxes"]), own
+        bad = cluster["n4"].call("GET", "/v1/boxes?scope=galaxy")
+        assert bad.status == 400 and "scope" in bad.json["error"]["message"], bad
+    finally:
+        for box in made:
+            assert cluster["n4"].call("DELETE", f"/v1/boxes/{box}").status == 204
