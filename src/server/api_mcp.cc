@@ -72,6 +72,8 @@ McpSessions& Sessions(Call& call) { return *call.context.mcp; }
 
 // initialize: a new session; its id goes back only when the handshake succeeded.
 void Initialize(Call& call, const json& message) {
+  // A full or busy node lets a peer hold the session (and the box its tools will make).
+  if (PlaceOnPeer(call, DriverKind::kAuto)) return;
   auto use = Sessions(call).Open();
   if (!use.ok()) {
     return RespondRpcError(call, 429, message["id"], use.status());

@@ -53,6 +53,16 @@ def test_a_full_node_places_creates_on_its_peers(cluster):
         status, _, events = n2.stream("/v1/run", {"code": "print(6 * 7)", **BOX})
         assert status == 200, events
         assert events[-1][1] == "done" and events[-1][2]["stdout"] == "42\n", events
+        # and an MCP session begun at the full node is held by a peer
+        init = n2.call("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "placement-test", "version": "1"}}},
+            headers={"Accept": "application/json, text/event-stream"})
+        assert init.status == 200, init
+        session = init.headers.get("mcp-session-id", "")
+        assert session.rsplit(".", 1)[-1] in ("n3", "n4"), init
+        assert n2.call("DELETE", "/mcp", headers={"Mcp-Session-Id": session}).status == 204
 
         # fill the cluster through n2 (bounded): every node ends with 2, then 429
         for _ in range(6):
