@@ -188,7 +188,9 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
     } else if (is("--peers-dns")) {
       RETURN_IF_ERROR(server::ParseDnsPeers(v, &flags.peers_dns_name, &flags.peers_dns_port));
     } else if (is("--peer-refresh")) {
-      ASSIGN_OR_RETURN(flags.peer_refresh, ParseDuration(v));
+      auto refresh = ParseDuration(v);
+      if (!refresh.ok()) return refresh.status().WithContext("--peer-refresh");
+      flags.peer_refresh = *refresh;
       if (flags.peer_refresh < std::chrono::milliseconds(100)) {
         return InvalidArgument("--peer-refresh must be at least 0.1 s");
       }
