@@ -190,7 +190,7 @@ def test_the_python_module_uses_a_replica(cluster):
     with codebox.SyncCodeBox(server=base, token=cluster.token, **BOX) as box:
         assert box.run("print(6 * 7)").strip() == "42"
         box.files.write("/work/hello.txt", b"from python\x00\xff")
-        ids = [b["id"] for b in cluster["n3"].call("GET", "/v1/boxes").json["boxes"]]
+        ids = [b["id"] for b in cluster["n3"].call("GET", "/v1/boxes?scope=node").json["boxes"]]
         assert len(ids) == 1 and ids[0].endswith(".n3"), ids
         # the box the module made answers through another replica
         a = cluster["n2"].exec(ids[0], ["cat", "/work/hello.txt"])
