@@ -259,10 +259,10 @@ void AddPeerBoxes(Call& call, json* body) {
       // Only boxes of its own node: a peer cannot make this list name boxes elsewhere.
       json own = json::array();
       for (json& box : list["boxes"]) {
-        auto id = box.is_object() && box.contains("id") && box["id"].is_string()
-                      ? ParseBoxId(box["id"].get<std::string>())
-                      : std::nullopt;
-        if (id && id->node == peer.node) own.push_back(std::move(box));
+        if (!box.is_object() || !box.contains("id") || !box["id"].is_string()) continue;
+        const std::string id = box["id"].get<std::string>();  // the parts view into it
+        auto parts = ParseBoxId(id);
+        if (parts && parts->node == peer.node) own.push_back(std::move(box));
       }
       return own;
     }));

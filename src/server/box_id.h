@@ -18,6 +18,7 @@ namespace codebox::server {
 inline constexpr size_t kIncarnationHexDigits = 4;
 inline constexpr size_t kMaxNodeNameBytes = 63;
 
+// Views into the id given to ParseBoxId, which must outlive them.
 struct BoxIdParts {
   std::string_view incarnation;  // 4 hex digits
   std::string_view node;         // "" when the id names none
