@@ -224,8 +224,10 @@ TEST_F(VmSnapshotTest, ADamagedTemplateIsABootWithAWarningOrWithNoFallbackAnErro
   EXPECT_EQ(r->stdout_data, "42\n");
   EXPECT_TRUE(ClonePids(dir + "/memory").empty()) << "the failed restore's QEMU is gone";
 
-  // A RAM file that is not what was saved, its size and state whole: QEMU loads the state, the
-  // guest runs garbage and dies; the box boots instead and says so, and the template is gone.
+  // A RAM file that is not what was saved, its size and state whole: QEMU loads the state and
+  // the guest runs garbage and dies, or (when a virtqueue of the guest lay in the overwritten
+  // RAM) QEMU's own check of the queue indices refuses the load; either way the box boots
+  // instead and says so, and the template is gone.
   {
     auto remade = Box::Create(VmOptions());
     ASSERT_TRUE(remade.ok()) << remade.status().ToString();
@@ -244,8 +246,10 @@ TEST_F(VmSnapshotTest, ADamagedTemplateIsABootWithAWarningOrWithNoFallbackAnErro
   ASSERT_TRUE(survived.ok()) << survived.status().ToString();
   EXPECT_EQ((*survived)->info().start, "boot");
   ASSERT_EQ((*survived)->info().warnings.size(), 1u);
-  EXPECT_NE((*survived)->info().warnings[0].find("did not answer"), std::string::npos)
-      << (*survived)->info().warnings[0];
+  const std::string& warning = (*survived)->info().warnings[0];
+  EXPECT_TRUE(warning.find("did not answer") != std::string::npos ||
+              warning.find("restoring from a template failed") != std::string::npos)
+      << warning;
   EXPECT_TRUE(vm::ListTemplates().empty());
   auto answer = (*survived)->RunPython("print(6 * 7)");
   ASSERT_TRUE(answer.ok()) << answer.status().ToString();
