@@ -153,6 +153,18 @@ def _polling_line(line):
     return False
 
 
+def stop_process(proc):
+    """SIGTERM, then SIGKILL after STOP_DEADLINE_S; waits for it either way (bounded)."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=STOP_DEADLINE_S)
+
+
 class Replica:
     def __init__(self, cluster, node, extra):
         self.cluster = cluster
@@ -214,14 +226,8 @@ class Replica:
                            f"{self.log_tail()}")
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=STOP_DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=STOP_DEADLINE_S)
+        if self.proc is not None:
+            stop_process(self.proc)
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from replicas import BOX, Cluster, call, free_port, node_of, replica_env, wait_until
+from replicas import (BOX, Cluster, call, free_port, node_of, replica_env, stop_process,
+                      wait_until)
 
 
 @pytest.fixture(scope="module")
@@ -238,12 +239,7 @@ def test_the_default_node_name(codebox_bin, kubernetes):
         assert a.status == 200 and a.json["node"] == expected, a
         assert a.json["peers"] == [], a
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 @pytest.mark.parametrize("via", ["n2", "n3"])
@@ -324,12 +320,7 @@ def test_a_63_character_node_name_works_with_the_python_module(codebox_bin):
             ids = [b["id"] for b in call("127.0.0.6", port, "GET", "/v1/boxes").json["boxes"]]
             assert len(ids) == 1 and ids[0].endswith("." + node) and len(ids[0]) == 82, ids
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def _answers(address, port):
