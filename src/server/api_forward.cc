@@ -18,6 +18,7 @@ namespace {
 
 using nlohmann::json;
 
+// Sent lower-case (header names are case-blind) and looked up so by Request::Header.
 constexpr char kForwardedBy[] = "x-codebox-forwarded-by";
 // Connecting to a peer: on one cluster network this takes milliseconds; past this it is down.
 constexpr auto kPeerConnectTimeout = std::chrono::seconds(2);
@@ -92,7 +93,7 @@ Status Forward(Call& call, const http::Address& address, std::string_view node) 
       upstream.headers.emplace_back(name, value);
     }
   }
-  upstream.headers.emplace_back("X-Codebox-Forwarded-By", call.context.registry->node());
+  upstream.headers.emplace_back(kForwardedBy, call.context.registry->node());
   // A client that hangs up here hangs up there: the peer stops the box work, as it would for
   // a client of its own.
   upstream.cancelled = [&call] { return call.exchange.ClientGone(); };
@@ -248,7 +249,7 @@ void AddPeerBoxes(Call& call, json* body) {
       http::ClientRequest request;
       request.target = "/v1/boxes?scope=node";
       request.timeout = kPeerListTimeout;
-      request.headers.emplace_back("X-Codebox-Forwarded-By", call.context.registry->node());
+      request.headers.emplace_back(kForwardedBy, call.context.registry->node());
       ASSIGN_OR_RETURN(http::ClientResponse answer,
                        http::Client(peer.address, client_options).Send(request));
       if (answer.status != 200) return http::StatusFromErrorResponse(answer);
