@@ -43,9 +43,16 @@ fi
 
 # The same sources are compiled for several builds (release, package, the add_subdirectory
 # consumer, the wheel); ccache makes the repeats cheap. CMake reads this variable at configure.
-if command -v ccache >/dev/null 2>&1; then
-  export CMAKE_CXX_COMPILER_LAUNCHER=ccache
-fi
+# Called again by build_preset: on a fresh machine ccache arrives with install_packages.
+# Paths relative to the checkout (CCACHE_BASEDIR, and no working directory in the hash), so that
+# a fresh clone elsewhere (CI's) finds the objects an earlier build of the same sources made.
+use_ccache() {
+  if command -v ccache >/dev/null 2>&1; then
+    export CMAKE_CXX_COMPILER_LAUNCHER=ccache
+    export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+  fi
+}
+use_ccache
 
 step() { printf '\n==> %s\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
@@ -90,6 +97,7 @@ install_node_packages() {
 build_preset() {  # build_preset NAME [targets...]
   local preset=$1; shift
   step "build ($preset)"
+  use_ccache
   if [[ ! -f "$ROOT/build/$preset/build.ninja" ]]; then
     cmake --preset "$preset" -S "$ROOT" >/dev/null
   fi

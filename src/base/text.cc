@@ -96,6 +96,11 @@ std::string_view ClosestWord(std::string_view word,
   std::string_view best;
   size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
   for (std::string_view candidate : candidates) {
+    // The distance is at least the difference in length: a word far longer than every
+    // candidate (a client's 60 MB "option name") costs nothing and suggests nothing.
+    size_t gap = word.size() > candidate.size() ? word.size() - candidate.size()
+                                                : candidate.size() - word.size();
+    if (gap >= best_distance) continue;
     size_t d = EditDistance(word, candidate);
     if (d < best_distance) best_distance = d, best = candidate;
   }

@@ -1,5 +1,7 @@
 #include "codebox/options.h"
 
+#include "base/json.h"
+
 namespace codebox {
 
 std::string_view DriverKindName(DriverKind kind) {
@@ -22,14 +24,15 @@ Status ValidateEnvironment(const std::map<std::string, std::string>& env) {
   size_t total = 0;
   for (const auto& [key, value] : env) {
     if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos) {
-      return InvalidArgument("environment variable name '" + key + "' is not valid");
+      return InvalidArgument("environment variable name '" + base::Excerpt(key) + "' is not valid");
     }
     if (value.find('\0') != std::string::npos) {
-      return InvalidArgument("environment variable " + key + " contains a NUL byte");
+      return InvalidArgument("environment variable " + base::Excerpt(key) + " contains a NUL byte");
     }
     size_t entry = key.size() + 1 + value.size() + 1;
     if (entry > kMaxArgBytes) {
-      return InvalidArgument("environment variable " + key + " is " + std::to_string(entry) +
+      return InvalidArgument("environment variable " + base::Excerpt(key) + " is " +
+                             std::to_string(entry) +
                              " bytes; one variable may take at most " +
                              std::to_string(kMaxArgBytes >> 10) +
                              " KiB (pass large data as a file, or on stdin)");

@@ -1,5 +1,7 @@
 #include "box/options_json.h"
 
+#include "base/json.h"
+
 namespace codebox::box {
 namespace {
 
@@ -44,7 +46,7 @@ StatusOr<OptionValue> OptionValueFromJson(const json& j, std::string_view label,
     for (const json& item : j) {
       if (!item.is_string()) {
         return InvalidArgument(std::string(label) + ": a list must hold strings, got " +
-                               item.dump());
+                               base::JsonExcerpt(item));
       }
       items.push_back(item.get<std::string>());
     }
@@ -67,7 +69,7 @@ StatusOr<OptionValue> OptionValueFromJson(const json& j, std::string_view label,
       OptionValue::Environment env;
       for (const auto& [k, v] : j.items()) {
         if (!v.is_string()) {
-          return InvalidArgument(std::string(label) + ": the value of " + k +
+          return InvalidArgument(std::string(label) + ": the value of " + base::Excerpt(k) +
                                  " must be a string, got " + v.type_name());
         }
         env.emplace_back(k, v.get<std::string>());
@@ -80,7 +82,7 @@ StatusOr<OptionValue> OptionValueFromJson(const json& j, std::string_view label,
         if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string() || !pair[1].is_string()) {
           return InvalidArgument(std::string(label) +
                                  ": a list must hold [name, value] pairs of strings, got " +
-                                 pair.dump());
+                                 base::JsonExcerpt(pair));
         }
         env.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
       }

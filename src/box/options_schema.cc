@@ -2,6 +2,7 @@
 // checks. The generic reading and writing of a field by its type is in options_fields.h.
 #include <cctype>
 
+#include "base/json.h"
 #include "box/options_fields.h"
 #include "codebox/option_schema.h"
 #include "http/address.h"
@@ -22,7 +23,7 @@ Status CheckImageName(const std::string& name) {
   // Or an OCI image: "python:3.12-slim", "ghcr.io/org/app@sha256:...".
   auto ref = image::ParseImageReference(name);
   if (ref.ok()) return Status::Ok();
-  return InvalidArgument("image name '" + name +
+  return InvalidArgument("image name '" + base::Excerpt(name) +
                          "' is neither a recipe's name (letters, digits, '-', '_', '.'; at most "
                          "64) nor an OCI reference: " +
                          ref.status().message());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/json.h"
 #include "base/text.h"
 #include "box/options_fields.h"
 #include "codebox/option_schema.h"
@@ -121,7 +122,9 @@ Status UnknownOptionError(const OptionSchema& schema, std::string_view name,
                           std::string_view what) {
   const bool as_flag = name.substr(0, 2) == "--";
   auto shown = [&](std::string_view n) {
-    return as_flag ? OptionSpec::FlagOf(Normalized(n)) : "'" + std::string(n) + "'";
+    // The name may be a client's, of any length: echoed short.
+    return as_flag ? base::Excerpt(OptionSpec::FlagOf(Normalized(n)))
+                   : "'" + base::Excerpt(n) + "'";
   };
   std::string message = "unknown " + std::string(what) + " " + shown(name);
   std::string_view best = ClosestOptionName(schema, name);
@@ -257,7 +260,7 @@ StatusOr<Milliseconds> ToDuration(const OptionSpec& spec, const OptionValue& val
 StatusOr<EnvMap> ToEnvironment(const OptionValue& value, std::string_view label) {
   EnvMap env;
   for (const auto& [k, v] : value.as_environment()) {
-    if (!env.emplace(k, v).second) return Bad(label, "variable " + k + " is given twice");
+    if (!env.emplace(k, v).second) return Bad(label, "variable " + base::Excerpt(k) + " is given twice");
   }
   Status st = ValidateEnvironment(env);
   if (!st.ok()) return st.WithContext(label);

@@ -2,27 +2,28 @@
 // its warm pools, until SIGTERM or SIGINT; then it stops accepting, lets requests in flight
 // finish (--drain), destroys every box and exits 0. docs/server.md describes it.
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "box/option_text.h"
 #include "cli/box_flags.h"
-#include "codebox/host.h"
 #include "cli/commands.h"
+#include "codebox/host.h"
+#include "codebox/option_schema.h"
 #include "http/address.h"
 #include "http/server.h"
 #include "server/api.h"
 #include "server/box_id.h"
 #include "server/box_registry.h"
-#include "server/peers.h"
 #include "server/json_log.h"
 #include "server/metrics.h"
+#include "server/peers.h"
+#include "server/tenants.h"
 
 namespace codebox::cli {
 namespace {
@@ -39,7 +40,13 @@ options:
                        root, else the user's runtime dir); TCP other than
                        loopback needs --token-file
   --token-file F       bearer tokens, one a line (blank and # lines ignored); F
-                       must not be readable by group or others (chmod 600)
+                       must not be readable by group or others (chmod 600). A
+                       line is TOKEN [tenant=NAME] [admin] [max-boxes=N]
+                       [max-requests=N]: a tenant sees only its own boxes and
+                       sessions (tokens of one tenant share them; a token
+                       without tenant= is a tenant of its own), admin sees all
+  --tenant-max-boxes N boxes one tenant holds at once (default 64); past it 429
+  --tenant-max-requests N  requests of one tenant in flight (default 64)
   --pool SPEC          a warm pool, IMAGE=N[,KEY=VALUE...] (repeatable), KEY a
                        box option (driver, memory, cpus, ...) or kernel=1 to
                        start the kernel too
@@ -51,6 +58,17 @@ options:
   --max-body MiB       the largest request body (default 64)
   --drain S            on SIGTERM, how long requests in flight may take
                        (default 30)
+
+ceilings: the most any request may ask for; more is refused (400) naming the
+option, the value and the ceiling; a timeout of none gets the ceiling:
+  --max-output-limit SIZE  output_limit_bytes (default 64M)
+  --max-memory MiB     memory_mib (default 8192)
+  --max-cpus N         cpus (default: this host's cores)
+  --max-disk MiB       disk_mib (default 16384)
+  --max-processes N    max_processes (default 4096)
+  --max-open-files N   max_open_files (default 65536)
+  --max-exec-timeout S an exec's timeout and exec_timeout (default 3600; none)
+  --max-network-bytes SIZE  network_max_bytes (default 4G)
   --log-format FMT     json (default) or text (the request lines as plain text)
 
 scale-out (docs/scale-out.md): one serve per node; a box id names its node and
@@ -88,6 +106,8 @@ struct ServeFlags {
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(600);
   std::chrono::milliseconds max_lifetime = std::chrono::seconds(3600);
   uint64_t max_body_mib = 64;
+  server::Ceilings ceilings;  // box_lifetime is --max-lifetime
+  server::TenantLimits tenant_limits;
   std::chrono::milliseconds drain = std::chrono::seconds(30);
   bool text_log = false;
   std::string model;
@@ -137,6 +157,17 @@ StatusOr<uint64_t> ParseCount(const std::string& flag, const std::string& text) 
   return std::stoull(text);
 }
 
+// A size in bytes: "4096", "64M", "4G".
+StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& text) {
+  OptionMatch match = FindOption(BoxOptionSchema(), "output_limit_bytes");
+  auto value = box::ParseOptionText(*match.spec, nullptr, text);
+  if (!value.ok()) return value.status().WithContext(flag);
+  if (value->kind() != OptionValue::Kind::kInteger || value->as_integer() < 1) {
+    return InvalidArgument(flag + ": '" + text + "' is not a size of at least 1 byte");
+  }
+  return static_cast<uint64_t>(value->as_integer());
+}
+
 StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
   ServeFlags flags;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -164,6 +195,37 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(flags.idle_timeout, ParseTimeout(v));
     } else if (is("--max-lifetime")) {
       ASSIGN_OR_RETURN(flags.max_lifetime, ParseTimeout(v));
+    } else if (is("--max-output-limit")) {
+      ASSIGN_OR_RETURN(flags.ceilings.output_limit_bytes, ParseBytes("--max-output-limit", v));
+    } else if (is("--max-network-bytes")) {
+      ASSIGN_OR_RETURN(flags.ceilings.network_max_bytes, ParseBytes("--max-network-bytes", v));
+    } else if (is("--max-memory")) {
+      ASSIGN_OR_RETURN(flags.ceilings.memory_mib, ParseMebibytes(v));
+    } else if (is("--max-disk")) {
+      ASSIGN_OR_RETURN(flags.ceilings.disk_mib, ParseMebibytes(v));
+    } else if (is("--max-cpus")) {
+      char* end = nullptr;
+      double cpus = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(cpus > 0) || cpus > 1024) {
+        return InvalidArgument("--max-cpus: '" + v + "' is not a number of cores above 0");
+      }
+      flags.ceilings.cpus = cpus;
+    } else if (is("--max-processes")) {
+      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-processes", v));
+      flags.ceilings.max_processes = static_cast<uint32_t>(n);
+    } else if (is("--max-open-files")) {
+      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-open-files", v));
+      flags.ceilings.max_open_files = static_cast<uint32_t>(n);
+    } else if (is("--max-exec-timeout")) {
+      ASSIGN_OR_RETURN(flags.ceilings.exec_timeout, ParseTimeout(v));
+    } else if (is("--tenant-max-boxes")) {
+      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--tenant-max-boxes", v));
+      if (n == 0) return InvalidArgument("--tenant-max-boxes must be at least 1");
+      flags.tenant_limits.max_boxes = static_cast<uint32_t>(n);
+    } else if (is("--tenant-max-requests")) {
+      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--tenant-max-requests", v));
+      if (n == 0) return InvalidArgument("--tenant-max-requests must be at least 1");
+      flags.tenant_limits.max_requests = static_cast<uint32_t>(n);
     } else if (is("--max-body")) {
       ASSIGN_OR_RETURN(flags.max_body_mib, ParseMebibytes(v));
       if (flags.max_body_mib == 0) return InvalidArgument("--max-body must be at least 1 MiB");
@@ -222,29 +284,15 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
         "use --listen and --token-file");
   }
   if (flags.listen.empty()) flags.listen.push_back("unix:" + http::DefaultSocketPath());
+  flags.ceilings.box_lifetime = flags.max_lifetime;
+  // The server's own defaults must be within what it grants, or every request would fail.
+  BoxOptions within = flags.defaults;
+  Status fits = server::ApplyCeilings(&within, flags.ceilings);
+  if (!fits.ok()) {
+    return InvalidArgument("the box flags ask for more than the ceilings allow: " +
+                           fits.message() + "; lower the box flag or raise the ceiling");
+  }
   return flags;
-}
-
-// Tokens, one a line; blank lines and # comments skipped. A file that holds tokens must not be
-// readable by group or others: a token anyone on the host can read guards nothing, so the
-// server refuses to start rather than warn.
-StatusOr<std::vector<std::string>> ReadTokens(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("--token-file " + path + ": cannot be read");
-  std::vector<std::string> tokens;
-  for (std::string line; std::getline(in, line);) {
-    size_t b = line.find_first_not_of(" \t\r");
-    size_t e = line.find_last_not_of(" \t\r");
-    if (b == std::string::npos || line[b] == '#') continue;
-    tokens.push_back(line.substr(b, e - b + 1));
-  }
-  struct stat st {};
-  if (!tokens.empty() && stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
-    return PermissionDenied("--token-file " + path +
-                            " is readable by group or others; run chmod 600 " + path);
-  }
-  if (tokens.empty()) return InvalidArgument("--token-file " + path + " holds no token");
-  return tokens;
 }
 
 std::string Join(const std::vector<std::string>& parts, const char* sep) {
@@ -302,10 +350,12 @@ int Serve(const ServeFlags& flags) {
     if (!address.ok()) return PrintError("serve", address.status()), kExitUsage;
     http_options.listen.push_back(*address);
   }
+  std::vector<server::TokenGrant> grants;
   if (!flags.token_file.empty()) {
-    auto tokens = ReadTokens(flags.token_file);
-    if (!tokens.ok()) return PrintError("serve", tokens.status()), kExitUsage;
-    http_options.tokens = *tokens;
+    auto read = server::ReadTokenFile(flags.token_file);
+    if (!read.ok()) return PrintError("serve", read.status()), kExitUsage;
+    grants = std::move(*read);
+    for (const server::TokenGrant& grant : grants) http_options.tokens.push_back(grant.token);
   }
   http_options.max_body_bytes = flags.max_body_mib << 20;
   http_options.public_paths = server::PublicPaths();
@@ -340,7 +390,9 @@ int Serve(const ServeFlags& flags) {
 
   server::ApiOptions api_options;
   api_options.defaults = flags.defaults;
-  api_options.max_lifetime = flags.max_lifetime;
+  api_options.ceilings = flags.ceilings;
+  api_options.grants = grants;
+  api_options.tenant_limits = flags.tenant_limits;
   api_options.max_boxes = flags.max_boxes;
   api_options.ask.model = flags.model;
   api_options.ask.base_url = flags.base_url;
@@ -353,7 +405,7 @@ int Serve(const ServeFlags& flags) {
   api_options.max_forward_bytes = std::max<uint64_t>(http_options.max_body_bytes, 512ull << 20);
   const bool text_log = flags.text_log;
   api_options.hooks.on_request = [&metrics, text_log](const server::RequestReport& r) {
-    metrics.ObserveRequest(r.request.method, r.route, r.status, r.seconds);
+    metrics.ObserveRequest(r.request.method, r.route, r.status, r.seconds, r.tenant);
     LogRequest(r, text_log);
   };
   api_options.hooks.on_exec = [&metrics](std::string_view kind, double s) {
@@ -373,7 +425,9 @@ int Serve(const ServeFlags& flags) {
                             {"bytes_up", r.bytes_up},
                             {"bytes_down", r.bytes_down}});
   };
-  api_options.hooks.metrics_text = [&metrics, &registry] { return metrics.Render(registry); };
+  api_options.hooks.metrics_text = [&metrics, &registry](const server::Caller& caller) {
+    return metrics.Render(registry, caller);
+  };
 
   for (const http::Address& a : http_options.listen) api_options.listen.push_back(a.ToString());
   server::Api api(api_options, &registry);

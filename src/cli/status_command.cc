@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "base/text.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
@@ -152,7 +153,7 @@ int StatusCommand(const std::vector<std::string>& args) {
   if (response->status != 200) {
     return PrintError("status", http::StatusFromErrorResponse(*response)), kExitCodeboxError;
   }
-  json status = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  json status = base::ParseJsonOrDiscarded(response->body);
   if (!status.is_object()) {
     PrintError("status", ProtocolError("the server's /v1/status answer is not a JSON object"));
     return kExitCodeboxError;

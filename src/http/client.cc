@@ -11,6 +11,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "base/json.h"
 #include "base/text.h"
 #include "http/sse.h"
 
@@ -282,7 +283,7 @@ Status StatusFromErrorResponse(const ClientResponse& response) {
                     : s == 504             ? StatusCode::kDeadlineExceeded
                     : s >= 400 && s < 500  ? StatusCode::kInvalidArgument
                                            : StatusCode::kInternal;
-  auto json = nlohmann::json::parse(response.body, nullptr, false);
+  auto json = base::ParseJsonOrDiscarded(response.body);
   if (json.is_object() && json.contains("error") && json["error"].is_object() &&
       json["error"].value("message", nlohmann::json()).is_string()) {
     const auto& error = json["error"];

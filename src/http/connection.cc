@@ -184,8 +184,10 @@ class ConnectionImpl : public Connection,
     const auto& o = s_.options;
     bool is_public = false;
     for (const auto& p : o.public_paths) is_public |= (p == request->path);
-    if (!o.tokens.empty() && !is_public &&
-        !BearerTokenMatches(request->Header("authorization"), o.tokens)) {
+    if (!o.tokens.empty()) {
+      request->token = MatchBearerToken(request->Header("authorization"), o.tokens);
+    }
+    if (!o.tokens.empty() && !is_public && request->token < 0) {
       return Reject(401, "unauthenticated",
                     request->Header("authorization").empty()
                         ? "this server needs a token: send 'Authorization: Bearer <token>'"

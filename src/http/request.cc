@@ -103,18 +103,25 @@ Status SplitTarget(std::string_view target, std::string* path,
   return Status::Ok();
 }
 
-bool BearerTokenMatches(std::string_view authorization, const std::vector<std::string>& tokens) {
+std::string_view BearerToken(std::string_view authorization) {
   constexpr std::string_view kScheme = "bearer ";
-  if (authorization.size() <= kScheme.size()) return false;
+  if (authorization.size() <= kScheme.size()) return {};
   for (size_t i = 0; i < kScheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return false;
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return {};
   }
   std::string_view given = authorization.substr(kScheme.size());
   while (!given.empty() && given.front() == ' ') given.remove_prefix(1);
-  // Each token costs time in its own length only; volatile keeps the compiler from turning the
-  // accumulation into an early exit.
-  volatile uint8_t matched = 0;
-  for (const std::string& token : tokens) {
+  return given;
+}
+
+int MatchBearerToken(std::string_view authorization, const std::vector<std::string>& tokens) {
+  std::string_view given = BearerToken(authorization);
+  if (given.empty()) return -1;
+  // Each token costs time in its own length only, and every token is compared whichever
+  // matches; volatile keeps the compiler from turning the accumulation into an early exit.
+  volatile int matched = -1;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const std::string& token = tokens[t];
     if (token.empty()) continue;
     size_t diff = given.size() ^ token.size();
     uint8_t bytes = 0;
@@ -122,9 +129,15 @@ bool BearerTokenMatches(std::string_view authorization, const std::vector<std::s
       uint8_t g = i < given.size() ? static_cast<uint8_t>(given[i]) : 0;
       bytes |= static_cast<uint8_t>(g ^ static_cast<uint8_t>(token[i]));
     }
-    matched = matched | static_cast<uint8_t>((diff | bytes) == 0);
+    // Branch-free: `hit` is all ones when this token matched.
+    int hit = -static_cast<int>((diff | bytes) == 0);
+    matched = (hit & static_cast<int>(t)) | (~hit & matched);
   }
-  return matched != 0;
+  return matched;
+}
+
+bool BearerTokenMatches(std::string_view authorization, const std::vector<std::string>& tokens) {
+  return MatchBearerToken(authorization, tokens) >= 0;
 }
 
 const std::string& Request::Header(std::string_view name) const {

@@ -25,6 +25,10 @@ Status SplitTarget(std::string_view target, std::string* path,
 // compared in full whatever matched before, without early exit on the first differing byte, so
 // the time taken says nothing about which bytes or which token matched.
 bool BearerTokenMatches(std::string_view authorization, const std::vector<std::string>& tokens);
+// The same comparison, answering the index in `tokens` of the one that matched, or -1.
+int MatchBearerToken(std::string_view authorization, const std::vector<std::string>& tokens);
+// <t> of "Bearer <t>" (the scheme in any case), or "" when `authorization` is not one.
+std::string_view BearerToken(std::string_view authorization);
 
 }  // namespace codebox::http
 

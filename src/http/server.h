@@ -35,6 +35,9 @@ struct Request {
   std::string body;    // at most ServerOptions::max_body_bytes
   std::string peer;    // "unix" or "127.0.0.1:53211", for logs
   std::string request_id;  // made by the server ("r-<n>"), also sent as X-Request-Id
+  // The index in ServerOptions::tokens of the bearer token it carried, or -1 (no tokens, none
+  // sent, or a public path's request without a valid one).
+  int token = -1;
 
   // The header's value, or "" when absent (name lower-case).
   const std::string& Header(std::string_view name) const;

@@ -1,5 +1,7 @@
 #include "mcp/jsonrpc.h"
 
+#include "base/json.h"
+
 #include "mcp/session.h"
 
 namespace codebox::mcp {
@@ -15,7 +17,11 @@ nlohmann::json ResultAnswer(const nlohmann::json& id, nlohmann::json result) {
 }
 
 bool IsValidId(const nlohmann::json& id) {
-  return id.is_string() || id.is_number_integer();  // is_number_integer covers unsigned too
+  // A string id is echoed in every answer and kept while its request runs: a client gets a
+  // long one, not an unbounded one.
+  constexpr size_t kMaxIdBytes = 256;
+  return (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes) ||
+         id.is_number_integer();  // is_number_integer covers unsigned too
 }
 
 std::string Serialize(const nlohmann::json& message) {
@@ -26,11 +32,14 @@ ParsedMessage ParseMessage(std::string_view text) {
   ParsedMessage parsed;
   // No exceptions: a hostile or broken client's text is an answer, not a crash. The parser
   // rejects invalid UTF-8 in strings, so every string in a message is valid UTF-8.
-  nlohmann::json message = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (message.is_discarded()) {
-    parsed.error_answer = ErrorAnswer(nullptr, kParseError,
-                                      "Parse error: the message is not valid JSON (send one "
-                                      "JSON-RPC 2.0 object per message)");
+  // Nesting is bounded: an id or a param nested 200,000 deep must not reach a dump().
+  StatusOr<nlohmann::json> json = base::ParseJson(text, {.max_bytes = text.size()}, "the message");
+  nlohmann::json message = json.ok() ? std::move(*json) : nlohmann::json();
+  if (!json.ok()) {
+    parsed.error_answer =
+        ErrorAnswer(nullptr, kParseError,
+                    "Parse error: " + json.status().message() +
+                        " (send one JSON-RPC 2.0 object per message)");
   } else if (message.is_array()) {
     parsed.error_answer = ErrorAnswer(nullptr, kInvalidRequest,
                                       "Invalid Request: JSON-RPC batches are not part of MCP "

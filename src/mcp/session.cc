@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/json.h"
 #include "base/log.h"
 #include "base/text.h"
 #include "mcp/jsonrpc.h"
@@ -216,7 +217,8 @@ std::optional<json> Session::State::CallTool(const json& id, const json& params)
     std::lock_guard lock(mu);
     if (!in_flight.emplace(key, InFlight{}).second) {
       return ErrorAnswer(id, kInvalidRequest,
-                         "Invalid Request: a request with id " + key + " is still running");
+                         "Invalid Request: a request with id " + base::Excerpt(key) +
+                             " is still running");
     }
   }
   ToolResult result = RunInBox(key, name, args);

@@ -1,6 +1,7 @@
 // The tool definitions tools/list answers, and the argument check against their inputSchema.
 #include <set>
 
+#include "base/json.h"
 #include "mcp/tools.h"
 
 namespace codebox::mcp {
@@ -138,11 +139,11 @@ std::string CheckArguments(std::string_view tool_name, const json& arguments) {
     if (!properties.contains(name)) {
       std::string known;
       for (const auto& [p, unused] : properties.items()) known += (known.empty() ? "" : ", ") + p;
-      return "unknown argument '" + name + "': " + tool_text + " takes " +
+      return "unknown argument '" + base::Excerpt(name) + "': " + tool_text + " takes " +
              (known.empty() ? std::string("no arguments") : known);
     }
     if (std::string problem = CheckValue(properties[name], value); !problem.empty()) {
-      return "argument '" + name + "' of " + tool_text + " " + problem;
+      return "argument '" + base::Excerpt(name) + "' of " + tool_text + " " + problem;
     }
   }
   for (const json& name : schema["required"]) {

@@ -1,10 +1,13 @@
 #include "protocol/message.h"
+
 #include <cstdint>
+
+#include "base/json.h"
 
 namespace codebox::protocol {
 
 StatusOr<Json> ParseControl(std::string_view payload) {
-  Json j = Json::parse(payload.begin(), payload.end(), nullptr, /*allow_exceptions=*/false);
+  Json j = base::ParseJsonOrDiscarded(payload);
   if (j.is_discarded()) return ProtocolError("bad JSON in control message");
   if (!j.is_object()) return ProtocolError("control message is not a JSON object");
   return j;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "base/json.h"
 #include "base/text.h"
 #include "box/host_files.h"
 
@@ -20,7 +21,7 @@ std::string TypeOf(const json& j) { return j.type_name(); }
 }  // namespace
 
 StatusOr<json> ParseObject(std::string_view body, std::string_view what) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json j = base::ParseJsonOrDiscarded(body);
   if (j.is_discarded()) {
     return ProtocolError(std::string(what) + " is not valid JSON (" + std::to_string(body.size()) +
                          " bytes: " + base::TerminalSafe(body.substr(0, 120)) + ")");

@@ -120,7 +120,30 @@ class RecordingExchange : public http::Exchange {
   int status_ = 0;
 };
 
+// Who sent `request`: the tenant of the token it carried.
+Caller CallerOf(const Api::Context& context, const http::Request& request) {
+  const ApiOptions& o = context.options;
+  if (!o.tokens_required || o.grants.empty()) return {std::string(kLocalTenant), true};
+  if (request.token >= 0 && static_cast<size_t>(request.token) < o.grants.size()) {
+    const TokenGrant& grant = o.grants[request.token];
+    return {grant.tenant, grant.admin};
+  }
+  return {};  // a public path without a token: no tenant's
+}
+
+// Routes that answer no tenant's data and cost nearly nothing: not counted in a tenant's
+// requests in flight (a peer's load probe carries the replica's token).
+bool IsUncounted(std::string_view route) { return route == "/healthz" || route == "/v1/load"; }
+
 }  // namespace
+
+BoxOwner Call::Owner() const {
+  const Api::Context& c = context;
+  BoxOwner owner{.tenant = caller.tenant};
+  // A server without tokens has one tenant: nothing to share out.
+  if (c.options.tokens_required) owner.max_boxes = c.quotas.For(caller.tenant).max_boxes;
+  return owner;
+}
 
 void Call::RespondJson(int status, const json& body) {
   http::Response response;
@@ -164,9 +187,10 @@ Api::Api(ApiOptions options, BoxRegistry* registry) : context_(std::make_unique<
   context_->options = std::move(options);
   context_->registry = registry;
   const ApiOptions& o = context_->options;
+  context_->quotas = TenantQuotas(o.tenant_limits, o.grants);
   McpSessionsOptions mcp;
   // An MCP session's box is the box POST /v1/boxes {} makes: the server's defaults, checked.
-  auto box_options = DecodeBoxOptions(nlohmann::json::object(), o.defaults, o.max_lifetime);
+  auto box_options = DecodeBoxOptions(nlohmann::json::object(), o.defaults, o.ceilings);
   mcp.box_options = box_options.ok() ? *box_options : o.defaults;  // else Create says why
   mcp.max_sessions = o.max_boxes;
   mcp.idle_timeout = o.idle_timeout;
@@ -201,12 +225,26 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
     }
   }
   std::string_view route_name = found ? found->pattern : "unmatched";
-  Call call{*context_, request, recording, found ? id : std::string(), Status::Ok()};
+  Call call{*context_, request, recording, found ? id : std::string(), Status::Ok(),
+            CallerOf(*context_, request)};
+  // A tenant's share of the requests in flight (only where there are tenants to share among).
+  std::shared_ptr<void> in_flight;
+  if (found && context_->options.tokens_required && !IsUncounted(found->pattern)) {
+    in_flight = context_->in_flight.TryHold(
+        call.caller.tenant, context_->quotas.For(call.caller.tenant).max_requests);
+  }
   // Before any route: a page of another site, or a rebound DNS name, gets nothing.
   std::string refused = RefusedOrigin(request, context_->options.tokens_required);
   if (!refused.empty()) {
     call.NoteError(PermissionDenied(refused));
     (void)recording.Respond(http::ErrorResponse(403, "forbidden", refused));
+  } else if (found && context_->options.tokens_required && !IsUncounted(found->pattern) &&
+             !in_flight) {
+    call.RespondError(ResourceExhausted(
+        "tenant " + call.caller.tenant + " has " +
+        std::to_string(context_->quotas.For(call.caller.tenant).max_requests) +
+        " requests in flight, its quota (--tenant-max-requests, or max-requests= in the token "
+        "file); retry when one has finished"));
   } else if (found) {
     if (!RouteToBoxNode(call)) found->handle(call);
   } else if (path_known) {
@@ -227,7 +265,7 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   const ApiHooks& hooks = context_->options.hooks;
   // What the box's proxy did during (or since) this request; DELETE reported it already.
   if (hooks.on_egress && !call.box_id.empty() && request.method != "DELETE") {
-    auto log = context_->registry->EgressLog(call.box_id);
+    auto log = context_->registry->EgressLog(call.box_id, call.caller);
     if (log.ok()) ReportEgress(*context_, call.box_id, *log, false);
   }
   if (hooks.on_request) {
@@ -236,6 +274,7 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
                                    .status = recording.status(),
                                    .seconds = seconds,
                                    .box_id = call.box_id,
+                                   .tenant = call.caller.tenant,
                                    .error = call.error});
   }
 }

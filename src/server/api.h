@@ -20,7 +20,9 @@
 #include "codebox/status.h"
 #include "http/server.h"
 #include "server/box_registry.h"
+#include "server/api_request.h"
 #include "server/peers.h"
+#include "server/tenants.h"
 
 namespace codebox::server {
 
@@ -31,6 +33,7 @@ struct RequestReport {
   int status = 0;          // as sent (200 for an event stream, whatever it ended with)
   double seconds = 0;
   std::string_view box_id;  // "" when the request named or made no box
+  std::string_view tenant;  // the caller's tenant; "" for a public path without a token
   const Status& error;      // the error answered (also as an `error` event), or OK
 };
 
@@ -47,7 +50,8 @@ struct ApiHooks {
   // before DELETE destroys it, and at the end of a one-shot run (box id "one-shot").
   std::function<void(std::string_view box_id, const EgressRecord& record)> on_egress;
   // GET /metrics: the Prometheus text; unset: /metrics answers 404.
-  std::function<std::string()> metrics_text;
+  // `caller`: who asks (an admin sees every series, a tenant only its own).
+  std::function<std::string(const Caller& caller)> metrics_text;
 };
 
 // The model behind POST /v1/ask (the playground's chat tab): `codebox serve --model M
@@ -65,8 +69,8 @@ struct AskOptions {
 struct ApiOptions {
   // What a client's box options start from (home); the registry's defaults.
   BoxOptions defaults;
-  // A box_timeout a client asks for is capped to it.
-  std::chrono::milliseconds max_lifetime{std::chrono::hours(1)};
+  // The most any request may ask for (box_lifetime is --max-lifetime).
+  Ceilings ceilings;
   uint32_t max_boxes = 256;  // also the most MCP sessions at once (/mcp)
   // An MCP session no request used for this long is ended and its box destroyed (the
   // server's --idle-timeout; kNoTimeout: never).
@@ -74,6 +78,12 @@ struct ApiOptions {
   // Whether requests need a bearer token (--token-file): without, a request's Host must be
   // loopback (api_origin.h).
   bool tokens_required = false;
+  // Who each token is (server/tenants.h), in the order of http::ServerOptions::tokens, so that
+  // http::Request::token indexes it. Without tokens every client is the one tenant "local".
+  // With tokens but no grants (a caller that set none) every token is "local" too.
+  std::vector<TokenGrant> grants;
+  // Each tenant's quotas unless its grants say otherwise; enforced only with tokens.
+  TenantLimits tenant_limits;
   std::vector<std::string> listen;  // for GET /v1/status
   std::string version = "0.1.0";
   ApiHooks hooks;

@@ -98,7 +98,7 @@ void Ask(Call& call) {
   if (!body.ok()) return call.RespondError(body.status());
   auto request = DecodeAskRequest(*body);
   if (!request.ok()) return call.RespondError(request.status());
-  auto box_options = DecodeBoxOptions(json::object(), api.defaults, api.max_lifetime);
+  auto box_options = DecodeBoxOptions(json::object(), api.defaults, api.ceilings);
   if (!box_options.ok()) return call.RespondError(box_options.status());
 
   const bool streaming = call.request.WantsEventStream();
@@ -112,9 +112,10 @@ void Ask(Call& call) {
   options.max_steps = api.ask.max_steps;
   options.box = *box_options;
   BoxRegistry* registry = call.context.registry;
+  const BoxOwner owner = call.Owner();
   options.runner_factory = [&](const BoxOptions& o) -> StatusOr<std::unique_ptr<llm::CodeRunner>> {
     bool from_pool = false;
-    ASSIGN_OR_RETURN(std::shared_ptr<Box> box, registry->TakeOneShot(o, &from_pool));
+    ASSIGN_OR_RETURN(std::shared_ptr<Box> box, registry->TakeOneShot(o, &from_pool, owner));
     if (!ask_box.Set(box)) return Unavailable("the client went away before the box started");
     if (streaming) sink.Send("box", {{"driver", box->info().driver}, {"from_pool", from_pool}});
     return llm::BoxRunnerOver(std::move(box));

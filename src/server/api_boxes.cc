@@ -12,16 +12,27 @@ namespace codebox::server {
 
 using nlohmann::json;
 
+namespace {
+// This node's boxes that the caller may see.
+json TenantBoxesJson(const Call& call) {
+  json boxes = json::array();
+  for (const BoxRecord& record : call.context.registry->List(call.caller)) {
+    boxes.push_back(BoxJson(record));
+  }
+  return boxes;
+}
+}  // namespace
+
 std::string_view OpenApiDocument() { return kOpenApiJson; }
 
 void CreateBox(Call& call) {
   auto body = ParseObject(call.request.body);
   if (!body.ok()) return call.RespondError(body.status());
   const ApiOptions& options = call.context.options;
-  auto box_options = DecodeBoxOptions(*body, options.defaults, options.max_lifetime);
+  auto box_options = DecodeBoxOptions(*body, options.defaults, options.ceilings);
   if (!box_options.ok()) return call.RespondError(box_options.status());
   if (PlaceOnPeer(call, box_options->driver)) return;
-  auto record = call.context.registry->Create(*box_options);
+  auto record = call.context.registry->Create(*box_options, call.Owner());
   if (!record.ok() && record.status().code() == StatusCode::kResourceExhausted &&
       PlaceOnPeer(call, box_options->driver, /*local_refused=*/true)) {
     return;
@@ -38,17 +49,15 @@ void ListBoxes(Call& call) {
     return call.RespondError(InvalidArgument("scope must be cluster or node, not '" +
                                              base::TerminalSafe(scope_text, 40) + "'"));
   }
-  json boxes = json::array();
-  for (const BoxRecord& record : call.context.registry->List()) boxes.push_back(BoxJson(record));
-  json body = {{"boxes", std::move(boxes)}};
+  json body = {{"boxes", TenantBoxesJson(call)}};
   if (scope_text == "cluster") AddPeerBoxes(call, &body);
   call.RespondJson(200, body);
 }
 
 void GetBox(Call& call) {
-  auto record = call.context.registry->Get(call.box_id);
+  auto record = call.context.registry->Get(call.box_id, call.caller);
   if (!record.ok()) return call.RespondError(record.status());
-  auto log = call.context.registry->EgressLog(call.box_id);
+  auto log = call.context.registry->EgressLog(call.box_id, call.caller);
   if (!log.ok()) return call.RespondError(log.status());
   json body = BoxJson(*record);
   body["egress"] = EgressLogJson(*log);
@@ -56,9 +65,10 @@ void GetBox(Call& call) {
 }
 
 void DeleteBox(Call& call) {
-  auto log = call.context.registry->EgressLog(call.box_id);  // its last connections first
+  // its last connections first
+  auto log = call.context.registry->EgressLog(call.box_id, call.caller);
   if (log.ok()) ReportEgress(call.context, call.box_id, *log, true);
-  Status st = call.context.registry->Destroy(call.box_id);
+  Status st = call.context.registry->Destroy(call.box_id, call.caller);
   if (!st.ok()) return call.RespondError(st);
   call.RespondNoContent();
 }
@@ -97,8 +107,7 @@ void Healthz(Call& call) {
 
 void ServerStatus(Call& call) {
   const Api::Context& context = call.context;
-  json boxes = json::array();
-  for (const BoxRecord& record : context.registry->List()) boxes.push_back(BoxJson(record));
+  json boxes = TenantBoxesJson(call);
   double uptime =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - context.started).count();
   call.RespondJson(200, {{"version", context.options.version},
@@ -118,7 +127,7 @@ void MetricsText(Call& call) {
   if (!render) return call.RespondError(NotFound("this server keeps no metrics"));
   http::Response response;
   response.content_type = "text/plain; version=0.0.4";
-  response.body = render();
+  response.body = render(call.caller);
   (void)call.exchange.Respond(std::move(response));
 }
 

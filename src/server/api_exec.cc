@@ -80,7 +80,7 @@ void AnswerExec(Call& call, std::string_view kind, ExecOptions options, const Ex
 // Exec or RunPython in the call's box, with the request marker set.
 void AnswerBoxExec(Call& call, std::string_view kind, ExecOptions options,
                    const std::function<StatusOr<ExecResult>(Box&, const ExecOptions&)>& run) {
-  auto lease = call.context.registry->Acquire(call.box_id);
+  auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   Box& box = lease->box();
   std::string marker =
@@ -96,7 +96,7 @@ void AnswerBoxExec(Call& call, std::string_view kind, ExecOptions options,
 void ExecInBox(Call& call) {
   auto body = ParseObject(call.request.body);
   if (!body.ok()) return call.RespondError(body.status());
-  auto request = DecodeExecRequest(*body);
+  auto request = DecodeExecRequest(*body, call.context.options.ceilings);
   if (!request.ok()) return call.RespondError(request.status());
   AnswerBoxExec(call, "exec", request->options,
                 [&](Box& box, const ExecOptions& o) { return box.Exec(request->argv, o); });
@@ -105,7 +105,7 @@ void ExecInBox(Call& call) {
 void PythonInBox(Call& call) {
   auto body = ParseObject(call.request.body);
   if (!body.ok()) return call.RespondError(body.status());
-  auto request = DecodePythonRequest(*body);
+  auto request = DecodePythonRequest(*body, call.context.options.ceilings);
   if (!request.ok()) return call.RespondError(request.status());
   AnswerBoxExec(call, "python", request->options,
                 [&](Box& box, const ExecOptions& o) { return box.RunPython(request->code, o); });
@@ -114,9 +114,9 @@ void PythonInBox(Call& call) {
 void RunCodeInBox(Call& call) {
   auto body = ParseObject(call.request.body);
   if (!body.ok()) return call.RespondError(body.status());
-  auto request = DecodeCellRequest(*body);
+  auto request = DecodeCellRequest(*body, call.context.options.ceilings);
   if (!request.ok()) return call.RespondError(request.status());
-  auto lease = call.context.registry->Acquire(call.box_id);
+  auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   Box& box = lease->box();
 
@@ -146,7 +146,7 @@ void RunCodeInBox(Call& call) {
 }
 
 void RestartKernel(Call& call) {
-  auto lease = call.context.registry->Acquire(call.box_id);
+  auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   Status st = lease->box().RestartKernel();
   if (!st.ok()) return call.RespondError(st);
@@ -154,7 +154,7 @@ void RestartKernel(Call& call) {
 }
 
 void InterruptCode(Call& call) {
-  auto lease = call.context.registry->Acquire(call.box_id);
+  auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   Status st = lease->box().InterruptCode();
   if (!st.ok()) return call.RespondError(st);
@@ -165,11 +165,11 @@ void RunOneShot(Call& call) {
   auto body = ParseObject(call.request.body);
   if (!body.ok()) return call.RespondError(body.status());
   const ApiOptions& api = call.context.options;
-  auto request = DecodeRunRequest(*body, api.defaults, api.max_lifetime);
+  auto request = DecodeRunRequest(*body, api.defaults, api.ceilings);
   if (!request.ok()) return call.RespondError(request.status());
   if (PlaceOnPeer(call, request->box.driver)) return;
   bool from_pool = false;
-  auto taken = call.context.registry->TakeOneShot(request->box, &from_pool);
+  auto taken = call.context.registry->TakeOneShot(request->box, &from_pool, call.Owner());
   if (!taken.ok() && taken.status().code() == StatusCode::kResourceExhausted &&
       PlaceOnPeer(call, request->box.driver, /*local_refused=*/true)) {
     return;

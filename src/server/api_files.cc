@@ -78,7 +78,7 @@ void PutFile(Call& call) {
   if (!path.ok()) return call.RespondError(path.status());
   auto mode = ModeParam(call);
   if (!mode.ok()) return call.RespondError(mode.status());
-  auto lease = call.context.registry->Acquire(call.box_id);
+  auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   Status st = IsTar(call) ? PutTar(lease->box(), *path, call.request.body)
                           : lease->box().WriteFile(*path, call.request.body, *mode);
@@ -89,7 +89,7 @@ void PutFile(Call& call) {
 void GetFile(Call& call) {
   auto path = PathParam(call);
   if (!path.ok()) return call.RespondError(path.status());
-  auto lease = call.context.registry->Acquire(call.box_id);
+  auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   Box& box = lease->box();
   auto list = call.request.query.find("list");
@@ -121,7 +121,7 @@ void GetFile(Call& call) {
 void DeleteFile(Call& call) {
   auto path = PathParam(call);
   if (!path.ok()) return call.RespondError(path.status());
-  auto lease = call.context.registry->Acquire(call.box_id);
+  auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   Status st = lease->box().Remove(*path);
   if (!st.ok()) return call.RespondError(st);

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <future>
 
+#include "base/json.h"
 #include "http/client.h"
+#include "http/request.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
 #include "server/box_id.h"
@@ -23,8 +25,8 @@ constexpr char kForwardedBy[] = "x-codebox-forwarded-by";
 // Connecting to a peer: on one cluster network this takes milliseconds; past this it is down.
 constexpr auto kPeerConnectTimeout = std::chrono::seconds(2);
 
-// Request headers that go on with a forwarded request. Not Authorization (the replica sends
-// its own token), not Origin or Host (the receiving replica checked them; the peer would
+// Request headers that go on with a forwarded request. Not Authorization (ForwardToken sends
+// the client's token itself), not Origin or Host (the receiving replica checked them; the peer would
 // judge them against its own address).
 constexpr std::string_view kForwardedHeaders[] = {"accept", "mcp-session-id",
                                                   "mcp-protocol-version"};
@@ -66,8 +68,18 @@ std::chrono::milliseconds ForwardTimeout(const ApiOptions& options) {
   // timeout, this only keeps a dead peer from holding the request for ever.
   constexpr auto kMargin = std::chrono::minutes(1);
   constexpr auto kCap = std::chrono::hours(24);
-  if (options.max_lifetime >= kCap - kMargin) return kCap;
-  return options.max_lifetime + kMargin;
+  const std::chrono::milliseconds lifetime = options.ceilings.box_lifetime;
+  if (lifetime >= kCap - kMargin) return kCap;
+  return lifetime + kMargin;
+}
+
+// The token a forwarded request carries: the client's own, so that the box's node finds the
+// client's tenant and checks it itself (the replicas share the token file); the replica's own
+// where the client needed none.
+std::string ForwardToken(const Call& call) {
+  std::string_view client = http::BearerToken(call.request.Header("authorization"));
+  if (call.context.options.tokens_required && !client.empty()) return std::string(client);
+  return call.context.options.peers->token();
 }
 
 }  // namespace
@@ -77,7 +89,7 @@ bool IsForwarded(const http::Request& request) { return !request.Header(kForward
 Status Forward(Call& call, const http::Address& address, std::string_view node) {
   const ApiOptions& options = call.context.options;
   const http::Request& request = call.request;
-  http::ClientOptions client_options{.token = options.peers->token(),
+  http::ClientOptions client_options{.token = ForwardToken(call),
                                      .connect_timeout = kPeerConnectTimeout,
                                      .max_response_bytes = options.max_forward_bytes};
   http::Client client(address, client_options);
@@ -243,7 +255,7 @@ void AddPeerBoxes(Call& call, json* body) {
   for (const Peer& peer : peers) {
     answers.push_back(std::async(std::launch::async, [&call, &options, peer]() -> StatusOr<json> {
       if (!peer.up) return Unavailable(peer.error);
-      http::ClientOptions client_options{.token = options.peers->token(),
+      http::ClientOptions client_options{.token = ForwardToken(call),
                                          .connect_timeout = kPeerConnectTimeout,
                                          .max_response_bytes = kMaxPeerListBytes};
       http::ClientRequest request;
@@ -253,7 +265,7 @@ void AddPeerBoxes(Call& call, json* body) {
       ASSIGN_OR_RETURN(http::ClientResponse answer,
                        http::Client(peer.address, client_options).Send(request));
       if (answer.status != 200) return http::StatusFromErrorResponse(answer);
-      json list = json::parse(answer.body, nullptr, false);
+      json list = base::ParseJsonOrDiscarded(answer.body);
       if (!list.is_object() || !list.contains("boxes") || !list["boxes"].is_array()) {
         return ProtocolError("its box list is not {\"boxes\": [...]}");
       }

@@ -19,6 +19,8 @@ namespace codebox::server {
 struct Api::Context {
   ApiOptions options;
   BoxRegistry* registry = nullptr;
+  TenantQuotas quotas;       // from options.grants and options.tenant_limits
+  TenantCounter in_flight;   // requests in flight per tenant
   std::unique_ptr<McpSessions> mcp;  // /mcp (api_mcp.cc)
   EgressAudit egress;                // which egress records went to hooks.on_egress
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -31,6 +33,10 @@ struct Call {
   http::Exchange& exchange;
   std::string box_id;  // the route's {id}, already checked; "" when the route has none
   Status error;        // the error answered, for the report
+  Caller caller;       // who sent it (a tenant sees and touches only its own)
+
+  // What a box this call makes belongs to: the caller's tenant, within its quota.
+  BoxOwner Owner() const;
 
   void RespondJson(int status, const nlohmann::json& body);
   void RespondNoContent();

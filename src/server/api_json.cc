@@ -54,6 +54,7 @@ json ExecutionJson(const Execution& e) {
 
 json BoxJson(const BoxRecord& b) {
   return {{"id", b.id},
+          {"tenant", b.tenant},
           {"image", b.image},
           {"driver", b.info.driver},
           {"limits", b.info.limits},

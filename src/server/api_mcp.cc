@@ -74,7 +74,7 @@ McpSessions& Sessions(Call& call) { return *call.context.mcp; }
 void Initialize(Call& call, const json& message) {
   // A full or busy node lets a peer hold the session (and the box its tools will make).
   if (PlaceOnPeer(call, DriverKind::kAuto)) return;
-  auto use = Sessions(call).Open();
+  auto use = Sessions(call).Open(call.Owner());
   if (!use.ok()) {
     return RespondRpcError(call, 429, message["id"], use.status());
   }
@@ -127,7 +127,7 @@ void McpPost(Call& call) {
         InvalidArgument("no Mcp-Session-Id header: send initialize first, then its "
                         "Mcp-Session-Id with every request"));
   }
-  auto use = Sessions(call).Find(session_id);
+  auto use = Sessions(call).Find(session_id, call.caller);
   if (!use.ok()) return RespondRpcError(call, 404, id, use.status());
   // The spec: a version we do not support is 400; the client sends the one negotiated.
   const std::string& version = request.Header("mcp-protocol-version");
@@ -151,7 +151,7 @@ void McpDelete(Call& call) {
         InvalidArgument("DELETE /mcp ends the session named by the Mcp-Session-Id header; "
                         "it is missing"));
   }
-  Status st = Sessions(call).End(session_id);
+  Status st = Sessions(call).End(session_id, call.caller);
   if (!st.ok()) return RespondRpcError(call, 404, nullptr, st);
   call.RespondNoContent();
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/json.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
 #include "server/api_request.h"
@@ -23,7 +24,7 @@ StatusOr<PackagesRequest> DecodePackagesRequest(const json& body) {
   PackagesRequest out;
   for (const auto& [key, value] : body.items()) {
     if (key != "packages" && key != "index_url" && key != "timeout") {
-      return InvalidArgument("unknown field '" + key +
+      return InvalidArgument("unknown field '" + base::Excerpt(key) +
                              "' in a packages request; it takes packages, index_url, timeout");
     }
   }
@@ -32,7 +33,8 @@ StatusOr<PackagesRequest> DecodePackagesRequest(const json& body) {
     return InvalidArgument("packages: give a non-empty list of package names");
   }
   for (const json& p : *packages) {
-    if (!p.is_string()) return InvalidArgument("packages: each must be a string, got " + p.dump());
+    if (!p.is_string()) return InvalidArgument("packages: each must be a string, got " +
+                                                base::JsonExcerpt(p));
     out.packages.push_back(p.get<std::string>());
   }
   const auto index = body.find("index_url");
@@ -58,7 +60,7 @@ void InstallPackagesInBox(Call& call) {
   if (!body.ok()) return call.RespondError(body.status());
   auto request = DecodePackagesRequest(*body);
   if (!request.ok()) return call.RespondError(request.status());
-  auto lease = call.context.registry->Acquire(call.box_id);
+  auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   const auto start = std::chrono::steady_clock::now();
   auto result = lease->box().InstallPackages(request->packages, request->options);

@@ -1,8 +1,11 @@
 #include "server/api_request.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <initializer_list>
+#include <thread>
 
+#include "base/json.h"
 #include "box/options_json.h"
 #include "codebox/option_schema.h"
 
@@ -83,13 +86,42 @@ Status SetBoxKey(BoxOptions* options, const std::string& key, const json& value)
   return SetBoxOption(options, key, v, key);
 }
 
+std::string Number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+std::string Seconds(std::chrono::milliseconds d) { return Number(d.count() / 1000.0) + " s"; }
+
+Status OverCeiling(std::string_view option, const std::string& value, const std::string& ceiling,
+                   std::string_view flag) {
+  return InvalidArgument(std::string(option) + " " + value + " is over this server's ceiling " +
+                         ceiling + " (codebox serve " + std::string(flag) +
+                         "); ask for at most that");
+}
+
+// A timeout under its ceiling: "none" becomes the ceiling, more is refused.
+Status CapTimeout(std::chrono::milliseconds* timeout, std::chrono::milliseconds ceiling,
+                  std::string_view option, std::string_view flag) {
+  if (ceiling == kNoTimeout || *timeout <= ceiling) return Status::Ok();
+  if (*timeout == kNoTimeout) {
+    *timeout = ceiling;
+    return Status::Ok();
+  }
+  return OverCeiling(option, Seconds(*timeout), Seconds(ceiling), flag);
+}
+
+Status CapExecTimeout(ExecOptions* options, const Ceilings& ceilings) {
+  if (!options->timeout) return Status::Ok();  // the box's exec_timeout, capped at its create
+  return CapTimeout(&*options->timeout, ceilings.exec_timeout, "timeout", "--max-exec-timeout");
+}
+
 Status FinishBoxOptions(BoxOptions* options, const BoxOptions& defaults,
-                        std::chrono::milliseconds max_lifetime) {
+                        const Ceilings& ceilings) {
   options->home = defaults.home;
   options->server.clear();
   options->server_token.clear();
-  if (max_lifetime != kNoTimeout)
-    options->box_timeout = std::min(options->box_timeout, max_lifetime);
+  RETURN_IF_ERROR(ApplyCeilings(options, ceilings));
   return options->Validate();
 }
 
@@ -97,17 +129,9 @@ Status FinishBoxOptions(BoxOptions* options, const BoxOptions& defaults,
 
 StatusOr<json> ParseObject(std::string_view body) {
   if (body.empty()) return json::object();
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ...".
-    std::string what = e.what();
-    size_t bracket = what.find("] ");
-    if (bracket != std::string::npos) what = what.substr(bracket + 2);
-    return InvalidArgument("the request body is not valid JSON (byte " + std::to_string(e.byte) +
-                           "): " + what);
-  }
+  // The size was bounded by --max-body already; the nesting bound is what keeps a client's
+  // value from overflowing the stack when an error or a log echoes it.
+  ASSIGN_OR_RETURN(json j, base::ParseJson(body, {.max_bytes = body.size()}, "the request body"));
   if (!j.is_object()) {
     return InvalidArgument(std::string("the request body must be a JSON object, got ") +
                            j.type_name());
@@ -115,15 +139,51 @@ StatusOr<json> ParseObject(std::string_view body) {
   return j;
 }
 
+double Ceilings::HostCpus() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1.0 : static_cast<double>(n);
+}
+
+Status ApplyCeilings(BoxOptions* o, const Ceilings& c) {
+  RETURN_IF_ERROR(CapTimeout(&o->box_timeout, c.box_lifetime, "box_timeout", "--max-lifetime"));
+  RETURN_IF_ERROR(
+      CapTimeout(&o->exec_timeout, c.exec_timeout, "exec_timeout", "--max-exec-timeout"));
+  auto count = [](uint64_t n) { return std::to_string(n); };
+  if (o->output_limit_bytes > c.output_limit_bytes) {
+    return OverCeiling("output_limit_bytes", count(o->output_limit_bytes),
+                       count(c.output_limit_bytes), "--max-output-limit");
+  }
+  if (o->memory_mib > c.memory_mib) {
+    return OverCeiling("memory_mib", count(o->memory_mib), count(c.memory_mib), "--max-memory");
+  }
+  if (o->cpus > c.cpus) return OverCeiling("cpus", Number(o->cpus), Number(c.cpus), "--max-cpus");
+  if (o->disk_mib > c.disk_mib) {
+    return OverCeiling("disk_mib", count(o->disk_mib), count(c.disk_mib), "--max-disk");
+  }
+  if (o->max_processes > c.max_processes) {
+    return OverCeiling("max_processes", count(o->max_processes), count(c.max_processes),
+                       "--max-processes");
+  }
+  if (o->max_open_files > c.max_open_files) {
+    return OverCeiling("max_open_files", count(o->max_open_files), count(c.max_open_files),
+                       "--max-open-files");
+  }
+  if (o->network_max_bytes > c.network_max_bytes) {
+    return OverCeiling("network_max_bytes", count(o->network_max_bytes),
+                       count(c.network_max_bytes), "--max-network-bytes");
+  }
+  return Status::Ok();
+}
+
 StatusOr<BoxOptions> DecodeBoxOptions(const json& object, const BoxOptions& defaults,
-                                      std::chrono::milliseconds max_lifetime) {
+                                      const Ceilings& ceilings) {
   BoxOptions options = defaults;
   for (const auto& [key, value] : object.items()) RETURN_IF_ERROR(SetBoxKey(&options, key, value));
-  RETURN_IF_ERROR(FinishBoxOptions(&options, defaults, max_lifetime));
+  RETURN_IF_ERROR(FinishBoxOptions(&options, defaults, ceilings));
   return options;
 }
 
-StatusOr<ExecRequest> DecodeExecRequest(const json& object) {
+StatusOr<ExecRequest> DecodeExecRequest(const json& object, const Ceilings& ceilings) {
   RETURN_IF_ERROR(CheckFields(object, ExecFields()));
   ExecRequest request;
   auto argv = object.find("argv");
@@ -141,29 +201,32 @@ StatusOr<ExecRequest> DecodeExecRequest(const json& object) {
     request.argv.push_back(arg.get<std::string>());
   }
   ASSIGN_OR_RETURN(request.options, box::ExecOptionsFromJson(Without(object, {"argv"})));
+  RETURN_IF_ERROR(CapExecTimeout(&request.options, ceilings));
   return request;
 }
 
-StatusOr<PythonRequest> DecodePythonRequest(const json& object) {
+StatusOr<PythonRequest> DecodePythonRequest(const json& object, const Ceilings& ceilings) {
   RETURN_IF_ERROR(CheckFields(object, PythonFields()));
   PythonRequest request;
   ASSIGN_OR_RETURN(request.code, RequiredString(object, "code"));
   ASSIGN_OR_RETURN(request.options, box::ExecOptionsFromJson(Without(object, {"code"})));
+  RETURN_IF_ERROR(CapExecTimeout(&request.options, ceilings));
   return request;
 }
 
-StatusOr<CellRequest> DecodeCellRequest(const json& object) {
+StatusOr<CellRequest> DecodeCellRequest(const json& object, const Ceilings& ceilings) {
   RETURN_IF_ERROR(CheckFields(object, CellFields()));
   CellRequest request;
   ASSIGN_OR_RETURN(request.code, RequiredString(object, "code"));
   // The timeout reads as an exec's does: seconds, or "none".
   ASSIGN_OR_RETURN(ExecOptions timing, box::ExecOptionsFromJson(Without(object, {"code"})));
+  RETURN_IF_ERROR(CapExecTimeout(&timing, ceilings));
   request.options.timeout = timing.timeout;
   return request;
 }
 
 StatusOr<RunRequest> DecodeRunRequest(const json& object, const BoxOptions& defaults,
-                                      std::chrono::milliseconds max_lifetime) {
+                                      const Ceilings& ceilings) {
   RETURN_IF_ERROR(CheckFields(object, RunFields()));
   RunRequest request;
   ASSIGN_OR_RETURN(request.code, RequiredString(object, "code"));
@@ -178,7 +241,8 @@ StatusOr<RunRequest> DecodeRunRequest(const json& object, const BoxOptions& defa
     }
   }
   ASSIGN_OR_RETURN(request.exec, box::ExecOptionsFromJson(exec));
-  RETURN_IF_ERROR(FinishBoxOptions(&request.box, defaults, max_lifetime));
+  RETURN_IF_ERROR(CapExecTimeout(&request.exec, ceilings));
+  RETURN_IF_ERROR(FinishBoxOptions(&request.box, defaults, ceilings));
   return request;
 }
 

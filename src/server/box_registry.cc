@@ -29,6 +29,10 @@ double Ms(Clock::duration d) {
 
 }  // namespace
 
+Status UnknownBoxError(std::string_view id) {
+  return NotFound("no box " + std::string(id) + "; it may have been destroyed or reaped");
+}
+
 std::string RandomHex(size_t bytes) { return base::HexEncode(base::RandomBytes(bytes)); }
 
 std::string NewRegistryBoxId(const RegistryOptions& options) {
@@ -124,9 +128,12 @@ std::optional<ReadyBox> BoxRegistry::State::TakeFromPoolLocked(const std::string
 
 BoxRecord BoxRegistry::State::RegisterLocked(std::string id, std::shared_ptr<Box> box,
                                              const BoxOptions& o, bool from_pool,
-                                             Clock::time_point started) {
+                                             Clock::time_point started, std::string tenant,
+                                             std::shared_ptr<void> tenant_hold) {
   RegisteredBox entry;
   entry.record.id = std::move(id);
+  entry.record.tenant = std::move(tenant);
+  entry.tenant_hold = std::move(tenant_hold);
   entry.record.image = o.image;
   entry.record.info = box->info();
   entry.record.from_pool = from_pool;
@@ -140,6 +147,17 @@ BoxRecord BoxRegistry::State::RegisterLocked(std::string id, std::shared_ptr<Box
   record.state = "idle";
   boxes.emplace(record.id, std::move(entry));
   return record;
+}
+
+StatusOr<std::shared_ptr<void>> BoxRegistry::State::HoldTenantSlotLocked(const BoxOwner& owner) {
+  std::shared_ptr<void> hold = tenant_boxes.TryHold(owner.tenant, owner.max_boxes);
+  if (!hold) {
+    return ResourceExhausted("tenant " + owner.tenant + " holds " +
+                             std::to_string(owner.max_boxes) +
+                             " boxes, its quota (--tenant-max-boxes, or max-boxes= in the token "
+                             "file); destroy one of its boxes or retry later");
+  }
+  return hold;
 }
 
 BoxRegistry::BoxRegistry(RegistryOptions options) {
@@ -174,16 +192,18 @@ void BoxRegistry::Start() {
   state_->reaper = std::thread([s = state_] { s->ReapLoop(); });
 }
 
-StatusOr<BoxRecord> BoxRegistry::Create(const BoxOptions& options) {
+StatusOr<BoxRecord> BoxRegistry::Create(const BoxOptions& options, const BoxOwner& owner) {
   State& s = *state_;
   const BoxOptions o = s.Normalize(options);
   const std::string key = PoolMatchKey(o);
+  std::shared_ptr<void> tenant_hold;
   {
     std::unique_lock<std::mutex> lock(s.mu);
     if (s.stopping) return Unavailable("the server is shutting down; retry on another");
+    ASSIGN_OR_RETURN(tenant_hold, s.HoldTenantSlotLocked(owner));
     if (auto ready = s.TakeFromPoolLocked(key)) {
-      BoxRecord record =
-          s.RegisterLocked(std::move(ready->id), std::move(ready->box), o, true, ready->started);
+      BoxRecord record = s.RegisterLocked(std::move(ready->id), std::move(ready->box), o, true,
+                                          ready->started, owner.tenant, std::move(tenant_hold));
       lock.unlock();
       JsonLog::Write(LogLevel::kInfo, "box created",
                      {{"box", record.id}, {"image", o.image}, {"from_pool", true}});
@@ -213,7 +233,8 @@ StatusOr<BoxRecord> BoxRegistry::Create(const BoxOptions& options) {
     lock.unlock();
     return Unavailable("the server is shutting down; retry on another");
   }
-  BoxRecord record = s.RegisterLocked(NewRegistryBoxId(s.options), std::move(*box), o, false, started);
+  BoxRecord record = s.RegisterLocked(NewRegistryBoxId(s.options), std::move(*box), o, false,
+                                      started, owner.tenant, std::move(tenant_hold));
   lock.unlock();
   JsonLog::Write(LogLevel::kInfo, "box created",
                  {{"box", record.id},
@@ -223,11 +244,11 @@ StatusOr<BoxRecord> BoxRegistry::Create(const BoxOptions& options) {
   return record;
 }
 
-StatusOr<BoxRegistry::Lease> BoxRegistry::Acquire(std::string_view id) {
+StatusOr<BoxRegistry::Lease> BoxRegistry::Acquire(std::string_view id, const Caller& caller) {
   std::lock_guard<std::mutex> lock(state_->mu);
   auto it = state_->boxes.find(id);
-  if (it == state_->boxes.end()) {
-    return NotFound("no box " + std::string(id) + "; it may have been destroyed or reaped");
+  if (it == state_->boxes.end() || !caller.Sees(it->second.record.tenant)) {
+    return UnknownBoxError(id);
   }
   RegisteredBox& b = it->second;
   ++b.leases;
@@ -257,22 +278,23 @@ static BoxRecord WithState(const RegisteredBox& b) {
   return record;
 }
 
-StatusOr<BoxRecord> BoxRegistry::Get(std::string_view id) const {
+StatusOr<BoxRecord> BoxRegistry::Get(std::string_view id, const Caller& caller) const {
   std::lock_guard<std::mutex> lock(state_->mu);
   auto it = state_->boxes.find(id);
-  if (it == state_->boxes.end()) {
-    return NotFound("no box " + std::string(id) + "; it may have been destroyed or reaped");
+  if (it == state_->boxes.end() || !caller.Sees(it->second.record.tenant)) {
+    return UnknownBoxError(id);
   }
   return WithState(it->second);
 }
 
-StatusOr<std::vector<EgressRecord>> BoxRegistry::EgressLog(std::string_view id) const {
+StatusOr<std::vector<EgressRecord>> BoxRegistry::EgressLog(std::string_view id,
+                                                           const Caller& caller) const {
   std::shared_ptr<Box> box;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     auto it = state_->boxes.find(id);
-    if (it == state_->boxes.end()) {
-      return NotFound("no box " + std::string(id) + "; it may have been destroyed or reaped");
+    if (it == state_->boxes.end() || !caller.Sees(it->second.record.tenant)) {
+      return UnknownBoxError(id);
     }
     box = it->second.box;
   }
@@ -281,22 +303,25 @@ StatusOr<std::vector<EgressRecord>> BoxRegistry::EgressLog(std::string_view id) 
   return box->EgressLog();
 }
 
-std::vector<BoxRecord> BoxRegistry::List() const {
+std::vector<BoxRecord> BoxRegistry::List(const Caller& caller) const {
   std::lock_guard<std::mutex> lock(state_->mu);
   std::vector<BoxRecord> out;
-  for (const auto& [id, b] : state_->boxes) out.push_back(WithState(b));
+  for (const auto& [id, b] : state_->boxes) {
+    if (caller.Sees(b.record.tenant)) out.push_back(WithState(b));
+  }
   std::sort(out.begin(), out.end(),
             [](const BoxRecord& a, const BoxRecord& b) { return a.created_at < b.created_at; });
   return out;
 }
 
-Status BoxRegistry::Destroy(std::string_view id) {
+Status BoxRegistry::Destroy(std::string_view id, const Caller& caller) {
   std::unique_lock<std::mutex> lock(state_->mu);
-  auto node = state_->boxes.extract(std::string(id));
-  lock.unlock();
-  if (node.empty()) {
-    return NotFound("no box " + std::string(id) + "; it may have been destroyed or reaped");
+  auto it = state_->boxes.find(id);
+  if (it == state_->boxes.end() || !caller.Sees(it->second.record.tenant)) {
+    return UnknownBoxError(id);
   }
+  auto node = state_->boxes.extract(it);
+  lock.unlock();
   // Calls in flight on leases fail cleanly; the Box itself goes with the last lease.
   DestroyBox(node.key(), node.mapped().box, "request");
   return Status::Ok();
@@ -308,6 +333,7 @@ namespace {
 // id, then the box goes (and with it its slot).
 struct OneShot {
   std::string id;
+  std::shared_ptr<void> tenant_hold;  // given back after the box went (members go in reverse)
   std::shared_ptr<Box> box;
   ~OneShot() {
     JsonLog::Write(LogLevel::kInfo, "box destroyed", {{"box", id}, {"reason", "one-shot"}});
@@ -317,7 +343,7 @@ struct OneShot {
 }  // namespace
 
 StatusOr<std::shared_ptr<Box>> BoxRegistry::TakeOneShot(const BoxOptions& options,
-                                                        bool* from_pool) {
+                                                        bool* from_pool, const BoxOwner& owner) {
   State& s = *state_;
   const BoxOptions o = s.Normalize(options);
   const std::string key = PoolMatchKey(o);
@@ -325,6 +351,7 @@ StatusOr<std::shared_ptr<Box>> BoxRegistry::TakeOneShot(const BoxOptions& option
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.stopping) return Unavailable("the server is shutting down; retry on another");
+    ASSIGN_OR_RETURN(taken->tenant_hold, s.HoldTenantSlotLocked(owner));
     if (auto ready = s.TakeFromPoolLocked(key)) {
       taken->id = std::move(ready->id);
       taken->box = std::move(ready->box);
@@ -428,6 +455,10 @@ std::vector<BoxCount> BoxRegistry::CountBoxes() const {
   std::vector<BoxCount> out;
   for (const auto& [k, n] : counts) out.push_back({k.first, k.second, n});
   return out;
+}
+
+std::map<std::string, uint32_t, std::less<>> BoxRegistry::TenantBoxCounts() const {
+  return state_->tenant_boxes.Counts();
 }
 
 void BoxRegistry::Shutdown() {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include "codebox/box.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
+#include "server/tenants.h"
 
 namespace codebox::server {
 
@@ -65,6 +67,7 @@ struct BoxStartCounts {
 // What `GET /v1/boxes/{id}` shows.
 struct BoxRecord {
   std::string id;  // "b-<16 hex>.<node>" (server/box_id.h; not guessable, never reused)
+  std::string tenant;  // whose box it is (server/tenants.h)
   std::string image;
   BoxInfo info;    // driver, limits, limits_not_enforced
   std::string state;  // "idle", "busy"
@@ -84,6 +87,17 @@ struct PoolStatus {
   std::string last_error;  // why the last start failed, or ""
 };
 
+// Whose box a Create or TakeOneShot makes, and how many boxes that tenant may hold at once
+// (pool boxes are nobody's until taken).
+struct BoxOwner {
+  std::string tenant = std::string(kLocalTenant);
+  uint32_t max_boxes = UINT32_MAX;
+};
+
+// The answer for a box id this registry does not hold, and for one another tenant holds: a
+// tenant cannot tell the two apart.
+Status UnknownBoxError(std::string_view id);
+
 class BoxRegistry {
  public:
   explicit BoxRegistry(RegistryOptions options);
@@ -97,8 +111,8 @@ class BoxRegistry {
   // box when one with equal options (box::BoxShapeKey, and the options Box applies per exec:
   // timeouts, env, output limit, the driver "auto" resolves to) is ready, else started now.
   // box_timeout is capped at max_lifetime; prestart is ignored (a spare jail would be a box
-  // outside max_boxes). kResourceExhausted at max_boxes.
-  StatusOr<BoxRecord> Create(const BoxOptions& options);
+  // outside max_boxes). kResourceExhausted at max_boxes, or when `owner` holds its max_boxes.
+  StatusOr<BoxRecord> Create(const BoxOptions& options, const BoxOwner& owner = {});
 
   // A box held for one request; the box is "busy" and not idle-reaped while any lease on it
   // lives. A lease may outlive Destroy() of its box: calls then fail cleanly.
@@ -113,18 +127,25 @@ class BoxRegistry {
     std::string id_;
     std::shared_ptr<void> release_;  // marks the box idle again when the last lease goes
   };
+  // Each call that names a box takes who asks: a box `caller` may not see (another tenant's)
+  // is UnknownBoxError exactly as an unknown id is, so no route can tell the two apart. The
+  // server's own bookkeeping (and tests) ask as Caller::System().
+  //
   // kNotFound ("no box b-...; it may have been destroyed or reaped") when unknown.
-  StatusOr<Lease> Acquire(std::string_view id);
+  StatusOr<Lease> Acquire(std::string_view id, const Caller& caller = Caller::System());
 
-  StatusOr<BoxRecord> Get(std::string_view id) const;
+  StatusOr<BoxRecord> Get(std::string_view id, const Caller& caller = Caller::System()) const;
   // The box's Box::EgressLog, read without leasing it (no request counted, not kept busy).
-  StatusOr<std::vector<EgressRecord>> EgressLog(std::string_view id) const;
-  std::vector<BoxRecord> List() const;
-  Status Destroy(std::string_view id);
+  StatusOr<std::vector<EgressRecord>> EgressLog(std::string_view id,
+                                                const Caller& caller = Caller::System()) const;
+  // The boxes `caller` may see.
+  std::vector<BoxRecord> List(const Caller& caller = Caller::System()) const;
+  Status Destroy(std::string_view id, const Caller& caller = Caller::System());
 
   // The one-shot path (POST /v1/run): a box that is never registered, from a pool when one
   // matches; it counts against max_boxes until the caller drops it. `from_pool` says which.
-  StatusOr<std::shared_ptr<Box>> TakeOneShot(const BoxOptions& options, bool* from_pool);
+  StatusOr<std::shared_ptr<Box>> TakeOneShot(const BoxOptions& options, bool* from_pool,
+                                             const BoxOwner& owner = {});
 
   std::vector<PoolStatus> Pools() const;
   uint32_t box_count() const;  // registered + pool + one-shot
@@ -134,6 +155,8 @@ class BoxRegistry {
   const std::string& incarnation() const;
   BoxStartCounts start_counts() const;
   std::vector<BoxCount> CountBoxes() const;
+  // Boxes each tenant holds now (registered and one-shot), for codebox_tenant_boxes.
+  std::map<std::string, uint32_t, std::less<>> TenantBoxCounts() const;
 
   // Stops refilling and destroys every box (pool, registered, one-shot boxes once dropped),
   // and every box a caller still holds (its calls fail cleanly). Idempotent.

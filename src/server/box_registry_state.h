@@ -34,6 +34,7 @@ struct RegisteredBox {
   uint32_t leases = 0;
   Clock::time_point last_active;              // last lease ended, or registered
   std::optional<Clock::time_point> deadline;  // its lifetime ends
+  std::shared_ptr<void> tenant_hold;          // its place in its tenant's box quota
 };
 
 struct ReadyBox {
@@ -76,7 +77,10 @@ struct BoxRegistry::State : std::enable_shared_from_this<BoxRegistry::State> {
   std::optional<ReadyBox> TakeFromPoolLocked(const std::string& key);
   // Registers a box under a new id. `mu` held.
   BoxRecord RegisterLocked(std::string id, std::shared_ptr<Box> box, const BoxOptions& options,
-                           bool from_pool, Clock::time_point started);
+                           bool from_pool, Clock::time_point started, std::string tenant,
+                           std::shared_ptr<void> tenant_hold);
+  // A place in `owner`'s box quota, or kResourceExhausted naming the quota. `mu` held.
+  StatusOr<std::shared_ptr<void>> HoldTenantSlotLocked(const BoxOwner& owner);
 
   void FillLoop();  // pool.cc: one of the pool start threads
   void ReapLoop();  // reaper.cc: idle timeout, lifetime, stale pool boxes
@@ -91,6 +95,7 @@ struct BoxRegistry::State : std::enable_shared_from_this<BoxRegistry::State> {
   uint32_t slots = 0;                        // boxes alive or starting, of every kind
   uint32_t demand_starting = 0;  // starts for requests now running: refills wait for them
   BoxStartCounts starts;
+  TenantCounter tenant_boxes;  // registered and one-shot boxes, per tenant
   bool started = false;
   bool stopping = false;
   std::vector<std::thread> fillers;

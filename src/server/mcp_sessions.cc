@@ -22,6 +22,7 @@ using std::chrono::milliseconds;
 struct BoxBook {
   BoxRegistry* registry;
   BoxOptions options;
+  BoxOwner owner;
   std::mutex mu;
   bool ended = false;
   std::map<const Box*, std::string> ids;
@@ -56,7 +57,7 @@ class RegistryBoxSource : public mcp::BoxSource {
       if (book_->ended) return SessionEnded();
     }
     BoxRegistry& registry = *book_->registry;
-    auto record = registry.Create(book_->options);
+    auto record = registry.Create(book_->options, book_->owner);
     if (!record.ok()) return record.status();
     auto lease = registry.Acquire(record->id);
     if (!lease.ok()) return lease.status();
@@ -181,11 +182,12 @@ McpSessions::Use::~Use() {
 mcp::Session& McpSessions::Use::session() const { return *entry_->session; }
 const std::string& McpSessions::Use::id() const { return entry_->id; }
 
-StatusOr<McpSessions::Use> McpSessions::Open() {
+StatusOr<McpSessions::Use> McpSessions::Open(const BoxOwner& owner) {
   auto entry = std::make_shared<Entry>();
   entry->book = std::make_shared<BoxBook>();
   entry->book->registry = state_->registry;
   entry->book->options = state_->options.box_options;
+  entry->book->owner = owner;
   entry->state = state_;
   entry->session = std::make_unique<mcp::Session>(state_->options.session,
                                                   std::make_unique<RegistryBoxSource>(entry->book));
@@ -210,10 +212,11 @@ void McpSessions::Keep(const Use& use) {
   use.entry_->kept = true;
 }
 
-StatusOr<McpSessions::Use> McpSessions::Find(std::string_view id) {
+StatusOr<McpSessions::Use> McpSessions::Find(std::string_view id, const Caller& caller) {
   std::lock_guard<std::mutex> lock(state_->mu);
   auto it = state_->entries.find(id);
-  if (it == state_->entries.end() || !it->second->kept) {
+  if (it == state_->entries.end() || !it->second->kept ||
+      !caller.Sees(it->second->book->owner.tenant)) {
     return NotFound(
         "no MCP session with this Mcp-Session-Id; it has ended (DELETE, idle for "
         "--idle-timeout, or a server restart): start a new one with initialize");
@@ -222,12 +225,12 @@ StatusOr<McpSessions::Use> McpSessions::Find(std::string_view id) {
   return Use(it->second);
 }
 
-Status McpSessions::End(std::string_view id) {
+Status McpSessions::End(std::string_view id, const Caller& caller) {
   std::shared_ptr<Entry> entry;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     auto it = state_->entries.find(id);
-    if (it == state_->entries.end()) {
+    if (it == state_->entries.end() || !caller.Sees(it->second->book->owner.tenant)) {
       return NotFound("no MCP session with this Mcp-Session-Id; it has ended already");
     }
     entry = std::move(it->second);

@@ -53,14 +53,16 @@ class McpSessions {
     std::shared_ptr<Entry> entry_;
   };
 
-  // A new session with a fresh id, held by the Use; kResourceExhausted at max_sessions. It is
-  // found by Find only after Keep (the initialize that made it succeeded); End it otherwise.
-  StatusOr<Use> Open();
+  // A new session of `owner`'s tenant with a fresh id, held by the Use; its boxes count in
+  // that tenant's quota. kResourceExhausted at max_sessions. It is found by Find only after
+  // Keep (the initialize that made it succeeded); End it otherwise.
+  StatusOr<Use> Open(const BoxOwner& owner = {});
   void Keep(const Use& use);
-  // kNotFound when the id is unknown, ended or not kept.
-  StatusOr<Use> Find(std::string_view id);
-  // Ends the session now (its box destroyed); kNotFound when unknown.
-  Status End(std::string_view id);
+  // kNotFound when the id is unknown, ended, not kept, or another tenant's (the same answer:
+  // a tenant cannot tell another's session from none).
+  StatusOr<Use> Find(std::string_view id, const Caller& caller = Caller::System());
+  // Ends the session now (its box destroyed); kNotFound when unknown or another tenant's.
+  Status End(std::string_view id, const Caller& caller = Caller::System());
   size_t size() const;
 
   struct State;

@@ -56,10 +56,13 @@ void CounterFamily::Add(const Labels& labels, double value) {
   values_[labels] += value;
 }
 
-void CounterFamily::Render(std::string* out) const {
+void CounterFamily::Render(std::string* out,
+                           const std::function<bool(const Labels&)>& keep) const {
   Header(out, name_, help_, "counter");
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [labels, value] : values_) Sample(out, name_, labels, value);
+  for (const auto& [labels, value] : values_) {
+    if (!keep || keep(labels)) Sample(out, name_, labels, value);
+  }
 }
 
 void HistogramFamily::Observe(const Labels& labels, double value) {
@@ -97,6 +100,8 @@ const std::vector<double>& LatencyBuckets() {
 
 Metrics::Metrics()
     : requests_("codebox_requests_total", "HTTP requests answered, by method, route and status."),
+      tenant_requests_("codebox_tenant_requests_total",
+                       "HTTP requests answered, by tenant and status."),
       request_duration_("codebox_request_duration_seconds",
                         "Time to answer an HTTP request, by route.", LatencyBuckets()),
       exec_duration_("codebox_exec_duration_seconds",
@@ -110,7 +115,10 @@ Metrics::Metrics()
                     "upstream, down: upstream to box).") {}
 
 void Metrics::ObserveRequest(std::string_view method, std::string_view route, int status,
-                             double seconds) {
+                             double seconds, std::string_view tenant) {
+  if (!tenant.empty()) {
+    tenant_requests_.Add({{"tenant", std::string(tenant)}, {"status", std::to_string(status)}});
+  }
   requests_.Add({{"method", std::string(method)},
                  {"route", std::string(route)},
                  {"status", std::to_string(status)}});
@@ -129,8 +137,21 @@ void Metrics::ObserveEgress(const EgressRecord& r) {
   egress_bytes_.Add({{"direction", "down"}}, static_cast<double>(r.bytes_down));
 }
 
-std::string Metrics::Render(const BoxRegistry& registry) const {
+std::string Metrics::Render(const BoxRegistry& registry, const Caller& caller) const {
   std::string out;
+  auto tenant_boxes = registry.TenantBoxCounts();
+  auto own = [&caller](const Labels& labels) {
+    for (const auto& [name, value] : labels) {
+      if (name == "tenant") return caller.Sees(value);
+    }
+    return false;
+  };
+  Header(&out, "codebox_tenant_boxes", "Boxes each tenant holds.", "gauge");
+  for (const auto& [tenant, n] : tenant_boxes) {
+    if (caller.Sees(tenant)) Sample(&out, "codebox_tenant_boxes", {{"tenant", tenant}}, n);
+  }
+  tenant_requests_.Render(&out, own);
+  if (!caller.admin) return out;
   Header(&out, "codebox_boxes", "Boxes the server holds, by driver and state.", "gauge");
   for (const BoxCount& c : registry.CountBoxes()) {
     Sample(&out, "codebox_boxes", {{"driver", c.driver}, {"state", c.state}}, c.count);

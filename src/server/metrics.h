@@ -9,6 +9,7 @@
 #define CODEBOX_SERVER_METRICS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -30,7 +31,8 @@ class CounterFamily {
   CounterFamily(std::string name, std::string help)
       : name_(std::move(name)), help_(std::move(help)) {}
   void Add(const Labels& labels, double value = 1);
-  void Render(std::string* out) const;
+  // Every sample, or those `keep` keeps.
+  void Render(std::string* out, const std::function<bool(const Labels&)>& keep = {}) const;
 
  private:
   const std::string name_, help_;
@@ -66,18 +68,23 @@ class Metrics {
   Metrics();
   // One answered HTTP request; `route` is the route's pattern ("/v1/boxes/{id}/exec"), never
   // the path itself, so the label set stays bounded.
-  void ObserveRequest(std::string_view method, std::string_view route, int status, double seconds);
+  // `tenant` (server/tenants.h) also counts it in codebox_tenant_requests_total; "" does not.
+  void ObserveRequest(std::string_view method, std::string_view route, int status, double seconds,
+                      std::string_view tenant = {});
   // One exec-like call in a box; kind is "exec", "python", "run_code" or "run".
   void ObserveExec(std::string_view kind, double seconds);
   // An error answered, by its code name (StatusCodeName: "not_found", ...).
   void CountError(std::string_view code);
   // One connection of a box's egress proxy: allowed or refused, and the bytes it moved.
   void ObserveEgress(const EgressRecord& record);
-  // Everything above, and the registry's boxes, pools and box starts.
-  std::string Render(const BoxRegistry& registry) const;
+  // Everything above, and the registry's boxes, pools and box starts, for an admin; for any
+  // other caller only its own tenant's series (codebox_tenant_*), so that no tenant learns
+  // what another does.
+  std::string Render(const BoxRegistry& registry, const Caller& caller = Caller::System()) const;
 
  private:
   CounterFamily requests_;
+  CounterFamily tenant_requests_;
   HistogramFamily request_duration_;
   HistogramFamily exec_duration_;
   CounterFamily errors_;

@@ -8,6 +8,7 @@
 #include <future>
 #include <random>
 
+#include "base/json.h"
 #include "base/text.h"
 #include "http/client.h"
 #include "server/json_log.h"
@@ -125,7 +126,7 @@ StatusOr<NodeLoad> Peers::Probe(const http::Address& address) const {
   ASSIGN_OR_RETURN(http::ClientResponse response,
                    http::Client(address, client_options).Send(request));
   if (response.status != 200) return http::StatusFromErrorResponse(response);
-  auto json = nlohmann::json::parse(response.body, nullptr, false);
+  auto json = base::ParseJsonOrDiscarded(response.body);
   if (json.is_discarded()) return ProtocolError("GET /v1/load answered no JSON");
   return LoadFromJson(json);
 }

@@ -26,13 +26,23 @@ void ServerFixture::SetUp() {
   server::ApiOptions api_options;
   api_options.defaults = registry_options.defaults;
   api_options.max_boxes = max_boxes_;
+  if (!grants_.empty()) {
+    tokens_.clear();
+    for (const server::TokenGrant& g : grants_) tokens_.push_back(g.token);
+  }
+  api_options.tokens_required = !tokens_.empty();
+  api_options.grants = grants_;
+  api_options.tenant_limits = tenant_limits_;
+  api_options.ceilings = ceilings_;
   api_options.ask = ask_;
   api_options.hooks.on_request = [this](const server::RequestReport&) { ++requests_seen_; };
   api_options.hooks.on_egress = [this](std::string_view box, const EgressRecord& r) {
     std::lock_guard<std::mutex> lock(egress_mu_);
     egress_seen_.emplace_back(std::string(box), r);
   };
-  api_options.hooks.metrics_text = [] { return std::string("codebox_test_metric 1\n"); };
+  api_options.hooks.metrics_text = [](const server::Caller&) {
+    return std::string("codebox_test_metric 1\n");
+  };
   api_ = std::make_unique<server::Api>(api_options, registry_.get());
 
   http::ServerOptions server_options;
@@ -69,12 +79,18 @@ http::Client ServerFixture::TcpClient(const std::string& token) const {
 http::ClientResponse ServerFixture::Call(const std::string& method, const std::string& target,
                                          const std::string& route, const std::string& body,
                                          const std::string& content_type) {
+  return CallAs(tokens_.empty() ? "" : tokens_[0], method, target, route, body, content_type);
+}
+
+http::ClientResponse ServerFixture::CallAs(const std::string& token, const std::string& method,
+                                           const std::string& target, const std::string& route,
+                                           const std::string& body,
+                                           const std::string& content_type) {
   http::ClientRequest request;
   request.method = method;
   request.target = target;
   request.body = body;
   request.content_type = content_type;
-  const std::string token = tokens_.empty() ? "" : tokens_[0];
   auto response = (tcp_ ? TcpClient(token) : UnixClient(token)).Send(request);
   EXPECT_TRUE(response.ok()) << method << " " << target << ": " << response.status().ToString();
   if (!response.ok()) return {};

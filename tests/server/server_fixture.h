@@ -29,6 +29,10 @@ class ServerFixture : public ::testing::Test {
 
   // What a subclass changes before SetUp runs.
   std::vector<std::string> tokens_;
+  // Tenants: when given, the tokens are theirs (tokens_ is filled from them).
+  std::vector<server::TokenGrant> grants_;
+  server::TenantLimits tenant_limits_;
+  server::Ceilings ceilings_;
   std::vector<server::PoolSpec> pools_;
   uint32_t max_boxes_ = 64;
   uint64_t max_body_bytes_ = 1 << 20;
@@ -43,6 +47,11 @@ class ServerFixture : public ::testing::Test {
   http::ClientResponse Call(const std::string& method, const std::string& target,
                             const std::string& route, const std::string& body = "",
                             const std::string& content_type = "application/json");
+  // The same with `token` ("" for none).
+  http::ClientResponse CallAs(const std::string& token, const std::string& method,
+                              const std::string& target, const std::string& route,
+                              const std::string& body = "",
+                              const std::string& content_type = "application/json");
   nlohmann::json Json(const http::ClientResponse& response) const;
   // POST /v1/boxes {} and the new id; fails the test on error.
   std::string CreateBox(const std::string& body = "{}");
