@@ -341,13 +341,16 @@ class ConnectionImpl : public Connection,
   }
 
   // ": keep-alive" comments while an event stream is idle, so proxies and clients with read
-  // deadlines keep it open.
+  // deadlines keep it open. Never queued: only when no write is under way (a client that does
+  // not read keeps the last write pending until write_timeout closes the connection), so with
+  // the handler's one blocking write at a time, what a slow reader makes the server hold is
+  // one event and one ping.
   void ArmPing() {
     if (!streaming_ || closed_) return;
     ping_timer_.expires_after(kEventKeepAlive);
     ping_timer_.async_wait([self = this->shared_from_this()](error_code ec) {
       if (ec || !self->streaming_ || self->closed_) return;
-      if (!self->writing_) {
+      if (!self->writing_ && self->queue_.empty()) {
         auto text = std::make_shared<std::string>(": keep-alive\n\n");
         self->Enqueue([text](Socket& s, WriteDone d) { AsyncWriteChunk(s, text, std::move(d)); },
                       [](error_code) {});

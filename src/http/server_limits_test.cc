@@ -1,6 +1,6 @@
 // What a hostile or slow client cannot do: send too much, trickle bytes, hold every
-// connection (of a listener, of an address) or every handler thread; and how Stop treats
-// requests in flight.
+// connection (of a listener, of an address) or every handler thread, make the server buffer
+// for a stream it does not read; and how Stop treats requests in flight.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <iostream>
 #include <thread>
 #include <vector>
 
@@ -450,6 +451,26 @@ TEST(ServerLimitsTest, ConnectionWithARequestInFlightIsNeverEvicted) {
   std::string done = ReadResponse(handling.get());
   EXPECT_EQ(done.substr(0, 12), "HTTP/1.1 200");
   EXPECT_NE(done.find("done"), std::string::npos);
+}
+
+// An event-stream client that never reads: SendEvent blocks while the socket buffers are full
+// and fails after write_timeout, so the server holds one event, not the stream.
+TEST(ServerLimitsTest, EventStreamReaderThatNeverReadsIsNotBuffered) {
+  TestHandler handler;
+  ServerOptions o;
+  o.write_timeout = std::chrono::milliseconds(300);
+  auto t = StartTestServer(&handler, o);
+  ASSERT_TRUE(t);
+  base::UniqueFd fd = ConnectTcpFrom("127.0.0.1", t->tcp_address.port, 4096);
+  ASSERT_TRUE(
+      SendText(fd.get(), "GET /flood HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"));
+  ASSERT_TRUE(handler.started.WaitFor(std::chrono::seconds(5)));
+  ASSERT_TRUE(handler.gone_seen.WaitFor(std::chrono::seconds(10)));
+  int sent = handler.events_sent.load();
+  // What the kernel's socket buffers took; without back-pressure it would be all 4096 (256 MiB).
+  EXPECT_LT(sent, 256) << sent << " events of 64 KiB were taken";
+  std::cout << "[          ] a reader that never reads took " << sent << " events of 64 KiB\n";
+  EXPECT_TRUE(ClosedWithin(fd.get(), std::chrono::seconds(2)));
 }
 
 TEST(ServerLimitsTest, RequestsPastMaxInFlightGet503) {
