@@ -1,7 +1,9 @@
-// One server connection: reads requests with Beast's parser under the size limits and a read
-// deadline, answers what the server itself decides (limits, auth, bad targets), and runs each
+// One server connection: reads requests with Beast's parser under the size limits and the read
+// deadlines, answers what the server itself decides (limits, auth, bad targets), and runs each
 // other request's handler on a thread of its own. Everything touching the socket runs on the
-// connection's strand; a handler thread posts its writes there and waits for them.
+// connection's strand; a handler thread posts its writes there and waits for them. While it
+// waits for a request with no byte of it read, the connection is idle: a full budget may evict
+// it (ServerState::MarkIdle/MarkBusy).
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -24,6 +26,7 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using error_code = boost::system::error_code;
+using Clock = std::chrono::steady_clock;
 
 constexpr size_t kWatchChunk = 4096;
 constexpr size_t kMaxPipelined = 64 << 10;  // bytes of a next request read while handling one
@@ -41,8 +44,9 @@ class ConnectionImpl : public Connection,
   using SocketType = Socket;
   using WriteStart = std::function<void(Socket&, WriteDone)>;
 
-  ConnectionImpl(ServerState& state, Socket socket, std::string peer)
+  ConnectionImpl(ServerState& state, uint64_t id, Socket socket, std::string peer)
       : s_(state),
+        id_(id),
         socket_(std::move(socket)),
         read_timer_(socket_.get_executor()),
         write_timer_(socket_.get_executor()),
@@ -50,9 +54,14 @@ class ConnectionImpl : public Connection,
         peer_(std::move(peer)) {}
   ~ConnectionImpl() override { ReleaseBody(); }
 
-  void Begin(uint64_t id) {
-    id_ = id;
+  void Begin() {
     net::post(socket_.get_executor(), [self = this->shared_from_this()] { self->ReadRequest(); });
+  }
+  // Not admitted: closed before anything else saw it.
+  void Refuse() {
+    closed_ = gone_ = true;
+    error_code ignored;
+    socket_.close(ignored);
   }
 
   void PostClose() override {
@@ -92,28 +101,60 @@ class ConnectionImpl : public Connection,
  private:
   using Parser = bhttp::request_parser<bhttp::string_body>;
 
+  // Between requests. A next request already begun (pipelined while the last one was handled)
+  // is read at once; else the connection is idle until its first byte, for first_byte_timeout on
+  // a new connection and read_timeout on a kept-alive one.
   void ReadRequest() {
     ReleaseBody();  // the last request's body is gone with its handler
     if (closed_) return;
+    if (buffer_.size() > 0) return ReadHead();
+    if (!s_.MarkIdle(id_)) return Close();  // evicted
+    auto wait = s_.options.read_timeout;
+    if (requests_ == 0) wait = std::min(wait, s_.options.first_byte_timeout);
+    ArmReadDeadline(Clock::now() + wait);
+    socket_.async_read_some(
+        buffer_.prepare(kWatchChunk),
+        [self = this->shared_from_this()](error_code ec, size_t n) { self->OnFirstBytes(ec, n); });
+  }
+
+  void OnFirstBytes(error_code ec, size_t n) {
+    if (closed_) return;
+    if (ec) return Close();  // the client closed an idle connection, or the deadline passed
+    buffer_.commit(n);
+    // Evicted while these bytes were on their way: it was idle when the budget needed room.
+    if (!s_.MarkBusy(id_)) return Close();
+    ReadHead();
+  }
+
+  // From a request's first byte: its head within header_timeout, the whole of it within
+  // read_timeout (OnHeader moves the deadline for the body).
+  void ReadHead() {
+    ++requests_;
+    request_start_ = Clock::now();
     parser_.emplace();
     parser_->header_limit(
         static_cast<uint32_t>(std::min<uint64_t>(s_.options.max_header_bytes, UINT32_MAX)));
     parser_->body_limit(s_.options.max_body_bytes);
-    // One deadline for the idle wait and the whole request: a client trickling bytes is cut.
-    uint64_t gen = ++read_gen_;
-    read_timer_.expires_after(s_.options.read_timeout);
-    read_timer_.async_wait([self = this->shared_from_this(), gen](error_code ec) {
-      if (!ec && gen == self->read_gen_) self->Close();
-    });
+    ArmReadDeadline(request_start_ + std::min(s_.options.header_timeout, s_.options.read_timeout));
     bhttp::async_read_header(
         socket_, buffer_, *parser_,
         [self = this->shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  // Closes the connection at `deadline` unless the read ends (OnRead) or the deadline moves.
+  void ArmReadDeadline(Clock::time_point deadline) {
+    uint64_t gen = ++read_gen_;
+    read_timer_.expires_at(deadline);
+    read_timer_.async_wait([self = this->shared_from_this(), gen](error_code ec) {
+      if (!ec && gen == self->read_gen_) self->Close();
+    });
   }
 
   // The body is read after the header, so that a client waiting for "100 Continue" (curl
   // with a large upload) gets it; the size limits were checked on the header already.
   void OnHeader(error_code ec) {
     if (ec || closed_ || parser_->is_done()) return OnRead(ec);
+    ArmReadDeadline(request_start_ + s_.options.read_timeout);
     // Reserve the body's memory before reading it (the parser checked it against body_limit).
     uint64_t want = std::min(parser_->content_length().value_or(s_.options.max_body_bytes),
                              s_.options.max_body_bytes);
@@ -302,13 +343,16 @@ class ConnectionImpl : public Connection,
   }
 
   // ": keep-alive" comments while an event stream is idle, so proxies and clients with read
-  // deadlines keep it open.
+  // deadlines keep it open. Never queued: only when no write is under way (a client that does
+  // not read keeps the last write pending until write_timeout closes the connection), so with
+  // the handler's one blocking write at a time, what a slow reader makes the server hold is
+  // one event and one ping.
   void ArmPing() {
     if (!streaming_ || closed_) return;
     ping_timer_.expires_after(kEventKeepAlive);
     ping_timer_.async_wait([self = this->shared_from_this()](error_code ec) {
       if (ec || !self->streaming_ || self->closed_) return;
-      if (!self->writing_) {
+      if (!self->writing_ && self->queue_.empty()) {
         auto text = std::make_shared<std::string>(": keep-alive\n\n");
         self->Enqueue([text](Socket& s, WriteDone d) { AsyncWriteChunk(s, text, std::move(d)); },
                       [](error_code) {});
@@ -323,11 +367,7 @@ class ConnectionImpl : public Connection,
     if (closed_) return;
     error_code ignored;
     socket_.shutdown(Socket::shutdown_send, ignored);
-    uint64_t gen = ++read_gen_;
-    read_timer_.expires_after(kLingerTime);
-    read_timer_.async_wait([self = this->shared_from_this(), gen](error_code ec) {
-      if (!ec && gen == self->read_gen_) self->Close();
-    });
+    ArmReadDeadline(Clock::now() + kLingerTime);
     Drain();
   }
   void Drain() {
@@ -365,10 +405,12 @@ class ConnectionImpl : public Connection,
   }
 
   ServerState& s_;
+  const uint64_t id_;
   Socket socket_;
   net::steady_timer read_timer_, write_timer_, ping_timer_;
   std::string peer_;
-  uint64_t id_ = 0;
+  uint64_t requests_ = 0;            // begun on this connection
+  Clock::time_point request_start_;  // the current request's first byte
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   std::string request_id_;
@@ -385,11 +427,13 @@ class ConnectionImpl : public Connection,
 };
 
 template <class Socket>
-void Serve(ServerState& state, Socket socket, std::string peer) {
+void Serve(ServerState& state, Socket socket, std::string peer, ServerState::Budget budget,
+           const std::string& address) {
+  uint64_t id = state.NewConnectionId();
   auto connection =
-      std::make_shared<ConnectionImpl<Socket>>(state, std::move(socket), std::move(peer));
-  uint64_t id = state.AddConnection(connection);
-  connection->Begin(id);
+      std::make_shared<ConnectionImpl<Socket>>(state, id, std::move(socket), std::move(peer));
+  if (!state.AdmitConnection(id, connection, budget, address)) return connection->Refuse();
+  connection->Begin();
 }
 
 }  // namespace
@@ -397,13 +441,17 @@ void Serve(ServerState& state, Socket socket, std::string peer) {
 void ServeConnection(ServerState& state, net::ip::tcp::socket socket) {
   error_code ec;
   auto endpoint = socket.remote_endpoint(ec);
-  std::string peer =
-      ec ? "tcp" : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-  Serve(state, std::move(socket), std::move(peer));
+  if (ec) {  // gone already (ENOTCONN): nothing to serve, no budget to count it in
+    socket.close(ec);
+    return;
+  }
+  std::string address = endpoint.address().to_string();
+  std::string peer = address + ":" + std::to_string(endpoint.port());
+  Serve(state, std::move(socket), std::move(peer), ServerState::kTcp, address);
 }
 
 void ServeConnection(ServerState& state, net::local::stream_protocol::socket socket) {
-  Serve(state, std::move(socket), "unix");
+  Serve(state, std::move(socket), "unix", ServerState::kUnix, "");
 }
 
 }  // namespace codebox::http

@@ -29,17 +29,120 @@ using error_code = boost::system::error_code;
 using tcp = net::ip::tcp;
 using unix_socket = net::local::stream_protocol;
 
-uint64_t ServerState::AddConnection(std::weak_ptr<Connection> connection) {
-  std::lock_guard lock(mu);
-  uint64_t id = ++next_id;
-  connections.emplace(id, std::move(connection));
-  return id;
+namespace {
+
+using Entry = ServerState::Entry;
+using IdleIndex = ServerState::IdleIndex;
+
+// Takes `e` out of the idle indexes (s.mu held).
+void LeaveIdle(ServerState& s, Entry& e) {
+  if (e.idle_seq == 0) return;
+  s.budget_idle[e.budget].erase(e.idle_seq);
+  if (e.budget == ServerState::kTcp) {
+    auto it = s.addresses.find(e.address);
+    if (it != s.addresses.end()) it->second.idle.erase(e.idle_seq);
+  }
+  e.idle_seq = 0;
+}
+
+// Takes `e` out of its budgets (s.mu held).
+void LeaveBudgets(ServerState& s, Entry& e) {
+  LeaveIdle(s, e);
+  s.budget_open[e.budget]--;
+  s.connections_open--;
+  if (e.budget == ServerState::kTcp) {
+    auto it = s.addresses.find(e.address);
+    if (it != s.addresses.end() && --it->second.open == 0) s.addresses.erase(it);
+  }
+}
+
+// Evicts the oldest connection in `idle` (s.mu held): out of its budgets at once, its close for
+// the caller to post once s.mu is released. False when none is idle.
+bool EvictOldest(ServerState& s, const IdleIndex& idle,
+                 std::vector<std::weak_ptr<Connection>>* evicted) {
+  if (idle.empty()) return false;
+  uint64_t id = idle.begin()->second;  // before LeaveBudgets, which may free `idle`
+  Entry& e = s.connections.at(id);
+  LeaveBudgets(s, e);
+  e.evicted = true;
+  evicted->push_back(e.connection);
+  return true;
+}
+
+}  // namespace
+
+bool ServerState::AdmitConnection(uint64_t id, std::weak_ptr<Connection> connection, Budget budget,
+                                  const std::string& address) {
+  std::vector<std::weak_ptr<Connection>> evicted;
+  bool admitted = false;
+  {
+    std::lock_guard lock(mu);
+    if (!stopping) {
+      admitted = true;
+      if (budget == kTcp) {
+        auto it = addresses.find(address);
+        if (it != addresses.end() && it->second.open >= options.max_connections_per_address) {
+          admitted = EvictOldest(*this, it->second.idle, &evicted);
+        }
+      }
+      uint64_t limit = budget == kUnix ? options.unix_max_connections : options.max_connections;
+      if (admitted && budget_open[budget] >= limit) {
+        admitted = EvictOldest(*this, budget_idle[budget], &evicted);
+      }
+    }
+    if (admitted) {
+      Entry e;
+      e.connection = std::move(connection);
+      e.budget = budget;
+      e.address = budget == kTcp ? address : "";
+      budget_open[budget]++;
+      connections_open++;
+      // Idle from the start: a connection that sends nothing is the first one to go.
+      e.idle_seq = ++next_idle_seq;
+      budget_idle[budget].emplace(e.idle_seq, id);
+      if (budget == kTcp) {
+        AddressShare& share = addresses[e.address];
+        share.open++;
+        share.idle.emplace(e.idle_seq, id);
+      }
+      connections.emplace(id, std::move(e));
+    }
+  }
+  evicted_connections += evicted.size();
+  if (!admitted) rejected_connections++;
+  for (auto& weak : evicted) {
+    if (auto c = weak.lock()) c->PostClose();
+  }
+  return admitted;
 }
 
 void ServerState::ConnectionClosed(uint64_t id) {
   std::lock_guard lock(mu);
-  if (connections.erase(id) > 0) connections_open--;
+  auto it = connections.find(id);
+  if (it == connections.end()) return;
+  if (!it->second.evicted) LeaveBudgets(*this, it->second);
+  connections.erase(it);
   cv.notify_all();
+}
+
+bool ServerState::MarkIdle(uint64_t id) {
+  std::lock_guard lock(mu);
+  auto it = connections.find(id);
+  if (it == connections.end() || it->second.evicted) return false;
+  Entry& e = it->second;
+  if (e.idle_seq != 0) return true;
+  e.idle_seq = ++next_idle_seq;
+  budget_idle[e.budget].emplace(e.idle_seq, id);
+  if (e.budget == kTcp) addresses[e.address].idle.emplace(e.idle_seq, id);
+  return true;
+}
+
+bool ServerState::MarkBusy(uint64_t id) {
+  std::lock_guard lock(mu);
+  auto it = connections.find(id);
+  if (it == connections.end() || it->second.evicted) return false;
+  LeaveIdle(*this, it->second);
+  return true;
 }
 
 bool ServerState::SpawnHandler(std::function<void()> body) {
@@ -127,7 +230,8 @@ class Server::Impl {
 
 namespace {
 
-// Accepts until the acceptor closes; connections past max_connections are closed at once.
+// Accepts until the acceptor closes; ServeConnection admits each one into its budgets or closes
+// it at once.
 template <class Acceptor>
 void Accept(ServerState& s, std::shared_ptr<Acceptor> acceptor) {
   acceptor->async_accept(net::make_strand(s.ioc), [&s, acceptor](error_code ec, auto socket) {
@@ -140,19 +244,7 @@ void Accept(ServerState& s, std::shared_ptr<Acceptor> acceptor) {
       timer->async_wait([&s, acceptor, timer](error_code) { Accept(s, acceptor); });
       return;
     }
-    bool full;
-    {
-      std::lock_guard lock(s.mu);
-      full = s.stopping || s.connections_open >= s.options.max_connections;
-      if (!full) s.connections_open++;
-    }
-    if (full) {
-      s.rejected_connections++;
-      error_code ignored;
-      socket.close(ignored);
-    } else {
-      ServeConnection(s, std::move(socket));
-    }
+    ServeConnection(s, std::move(socket));
     Accept(s, acceptor);
   });
 }
@@ -314,8 +406,8 @@ void Server::Stop(std::chrono::milliseconds drain) {
     std::unique_lock lock(s.mu);
     s.stopping = true;
     s.cv.wait_for(lock, drain, [&s] { return s.in_flight == 0; });
-    for (auto& [id, weak] : s.connections) {
-      if (auto c = weak.lock()) open.push_back(std::move(c));
+    for (auto& [id, entry] : s.connections) {
+      if (auto c = entry.connection.lock()) open.push_back(std::move(c));
     }
   }
   for (auto& c : open) c->PostClose();
@@ -338,11 +430,16 @@ void Server::Stop(std::chrono::milliseconds drain) {
 }
 
 Server::Stats Server::stats() const {
-  const ServerState& s = *impl_->state;
+  ServerState& s = *impl_->state;
   Stats st;
   st.connections_open = s.connections_open.load();
+  {
+    std::lock_guard lock(s.mu);
+    st.connections_idle = s.budget_idle[0].size() + s.budget_idle[1].size();
+  }
   st.requests_in_flight = s.in_flight.load();
   st.rejected_connections = s.rejected_connections.load();
+  st.evicted_connections = s.evicted_connections.load();
   st.rejected_requests = s.rejected_requests.load();
   return st;
 }

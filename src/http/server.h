@@ -1,6 +1,6 @@
 // An HTTP/1.1 server on Boost.Beast/Asio (no parser of our own), for `codebox serve`: listens on
 // unix sockets and TCP, enforces the limits a hostile or slow client must not pass (header and
-// body size, read deadlines, connection count), checks bearer tokens in constant time, and hands
+// body size, read deadlines, connection budgets), checks bearer tokens in constant time, and hands
 // each request to a Handler on a thread of its own, where the handler may block on a box.
 //
 //   http::ServerOptions o;
@@ -90,12 +90,24 @@ struct ServerOptions {
   std::vector<std::string> public_paths = {"/healthz"};
   uint64_t max_header_bytes = 16 << 10;    // 431 past it
   uint64_t max_body_bytes = 64ull << 20;   // 413 past it (Content-Length checked first)
-  // A client must send a whole request (headers and body) within this, and an idle keep-alive
-  // connection is closed after it.
+  // Read deadlines, none longer than read_timeout. A new connection must send its first byte
+  // within first_byte_timeout; a request's head must be whole within header_timeout of its
+  // first byte, and the whole request (head and body) within read_timeout of it. A keep-alive
+  // connection waiting for its next request is closed after read_timeout.
+  std::chrono::milliseconds first_byte_timeout{5'000};
+  std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds read_timeout{30'000};
   std::chrono::milliseconds write_timeout{60'000};  // one response write / one event
-  uint32_t max_connections = 1024;  // past it new connections are closed at once
-  uint32_t max_in_flight = 512;     // requests being handled at once; past it 503 + Retry-After
+  // Connection budgets, each counted from accept (before any token is seen). TCP listeners
+  // share max_connections; unix socket listeners share unix_max_connections, which TCP clients
+  // can never take; one TCP peer address (by IP) holds at most max_connections_per_address.
+  // When a budget is full, the oldest idle connection in it (waiting for a request, no byte of
+  // it received, no handler running) is closed to make room (Stats::evicted_connections); with
+  // none idle, the new connection is closed at once (Stats::rejected_connections).
+  uint32_t max_connections = 1024;
+  uint32_t unix_max_connections = 64;
+  uint32_t max_connections_per_address = 128;
+  uint32_t max_in_flight = 512;  // requests being handled at once; past it 503 + Retry-After
   // Request bodies held in memory at once, counted by what each request's Content-Length
   // announces (max_body_bytes for a chunked one) from its header until its handler returns;
   // past it 503 + Retry-After, so that many large uploads cannot exhaust the host's memory.
@@ -126,9 +138,11 @@ class Server {
   void Stop(std::chrono::milliseconds drain);
 
   struct Stats {
-    uint64_t connections_open = 0;
+    uint64_t connections_open = 0;  // in the budgets (an evicted one leaves at once)
+    uint64_t connections_idle = 0;  // of those, waiting for a request with no byte of it read
     uint64_t requests_in_flight = 0;
-    uint64_t rejected_connections = 0;  // max_connections
+    uint64_t rejected_connections = 0;  // a budget full, none of its connections idle
+    uint64_t evicted_connections = 0;   // idle ones closed to make room for a new one
     uint64_t rejected_requests = 0;     // limits, auth, max_in_flight
   };
   Stats stats() const;

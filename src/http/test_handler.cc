@@ -59,6 +59,17 @@ void TestHandler::Handle(const Request& request, Exchange& exchange) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+  } else if (path == "/flood") {
+    if (!exchange.BeginEvents().ok()) return;
+    started.Set();
+    const std::string data(64 << 10, 'x');
+    for (int i = 0; i < 4096; ++i) {
+      if (!exchange.SendEvent("big", data).ok()) {
+        gone_seen.Set();
+        return;
+      }
+      events_sent++;
+    }
   } else if (path == "/noanswer") {
     return;
   } else if (path == "/throw") {

@@ -36,6 +36,8 @@ class TestHandler : public Handler {
   // /events: events a ("1"), then waits for `release` (at most 5 s), then b ("2\nline2")
   // /block: waits for `release` (at most 5 s), then 200 "done"
   // /until-gone: an event every 20 ms until SendEvent fails (at most 10 s); records the result
+  // /flood: 64 KiB events as fast as SendEvent takes them until it fails (at most 4096),
+  //   counted in events_sent; sets gone_seen at the failure
   // /noanswer: returns without answering; /throw: throws
   void Handle(const Request& request, Exchange& exchange) override;
 
@@ -44,6 +46,7 @@ class TestHandler : public Handler {
   Latch gone_seen;  // /until-gone saw SendEvent fail
   std::atomic<bool> client_gone_after_failure{false};
   std::atomic<int> handled{0};
+  std::atomic<int> events_sent{0};  // by /flood
 };
 
 struct TestServer {
