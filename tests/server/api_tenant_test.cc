@@ -21,10 +21,16 @@ constexpr char kTokenAdmin[] = "token-of-the-admin-012345678";
 class ApiTenantTest : public ServerFixture {
  protected:
   void SetUp() override {
-    grants_ = {{.token = kTokenA, .tenant = "a"},
-               {.token = kTokenA2, .tenant = "a"},
-               {.token = kTokenB, .tenant = "b", .max_boxes = 1},
-               {.token = kTokenAdmin, .tenant = "ops", .admin = true}};
+    auto grant = [](const char* token, const char* tenant) {
+      server::TokenGrant g;
+      g.token = token;
+      g.tenant = tenant;
+      return g;
+    };
+    grants_ = {grant(kTokenA, "a"), grant(kTokenA2, "a"), grant(kTokenB, "b"),
+               grant(kTokenAdmin, "ops")};
+    grants_[2].max_boxes = 1;
+    grants_[3].admin = true;
     tenant_limits_ = {.max_boxes = 3, .max_requests = 8};
     ceilings_.output_limit_bytes = 1 << 20;
     ceilings_.memory_mib = 1024;
@@ -58,12 +64,12 @@ struct BoxRoute {
 // Every route that names a box.
 const BoxRoute kBoxRoutes[] = {
     {"GET", "", "/v1/boxes/{id}", ""},
-    {"POST", "/exec", "/v1/boxes/{id}/exec", R"({"argv": ["true"]})"},
-    {"POST", "/python", "/v1/boxes/{id}/python", R"({"code": "print(1)"})"},
-    {"POST", "/run_code", "/v1/boxes/{id}/run_code", R"({"code": "1"})"},
+    {"POST", "/exec", "/v1/boxes/{id}/exec", R"j({"argv": ["true"]})j"},
+    {"POST", "/python", "/v1/boxes/{id}/python", R"j({"code": "print(1)"})j"},
+    {"POST", "/run_code", "/v1/boxes/{id}/run_code", R"j({"code": "1"})j"},
     {"POST", "/restart", "/v1/boxes/{id}/restart", ""},
     {"POST", "/interrupt", "/v1/boxes/{id}/interrupt", ""},
-    {"POST", "/packages", "/v1/boxes/{id}/packages", R"({"packages": ["x"]})"},
+    {"POST", "/packages", "/v1/boxes/{id}/packages", R"j({"packages": ["x"]})j"},
     {"PUT", "/files?path=f.txt", "/v1/boxes/{id}/files", "data"},
     {"GET", "/files?path=/work", "/v1/boxes/{id}/files", ""},
     {"GET", "/files?path=/work&list=1", "/v1/boxes/{id}/files", ""},
@@ -104,7 +110,7 @@ TEST_F(ApiTenantTest, AnotherTenantsBoxIsExactlyAnUnknownOne) {
   EXPECT_EQ(Json(got)["tenant"], "a");
   // b's tries destroyed nothing: a's box still runs code.
   http::ClientResponse ran = CallAs(kTokenA, "POST", "/v1/boxes/" + box + "/exec",
-                                    "/v1/boxes/{id}/exec", R"({"argv": ["echo", "still"]})");
+                                    "/v1/boxes/{id}/exec", R"j({"argv": ["echo", "still"]})j");
   EXPECT_EQ(ran.status, 200) << ran.body;
   EXPECT_EQ(Json(ran)["stdout"], "still\n");
   EXPECT_EQ(CallAs(kTokenAdmin, "DELETE", "/v1/boxes/" + box, "/v1/boxes/{id}").status, 204);
@@ -117,7 +123,7 @@ TEST_F(ApiTenantTest, BoxQuotasArePerTenant) {
   http::ClientResponse refused = CallAs(kTokenB, "POST", "/v1/boxes", "/v1/boxes", "{}");
   EXPECT_EQ(refused.status, 429) << refused.body;
   EXPECT_NE(refused.body.find("quota"), std::string::npos) << refused.body;
-  EXPECT_EQ(CallAs(kTokenB, "POST", "/v1/run", "/v1/run", R"({"code": "1"})").status, 429)
+  EXPECT_EQ(CallAs(kTokenB, "POST", "/v1/run", "/v1/run", R"j({"code": "1"})j").status, 429)
       << "a one-shot box counts too";
   // Another tenant is not held back by b.
   std::vector<std::string> a_boxes;
@@ -134,10 +140,10 @@ TEST_F(ApiTenantTest, CeilingsRefuseWhatNoRequestMayAsk) {
     std::string names;
   };
   for (const Case& c : std::vector<Case>{
-           {R"({"code": "1", "output_limit_bytes": 4294967296})", "output_limit_bytes 4294967296"},
-           {R"({"code": "1", "memory": 2048})", "memory_mib 2048"},
-           {R"({"code": "1", "timeout": 3600})", "timeout 3600 s"},
-           {R"({"code": "1", "exec_timeout": 61})", "exec_timeout 61 s"}}) {
+           {R"j({"code": "1", "output_limit_bytes": 4294967296})j", "output_limit_bytes 4294967296"},
+           {R"j({"code": "1", "memory": 2048})j", "memory_mib 2048"},
+           {R"j({"code": "1", "timeout": 3600})j", "timeout 3600 s"},
+           {R"j({"code": "1", "exec_timeout": 61})j", "exec_timeout 61 s"}}) {
     http::ClientResponse r = CallAs(kTokenA, "POST", "/v1/run", "/v1/run", c.body);
     EXPECT_EQ(r.status, 400) << c.body;
     const std::string message = Json(r)["error"]["message"].get<std::string>();
@@ -146,7 +152,7 @@ TEST_F(ApiTenantTest, CeilingsRefuseWhatNoRequestMayAsk) {
   }
   // "none" asks for as long as the server allows: granted as the ceiling, not refused.
   http::ClientResponse r =
-      CallAs(kTokenA, "POST", "/v1/run", "/v1/run", R"({"code": "print(2)", "timeout": "none"})");
+      CallAs(kTokenA, "POST", "/v1/run", "/v1/run", R"j({"code": "print(2)", "timeout": "none"})j");
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(Json(r)["stdout"], "2\n");
 }
@@ -154,7 +160,7 @@ TEST_F(ApiTenantTest, CeilingsRefuseWhatNoRequestMayAsk) {
 TEST_F(ApiTenantTest, DeepJsonIsA400AndTheServerLives) {
   std::string deep = std::string(200'000, '[') + std::string(200'000, ']');
   for (const char* route : {"/v1/boxes", "/v1/run"}) {
-    http::ClientResponse r = CallAs(kTokenA, "POST", route, route, R"({"env": )" + deep + "}");
+    http::ClientResponse r = CallAs(kTokenA, "POST", route, route, R"j({"env": )j" + deep + "}");
     EXPECT_EQ(r.status, 400);
     EXPECT_NE(r.body.find("more than 64 deep"), std::string::npos) << r.body.substr(0, 300);
     EXPECT_LT(r.body.size(), 1000u);
@@ -164,7 +170,7 @@ TEST_F(ApiTenantTest, DeepJsonIsA400AndTheServerLives) {
   mcp.target = "/mcp";
   mcp.content_type = "application/json";
   mcp.headers = {{"Accept", "application/json, text/event-stream"}};
-  mcp.body = R"({"jsonrpc": "2.0", "method": "ping", "id": )" + deep + "}";
+  mcp.body = R"j({"jsonrpc": "2.0", "method": "ping", "id": )j" + deep + "}";
   auto answer = UnixClient(kTokenA).Send(mcp);
   ASSERT_TRUE(answer.ok()) << answer.status().ToString();
   EXPECT_EQ(answer->status, 400);
@@ -172,10 +178,10 @@ TEST_F(ApiTenantTest, DeepJsonIsA400AndTheServerLives) {
   // A huge unknown field name: answered at once, its name cut short in the message.
   std::string huge_key = std::string(4 << 20, 'k');
   http::ClientResponse r =
-      CallAs(kTokenA, "POST", "/v1/run", "/v1/run", R"({"code": "1", ")" + huge_key + R"(": 1})");
+      CallAs(kTokenA, "POST", "/v1/run", "/v1/run", R"j({"code": "1", ")j" + huge_key + R"j(": 1})j");
   EXPECT_EQ(r.status, 400);
   EXPECT_LT(r.body.size(), 1000u);
-  EXPECT_EQ(CallAs(kTokenA, "POST", "/v1/run", "/v1/run", R"({"code": "print(3)"})").status, 200);
+  EXPECT_EQ(CallAs(kTokenA, "POST", "/v1/run", "/v1/run", R"j({"code": "print(3)"})j").status, 200);
 }
 
 TEST_F(ApiTenantTest, McpSessionsAreTheirTenants) {
@@ -184,16 +190,16 @@ TEST_F(ApiTenantTest, McpSessionsAreTheirTenants) {
   init.target = "/mcp";
   init.content_type = "application/json";
   init.headers = {{"Accept", "application/json, text/event-stream"}};
-  init.body = R"({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {)"
-              R"("protocolVersion": "2025-11-25", "capabilities": {},)"
-              R"("clientInfo": {"name": "t", "version": "1"}}})";
+  init.body = R"j({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {)j"
+              R"j("protocolVersion": "2025-11-25", "capabilities": {},)j"
+              R"j("clientInfo": {"name": "t", "version": "1"}}})j";
   auto opened = UnixClient(kTokenA).Send(init);
   ASSERT_TRUE(opened.ok());
   ASSERT_EQ(opened->status, 200) << opened->body;
   const std::string session = opened->headers["mcp-session-id"];
   ASSERT_FALSE(session.empty());
   http::ClientRequest ping = init;
-  ping.body = R"({"jsonrpc": "2.0", "id": 2, "method": "ping"})";
+  ping.body = R"j({"jsonrpc": "2.0", "id": 2, "method": "ping"})j";
   ping.headers.emplace_back("Mcp-Session-Id", session);
   auto theirs = UnixClient(kTokenB).Send(ping);
   ASSERT_TRUE(theirs.ok());
