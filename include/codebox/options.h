@@ -144,6 +144,10 @@ struct ExecOptions {
   // captured output). Must not call back into the same Box.
   std::function<void(std::string_view)> on_stdout = {};
   std::function<void(std::string_view)> on_stderr = {};
+  // false: the result's stdout_data and stderr_data stay empty, the output going to the
+  // callbacks only (a caller that sends each chunk on need not also hold all of it; the output
+  // limit and output_truncated hold as ever).
+  bool keep_output = true;
   // nullopt: pipes. Else the program runs on a pseudo-terminal of this size made in the box
   // (its stdin, stdout, stderr and controlling terminal; TERM comes from `env`): everything
   // it writes comes to stdout (on_stdout, stdout_data) in the order written, with the

@@ -275,6 +275,7 @@ class LocalBox final : public Box::Impl {
     request.timeout = timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout;  // 0: none
     request.output_limit = options_.output_limit_bytes;
     request.on_stdout = options.on_stdout;
+    request.keep_output = options.keep_output;
     request.on_stderr = options.on_stderr;
 
     box::ProcessHost host;

@@ -184,6 +184,7 @@ class WarmPython::Waiter {
   const ExecOptions* run_ = nullptr;  // the callbacks of the program running now
   int in_callback_ = 0;
   std::string out_, err_;
+  uint64_t out_bytes_ = 0, err_bytes_ = 0;  // counted against the limit, kept or not
   bool truncated_ = false;
 };
 
@@ -220,13 +221,14 @@ void WarmPython::Waiter::OnOutput(bool out, std::string_view bytes) {
       return;
     }
     // The program's output, capped here as the agent caps a cold exec's.
-    std::string& kept = out ? out_ : err_;
-    size_t room = static_cast<size_t>(limit_ - std::min<uint64_t>(kept.size(), limit_));
+    uint64_t& sent = out ? out_bytes_ : err_bytes_;
+    size_t room = static_cast<size_t>(limit_ - std::min<uint64_t>(sent, limit_));
     size_t keep = std::min(room, bytes.size());
     if (keep < bytes.size()) truncated_ = true;
     if (keep == 0) return;
     piece = bytes.substr(0, keep);
-    kept.append(piece);
+    sent += keep;
+    if (run_ == nullptr || run_->keep_output) (out ? out_ : err_).append(piece);
     if (run_ != nullptr) callback = out ? &run_->on_stdout : &run_->on_stderr;
     if (callback == nullptr || !*callback) return;
     ++in_callback_;

@@ -56,6 +56,11 @@ options:
                        seconds (default 600; none)
   --max-lifetime S     the longest a box lives (default 3600; none)
   --max-body MiB       the largest request body (default 64)
+  --max-connections N  open TCP connections, all listeners together (default
+                       1024); the unix socket has 256 of its own; past it the
+                       oldest idle one is closed, else the new one
+  --max-connections-per-address N  open TCP connections of one client address
+                       (an IPv6 /64) (default 128; raise it behind a proxy)
   --drain S            on SIGTERM, how long requests in flight may take
                        (default 30)
 
@@ -106,6 +111,8 @@ struct ServeFlags {
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(600);
   std::chrono::milliseconds max_lifetime = std::chrono::seconds(3600);
   uint64_t max_body_mib = 64;
+  uint32_t max_connections = 1024;
+  uint32_t max_connections_per_address = 128;
   server::Ceilings ceilings;  // box_lifetime is --max-lifetime
   server::TenantLimits tenant_limits;
   std::chrono::milliseconds drain = std::chrono::seconds(30);
@@ -218,6 +225,14 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
       flags.ceilings.max_open_files = static_cast<uint32_t>(n);
     } else if (is("--max-exec-timeout")) {
       ASSIGN_OR_RETURN(flags.ceilings.exec_timeout, ParseTimeout(v));
+    } else if (is("--max-connections")) {
+      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-connections", v));
+      if (n == 0) return InvalidArgument("--max-connections must be at least 1");
+      flags.max_connections = static_cast<uint32_t>(n);
+    } else if (is("--max-connections-per-address")) {
+      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-connections-per-address", v));
+      if (n == 0) return InvalidArgument("--max-connections-per-address must be at least 1");
+      flags.max_connections_per_address = static_cast<uint32_t>(n);
     } else if (is("--tenant-max-boxes")) {
       ASSIGN_OR_RETURN(uint64_t n, ParseCount("--tenant-max-boxes", v));
       if (n == 0) return InvalidArgument("--tenant-max-boxes must be at least 1");
@@ -307,6 +322,7 @@ void LogRequest(const server::RequestReport& r, bool text) {
     std::string line = r.request.request_id + " " + r.request.method + " " + std::string(r.route) +
                        " " + std::to_string(r.status) + " " + std::to_string(ms) + "ms";
     if (!r.box_id.empty()) line += " box=" + std::string(r.box_id);
+    if (!r.tenant.empty()) line += " tenant=" + std::string(r.tenant);
     if (!r.error.ok()) line += " error=" + r.error.ToString();
     std::fprintf(stderr, "%s\n", line.c_str());
     return;
@@ -319,6 +335,7 @@ void LogRequest(const server::RequestReport& r, bool text) {
                           {"status", r.status},
                           {"ms", ms},
                           {"box", r.box_id},
+                          {"tenant", r.tenant},
                           {"peer", r.request.peer},
                           {"error", r.error.ok() ? std::string() : r.error.ToString()}});
 }
@@ -358,6 +375,8 @@ int Serve(const ServeFlags& flags) {
     for (const server::TokenGrant& grant : grants) http_options.tokens.push_back(grant.token);
   }
   http_options.max_body_bytes = flags.max_body_mib << 20;
+  http_options.max_connections = flags.max_connections;
+  http_options.max_connections_per_address = flags.max_connections_per_address;
   http_options.public_paths = server::PublicPaths();
 
   server::RegistryOptions registry_options;

@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <future>
@@ -438,6 +439,24 @@ void Serve(ServerState& state, Socket socket, std::string peer, ServerState::Bud
 
 }  // namespace
 
+namespace {
+
+// Whose share of the connections a peer address counts in: an IPv4 address is one host; an
+// IPv6 host is given a whole /64 (and often takes many addresses of it), so its /64 is one share.
+std::string ShareKey(const net::ip::address& address) {
+  if (address.is_v6() && !address.to_v6().is_v4_mapped()) {
+    auto bytes = address.to_v6().to_bytes();
+    std::fill(bytes.begin() + 8, bytes.end(), 0);
+    return net::ip::address_v6(bytes).to_string() + "/64";
+  }
+  if (address.is_v6()) {
+    return net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6()).to_string();
+  }
+  return address.to_string();
+}
+
+}  // namespace
+
 void ServeConnection(ServerState& state, net::ip::tcp::socket socket) {
   error_code ec;
   auto endpoint = socket.remote_endpoint(ec);
@@ -445,9 +464,9 @@ void ServeConnection(ServerState& state, net::ip::tcp::socket socket) {
     socket.close(ec);
     return;
   }
-  std::string address = endpoint.address().to_string();
-  std::string peer = address + ":" + std::to_string(endpoint.port());
-  Serve(state, std::move(socket), std::move(peer), ServerState::kTcp, address);
+  std::string peer = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  Serve(state, std::move(socket), std::move(peer), ServerState::kTcp,
+        ShareKey(endpoint.address()));
 }
 
 void ServeConnection(ServerState& state, net::local::stream_protocol::socket socket) {

@@ -100,12 +100,13 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60'000};  // one response write / one event
   // Connection budgets, each counted from accept (before any token is seen). TCP listeners
   // share max_connections; unix socket listeners share unix_max_connections, which TCP clients
-  // can never take; one TCP peer address (by IP) holds at most max_connections_per_address.
+  // can never take; one TCP peer address holds at most max_connections_per_address (an IPv4
+  // address, or an IPv6 /64: one host's share).
   // When a budget is full, the oldest idle connection in it (waiting for a request, no byte of
   // it received, no handler running) is closed to make room (Stats::evicted_connections); with
   // none idle, the new connection is closed at once (Stats::rejected_connections).
   uint32_t max_connections = 1024;
-  uint32_t unix_max_connections = 64;
+  uint32_t unix_max_connections = 256;
   uint32_t max_connections_per_address = 128;
   uint32_t max_in_flight = 512;  // requests being handled at once; past it 503 + Retry-After
   // Request bodies held in memory at once, counted by what each request's Content-Length

@@ -115,8 +115,25 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
                      ParseObject(response.body, "the server's answer to " + std::string(what)));
     return ExecResultFromJson(j);
   }
-  return ReadStream<ExecResult>(api, std::move(request), options.on_stdout, options.on_stderr,
-                                ExecResultFromJson, nullptr, what);
+  // The server sends the output as events only (its `done` has it empty): kept here, as the
+  // caller's own options say.
+  std::string out, err;
+  auto keep = [&options](std::string* kept, const std::function<void(std::string_view)>& next) {
+    return [&options, kept, &next](std::string_view chunk) {
+      if (options.keep_output) kept->append(chunk);
+      if (next) next(chunk);
+    };
+  };
+  ASSIGN_OR_RETURN(ExecResult result,
+                   ReadStream<ExecResult>(api, std::move(request), keep(&out, options.on_stdout),
+                                          keep(&err, options.on_stderr), ExecResultFromJson,
+                                          nullptr, what));
+  // A server from before this change sent the output in `done` too: the events were all of it.
+  if (options.keep_output) {
+    result.stdout_data = std::move(out);
+    result.stderr_data = std::move(err);
+  }
+  return result;
 }
 
 class RemoteBox final : public Box::Impl {

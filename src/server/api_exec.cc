@@ -60,6 +60,9 @@ void AnswerExec(Call& call, std::string_view kind, ExecOptions options, const Ex
     if (!sink.Begin().ok()) return;  // the client is gone before anything ran
     options.on_stdout = [&sink](std::string_view c) { sink.SendText("stdout", c); };
     options.on_stderr = [&sink](std::string_view c) { sink.SendText("stderr", c); };
+    // Each chunk is sent on as it comes: the server does not also hold the whole output, and
+    // `done` carries stdout and stderr empty (docs/server.md, Streaming).
+    options.keep_output = false;
   }
   auto start = Clock::now();
   StatusOr<ExecResult> result = [&] {

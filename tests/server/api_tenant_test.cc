@@ -32,7 +32,7 @@ class ApiTenantTest : public ServerFixture {
     grants_[2].max_boxes = 1;
     grants_[3].admin = true;
     tenant_limits_ = {.max_boxes = 3, .max_requests = 8};
-    ceilings_.output_limit_bytes = 1 << 20;
+    ceilings_.output_limit_bytes = 32 << 20;
     ceilings_.memory_mib = 1024;
     ceilings_.exec_timeout = std::chrono::seconds(60);
     ServerFixture::SetUp();
@@ -176,7 +176,7 @@ TEST_F(ApiTenantTest, DeepJsonIsA400AndTheServerLives) {
   EXPECT_EQ(answer->status, 400);
   EXPECT_EQ(Json(*answer)["error"]["code"], -32700) << answer->body.substr(0, 300);
   // A huge unknown field name: answered at once, its name cut short in the message.
-  std::string huge_key = std::string(4 << 20, 'k');
+  std::string huge_key = std::string(512 << 10, 'k');
   http::ClientResponse r =
       CallAs(kTokenA, "POST", "/v1/run", "/v1/run", R"j({"code": "1", ")j" + huge_key + R"j(": 1})j");
   EXPECT_EQ(r.status, 400);
