@@ -76,7 +76,8 @@ struct Listener {
 
 struct ConfinedNetwork::State : std::enable_shared_from_this<State> {
   explicit State(ConfinedNetworkOptions o)
-      : options(std::move(o)), budget(options.max_bytes),
+      : options(std::move(o)),
+        budget(options.max_bytes),
         resolve(SystemResolver(options.limits.resolve_timeout)) {}
 
   void AcceptLoop();
@@ -126,8 +127,7 @@ void ConfinedNetwork::State::AcceptLoop() {
   }
 }
 
-void ConfinedNetwork::State::Serve(base::UniqueFd fd, bool proxy,
-                                   const sockaddr_storage& target) {
+void ConfinedNetwork::State::Serve(base::UniqueFd fd, bool proxy, const sockaddr_storage& target) {
   EgressRecord record =
       proxy ? ServeEgressConnection(fd.get(), options.policy, options.limits, budget, resolve)
             : ServeDirectConnection(fd.get(), target, options.policy, options.limits, budget);

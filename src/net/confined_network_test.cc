@@ -238,8 +238,7 @@ TEST_F(ConfinedNetworkTest, AProgramStartedInTheNamespaceIsInIt) {
   EXPECT_EQ(r->out, "net:[" + std::to_string(st.st_ino) + "]\n");
   // And the proxy's variables point into it.
   auto env = (*network)->ProxyEnvironment();
-  EXPECT_NE(std::find(env.begin(), env.end(), "HTTPS_PROXY=" + (*network)->proxy_url()),
-            env.end());
+  EXPECT_NE(std::find(env.begin(), env.end(), "HTTPS_PROXY=" + (*network)->proxy_url()), env.end());
 }
 
 }  // namespace

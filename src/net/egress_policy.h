@@ -75,7 +75,7 @@ std::optional<std::string> ForbiddenAddressClass(const in6_addr& v6);
 // `codebox serve --allow-registry-address`). A range of IPv4 addresses also holds their
 // IPv4-mapped IPv6 form (::ffff:a.b.c.d).
 struct AddressRange {
-  int family = AF_INET;  // AF_INET or AF_INET6
+  int family = AF_INET;             // AF_INET or AF_INET6
   std::array<uint8_t, 16> bytes{};  // the network, host bits cleared (IPv4 in the first 4)
   int prefix = 32;
 

@@ -224,8 +224,8 @@ TEST(AddressRangeTest, ContainsItsAddressesAndTheirMappedForms) {
 }
 
 TEST(EgressPolicyTest, OpenWithRangesAllowsOnlyThoseInternalAddresses) {
-  EgressPolicy open = EgressPolicy::Open({*ParseAddressRange("127.0.0.0/8"),
-                                          *ParseAddressRange("10.20.0.0/16")});
+  EgressPolicy open =
+      EgressPolicy::Open({*ParseAddressRange("127.0.0.0/8"), *ParseAddressRange("10.20.0.0/16")});
   EXPECT_TRUE(open.CheckAddress(V4("127.0.0.1"), 5000).allowed);
   EXPECT_TRUE(open.CheckAddress(V4("127.0.0.2"), 22).allowed) << "any port in a range";
   EXPECT_TRUE(open.CheckAddress(V6("::ffff:127.0.0.1"), 443).allowed);

@@ -105,9 +105,9 @@ std::string BeforehandHint(const image::ImageReference& ref) {
 // A pull that failed after it started, as a client may see it: the registry's "no such image"
 // (or "not yours") as not found, anything else as one message whatever the network answered.
 Status ClientError(const image::ImageReference& ref, const Status& detail) {
-  static constexpr const char* kNotFound[] = {
-      "manifest unknown", "name unknown", "unauthorized", "authentication required",
-      "requested access to the resource is denied"};
+  static constexpr const char* kNotFound[] = {"manifest unknown", "name unknown", "unauthorized",
+                                              "authentication required",
+                                              "requested access to the resource is denied"};
   for (const char* says : kNotFound) {
     if (detail.message().find(says) != std::string::npos) {
       return NotFound("image " + ref.Familiar() + " is not in this server's store and was not " +
@@ -216,8 +216,9 @@ StatusOr<image::ImageInfo> ImagePulls::Pull(const BoxOptions& options, bool admi
     JsonLog::Write(LogLevel::kWarn, "image pull failed",
                    {{"image", ref.Familiar()},
                     {"error", network.status().ToString()},
-                    {"why", "the pull's confined network could not be made (needs root with "
-                            "CAP_SYS_ADMIN); pre-pull images with codebox image pull"}});
+                    {"why",
+                     "the pull's confined network could not be made (needs root with "
+                     "CAP_SYS_ADMIN); pre-pull images with codebox image pull"}});
     return ClientError(ref, network.status());
   }
   pull.net_namespace_fd = (*network)->namespace_fd();

@@ -60,7 +60,8 @@ TEST(CheckServerPullTest, TheRefusalDependsOnTheReferenceOnly) {
 }
 
 TEST(CheckServerPullTest, AllowedRegistriesByNameAndPort) {
-  PullPolicy policy = Policy({"docker.io", "ghcr.io", "registry.example.org:5000", "*.corp.example"});
+  PullPolicy policy =
+      Policy({"docker.io", "ghcr.io", "registry.example.org:5000", "*.corp.example"});
   EXPECT_TRUE(Allowed(policy, "python:3.12-slim")) << "docker.io is Docker Hub's name";
   EXPECT_TRUE(Allowed(policy, "docker.io/library/python"));
   EXPECT_TRUE(Allowed(policy, "ghcr.io/org/app:1"));
