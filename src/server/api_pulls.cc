@@ -7,8 +7,9 @@ namespace codebox::server {
 Status EnsureImage(Call& call, const BoxOptions& options) {
   ImagePulls* pulls = call.context.options.pulls;
   if (pulls == nullptr) return Status::Ok();
-  // An admin token may pull from any registry (still under the address policy). Tokens do not
-  // say who is an admin yet: every caller is a client.
+  // An admin token may pull from any registry (still under the address policy). Not wired
+  // yet: the lead decides whether call.caller.admin is it (without --token-file every caller
+  // is the admin tenant "local", which would let any local client pull from any registry).
   const bool admin = false;
   return pulls->Ensure(options, admin);
 }
