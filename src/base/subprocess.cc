@@ -40,6 +40,7 @@ struct ChildPlan {
   int death_signal;
   pid_t parent;
   uint64_t max_file_bytes;
+  int net_namespace_fd;
   int err = 0;
   const char* failed_step = nullptr;
 };
@@ -56,6 +57,9 @@ constexpr char kEnterCwd[] = "enter its working directory";
 // parent thread waits, every signal is blocked, and only system calls are made here.
 CODEBOX_NO_ASAN int ChildMain(void* arg) {
   ChildPlan* p = static_cast<ChildPlan*>(arg);
+  if (p->net_namespace_fd >= 0 && ::setns(p->net_namespace_fd, CLONE_NEWNET) != 0) {
+    ChildFail(p, "enter its network namespace");
+  }
   if (p->death_signal != 0) {
     if (::prctl(PR_SET_PDEATHSIG, p->death_signal) != 0)
       ChildFail(p, "set its parent-death signal");
@@ -241,6 +245,7 @@ StatusOr<pid_t> Spawn(const Command& command) {
   plan.death_signal = command.parent_death_signal;
   plan.parent = ::getpid();
   plan.max_file_bytes = command.max_file_bytes;
+  plan.net_namespace_fd = command.net_namespace_fd;
 
   constexpr size_t kStackBytes = 256 << 10;
   void* stack = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,

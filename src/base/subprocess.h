@@ -50,6 +50,9 @@ struct Command {
   // RLIMIT_FSIZE, with SIGXFSZ ignored so that a write past it fails with EFBIG instead of
   // killing the writer. 0: no limit set.
   uint64_t max_file_bytes = 0;
+  // A network namespace (an fd of /proc/.../ns/net) the child enters before anything else
+  // (setns, which needs CAP_SYS_ADMIN); -1: the caller's.
+  int net_namespace_fd = -1;
 };
 
 // Starts the command and returns its pid once execve has succeeded. When it cannot be run

@@ -2,12 +2,30 @@
 
 #include <unistd.h>
 
+#include <mutex>
+
 #include "base/log.h"
 #include "base/paths.h"
 #include "image/oci_import.h"
 #include "image/recipe.h"
 
 namespace codebox::box {
+namespace {
+
+std::mutex g_first_use_mutex;
+FirstUsePull g_first_use_pull;  // guarded by g_first_use_mutex
+
+FirstUsePull CurrentFirstUsePull() {
+  std::lock_guard<std::mutex> lock(g_first_use_mutex);
+  return g_first_use_pull;
+}
+
+}  // namespace
+
+void SetFirstUsePull(FirstUsePull pull) {
+  std::lock_guard<std::mutex> lock(g_first_use_mutex);
+  g_first_use_pull = std::move(pull);
+}
 
 StatusOr<image::ImageInfo> FindOrPullImage(const BoxOptions& options) {
   // The user's own store first, then the system store root built for everyone.
@@ -17,6 +35,7 @@ StatusOr<image::ImageInfo> FindOrPullImage(const BoxOptions& options) {
       !image::IsOciImageName(options.image) || ::geteuid() != 0) {
     return found;
   }
+  if (FirstUsePull pull = CurrentFirstUsePull()) return pull(options);
   CODEBOX_LOG(kWarn, "image " << options.image << " is not in " << stores.front().path
                               << "; pulling it (first use)");
   auto pulled =

@@ -20,6 +20,7 @@
 #include "server/api.h"
 #include "server/box_id.h"
 #include "server/box_registry.h"
+#include "server/image_pulls.h"
 #include "server/json_log.h"
 #include "server/metrics.h"
 #include "server/peers.h"
@@ -76,6 +77,17 @@ option, the value and the ceiling; a timeout of none gets the ceiling:
   --max-network-bytes SIZE  network_max_bytes (default 4G)
   --log-format FMT     json (default) or text (the request lines as plain text)
 
+image pulls for clients (docs/images.md): a box's OCI image that the store
+lacks is pulled only from the registries allowed here (none by default; images
+already in the store work whatever their registry; pre-pull others with
+codebox image pull), and never from a loopback, private, link-local (cloud
+metadata), CGNAT or multicast address unless named below:
+  --allow-registry HOST[:PORT]  a registry pulls for clients may use
+                       (repeatable; *.DOMAIN for the names below it; HOST
+                       alone: its default port); e.g. docker.io, ghcr.io
+  --allow-registry-address CIDR  addresses a pull may reach though internal
+                       (repeatable), e.g. 10.0.0.0/8 for a registry on the LAN
+
 scale-out (docs/scale-out.md): one serve per node; a box id names its node and
 any replica forwards a request to it:
   --node NAME          this node's name in box ids (default: $POD_IP in a
@@ -125,6 +137,7 @@ struct ServeFlags {
   uint16_t peers_dns_port = 0;
   std::chrono::milliseconds peer_refresh = std::chrono::seconds(5);
   std::vector<std::string> drivers;  // empty: what this host runs
+  server::PullPolicy pulls;          // --allow-registry, --allow-registry-address
   BoxOptions defaults;
 };
 
@@ -280,6 +293,12 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
         flags.drivers.push_back(name);
       }
       if (flags.drivers.empty()) return InvalidArgument("--drivers needs jail and/or vm");
+    } else if (is("--allow-registry")) {
+      ASSIGN_OR_RETURN(net::HostPattern registry, server::ParseAllowedRegistry(v));
+      flags.pulls.registries.push_back(registry);
+    } else if (is("--allow-registry-address")) {
+      ASSIGN_OR_RETURN(net::AddressRange range, server::ParseAllowedRegistryAddress(v));
+      flags.pulls.addresses.push_back(range);
     } else if (is("--log-format")) {
       if (v != "json" && v != "text") {
         return InvalidArgument("--log-format: '" + v + "' is neither json nor text");
@@ -395,6 +414,14 @@ int Serve(const ServeFlags& flags) {
     registry_options.pools.push_back(*spec);
     pool_texts.push_back(text);
   }
+  // A client's box pulls only as the operator allows; the images of the pools and of the
+  // box defaults (--image) are the operator's own.
+  server::PullPolicy pull_policy = flags.pulls;
+  pull_policy.operator_images.push_back(flags.defaults.image);
+  for (const server::PoolSpec& spec : registry_options.pools) {
+    pull_policy.operator_images.push_back(spec.options.image);
+  }
+  server::ImagePulls pulls(pull_policy);
   server::BoxRegistry registry(registry_options);
   server::Metrics metrics;
 
@@ -422,6 +449,7 @@ int Serve(const ServeFlags& flags) {
   api_options.peers = &peers;
   api_options.drivers = flags.drivers.empty() ? DriversHere() : flags.drivers;
   api_options.max_forward_bytes = std::max<uint64_t>(http_options.max_body_bytes, 512ull << 20);
+  api_options.pulls = &pulls;
   const bool text_log = flags.text_log;
   api_options.hooks.on_request = [&metrics, text_log](const server::RequestReport& r) {
     metrics.ObserveRequest(r.request.method, r.route, r.status, r.seconds, r.tenant);

@@ -153,12 +153,19 @@ class SkopeoSession {
     // Big blobs go to the store's own filesystem, not /tmp; the lock is held by skopeo too.
     command.env.push_back("TMPDIR=" + dir_.path() + "/tmp");
     // How this user reaches registries: their CA bundle and proxy (no secrets; credentials go
-    // through the auth file alone).
+    // through the auth file alone). A confined pull gets its namespace's proxy instead.
+    const bool confined = options_.net_namespace_fd >= 0;
     for (const char* name : {"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "https_proxy",
                              "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"}) {
+      if (confined && !std::string_view(name).starts_with("SSL_")) continue;
       if (const char* v = std::getenv(name); v != nullptr) {
         command.env.push_back(std::string(name) + "=" + v);
       }
+    }
+    if (confined) {
+      command.env.insert(command.env.end(), options_.network_env.begin(),
+                         options_.network_env.end());
+      command.net_namespace_fd = options_.net_namespace_fd;
     }
     command.fds = {{dir_.lock_fd(), 3}};
     base::RunOptions run;

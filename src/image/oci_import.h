@@ -36,6 +36,12 @@ struct PullOptions {
   std::string skopeo;                // program; empty: $CODEBOX_SKOPEO, else "skopeo"
   bool require_root = true;          // ownership in the tree needs root; tests may clear it
   std::chrono::milliseconds timeout = std::chrono::minutes(30);  // each skopeo run
+  // Where skopeo's connections go. -1 (the CLI, the library): this host's network, with the
+  // caller's proxy variables. Else (codebox serve's pulls for its clients) skopeo runs in this
+  // network namespace (net/confined_network.h) with `network_env` (its proxy variables) in
+  // place of the caller's.
+  int net_namespace_fd = -1;
+  std::vector<std::string> network_env;
 };
 
 using Progress = std::function<void(const std::string&)>;

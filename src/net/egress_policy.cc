@@ -86,9 +86,10 @@ std::optional<std::string> ClassOfV4(uint32_t a) {  // a: host byte order
   return std::nullopt;
 }
 
+uint32_t V4At(const uint8_t* b) { return V4(b[0], b[1], b[2], b[3]); }  // host order
+
 uint32_t V4At(const in6_addr& v6, int offset) {  // 4 bytes of v6 from `offset`, host order
-  const uint8_t* b = v6.s6_addr + offset;
-  return V4(b[0], b[1], b[2], b[3]);
+  return V4At(v6.s6_addr + offset);
 }
 
 bool StartsWith(const in6_addr& v6, std::initializer_list<uint8_t> prefix, int bits) {
@@ -288,8 +289,66 @@ std::optional<std::string> ForbiddenAddressClass(const in6_addr& v6) {
   return std::nullopt;
 }
 
+std::string AddressRange::ToString() const {
+  return AddressText(family, bytes.data()) + "/" + std::to_string(prefix);
+}
+
+bool AddressRange::Contains(const in_addr& address) const {
+  if (family != AF_INET) return false;
+  return InRange(ntohl(address.s_addr), V4At(bytes.data()), prefix);
+}
+
+bool AddressRange::Contains(const in6_addr& address) const {
+  if (family == AF_INET) {
+    return IN6_IS_ADDR_V4MAPPED(&address) &&
+           InRange(V4At(address.s6_addr + 12), V4At(bytes.data()), prefix);
+  }
+  for (int bit = 0; bit < prefix; bit += 8) {
+    const int take = std::min(8, prefix - bit);
+    const uint8_t mask = static_cast<uint8_t>(0xff << (8 - take));
+    if ((address.s6_addr[bit / 8] & mask) != (bytes[bit / 8] & mask)) return false;
+  }
+  return true;
+}
+
+StatusOr<AddressRange> ParseAddressRange(std::string_view text) {
+  const std::string shown = base::TerminalSafe(std::string(text.substr(0, 100)), 100);
+  const std::string forms =
+      "; write an address or a range: 10.0.0.5, 10.0.0.0/8, fd00::1, fd00::/8";
+  const size_t slash = text.find('/');
+  std::string address(text.substr(0, slash));
+  if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
+    address = address.substr(1, address.size() - 2);
+  }
+  AddressRange range;
+  if (inet_pton(AF_INET, address.c_str(), range.bytes.data()) == 1) {
+    range.family = AF_INET;
+    range.prefix = 32;
+  } else if (inet_pton(AF_INET6, address.c_str(), range.bytes.data()) == 1) {
+    range.family = AF_INET6;
+    range.prefix = 128;
+  } else {
+    return InvalidArgument("'" + shown + "' is not an IP address or range" + forms);
+  }
+  if (slash != std::string_view::npos) {
+    std::string_view digits = text.substr(slash + 1);
+    const int most = range.prefix;
+    if (!AllDigits(digits) || digits.size() > 3 || std::stoi(std::string(digits)) > most) {
+      return InvalidArgument("'" + shown + "': the prefix length is not a number from 0 to " +
+                             std::to_string(most) + forms);
+    }
+    range.prefix = std::stoi(std::string(digits));
+  }
+  for (int bit = range.prefix; bit < (range.family == AF_INET ? 32 : 128); ++bit) {
+    range.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
+  }
+  return range;
+}
+
 EgressPolicy EgressPolicy::None() { return EgressPolicy(NetworkMode::kNone, {}); }
-EgressPolicy EgressPolicy::Open() { return EgressPolicy(NetworkMode::kOpen, {}); }
+EgressPolicy EgressPolicy::Open(std::vector<AddressRange> ranges) {
+  return EgressPolicy(NetworkMode::kOpen, {}, std::move(ranges));
+}
 
 StatusOr<EgressPolicy> EgressPolicy::Allow(const std::vector<std::string>& entries) {
   std::vector<HostPattern> patterns;
@@ -319,10 +378,14 @@ Decision EgressPolicy::CheckName(std::string_view host, uint16_t port) const {
 }
 
 Decision EgressPolicy::CheckAddressText(const std::string& text,
-                                        std::optional<std::string> forbidden, uint16_t port) const {
+                                        std::optional<std::string> forbidden,
+                                        const AddressRange* in_range, uint16_t port) const {
   const std::string where = text + " port " + std::to_string(port);
   if (mode_ == NetworkMode::kNone) return {false, "this box has no network (network: none)"};
   if (!forbidden) return {true, where + " is a public address"};
+  if (in_range != nullptr) {
+    return {true, where + " (" + *forbidden + ") is allowed by the range " + in_range->ToString()};
+  }
   for (const HostPattern& p : patterns_) {
     if (p.ip_literal && p.host == text && p.MatchesPort(port)) {
       return {true, where + " (" + *forbidden + ") is allowed by its literal " + p.ToString()};
@@ -334,11 +397,17 @@ Decision EgressPolicy::CheckAddressText(const std::string& text,
 }
 
 Decision EgressPolicy::CheckAddress(const in_addr& address, uint16_t port) const {
-  return CheckAddressText(AddressText(AF_INET, &address), ForbiddenAddressClass(address), port);
+  auto range = std::find_if(ranges_.begin(), ranges_.end(),
+                            [&](const AddressRange& r) { return r.Contains(address); });
+  return CheckAddressText(AddressText(AF_INET, &address), ForbiddenAddressClass(address),
+                          range == ranges_.end() ? nullptr : &*range, port);
 }
 
 Decision EgressPolicy::CheckAddress(const in6_addr& address, uint16_t port) const {
-  return CheckAddressText(AddressText(AF_INET6, &address), ForbiddenAddressClass(address), port);
+  auto range = std::find_if(ranges_.begin(), ranges_.end(),
+                            [&](const AddressRange& r) { return r.Contains(address); });
+  return CheckAddressText(AddressText(AF_INET6, &address), ForbiddenAddressClass(address),
+                          range == ranges_.end() ? nullptr : &*range, port);
 }
 
 }  // namespace codebox::net

@@ -14,6 +14,7 @@
 
 #include <netinet/in.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -69,6 +70,24 @@ StatusOr<HostPort> SplitHostPort(std::string_view text);
 std::optional<std::string> ForbiddenAddressClass(const in_addr& v4);
 std::optional<std::string> ForbiddenAddressClass(const in6_addr& v6);
 
+// An address range an operator names ("10.0.0.0/8", "fd00::/8", "192.168.1.5" for one address):
+// addresses in it may be reached though their class is forbidden (the server's image pulls:
+// `codebox serve --allow-registry-address`). A range of IPv4 addresses also holds their
+// IPv4-mapped IPv6 form (::ffff:a.b.c.d).
+struct AddressRange {
+  int family = AF_INET;             // AF_INET or AF_INET6
+  std::array<uint8_t, 16> bytes{};  // the network, host bits cleared (IPv4 in the first 4)
+  int prefix = 32;
+
+  std::string ToString() const;  // "10.0.0.0/8", "fd00::/8"
+  bool Contains(const in_addr& address) const;
+  bool Contains(const in6_addr& address) const;
+};
+
+// ADDR or ADDR/PREFIX; host bits below the prefix are cleared ("192.168.1.5/24" is
+// 192.168.1.0/24). Errors name the text and show the forms.
+StatusOr<AddressRange> ParseAddressRange(std::string_view text);
+
 struct Decision {
   bool allowed = false;
   std::string reason;  // for the audit log and the box's error: why (not) allowed
@@ -77,28 +96,33 @@ struct Decision {
 class EgressPolicy {
  public:
   static EgressPolicy None();
-  static EgressPolicy Open();
+  // Any name and port; addresses of a forbidden class only within `ranges`.
+  static EgressPolicy Open(std::vector<AddressRange> ranges = {});
   // Each entry as ParseHostPattern takes it; an error names the first bad one.
   static StatusOr<EgressPolicy> Allow(const std::vector<std::string>& entries);
 
   NetworkMode mode() const { return mode_; }
   const std::vector<HostPattern>& patterns() const { return patterns_; }
+  const std::vector<AddressRange>& ranges() const { return ranges_; }
 
   // Before resolving: may a box ask for `host` (as it sent it) on `port`?
   Decision CheckName(std::string_view host, uint16_t port) const;
   // After resolving, for each address the host would connect to. An address of a forbidden
-  // class is refused unless an allowlist entry names it as a literal (with the port).
+  // class is refused unless an allowlist entry names it as a literal (with the port), or it is
+  // in one of the policy's ranges (any port).
   Decision CheckAddress(const in_addr& address, uint16_t port) const;
   Decision CheckAddress(const in6_addr& address, uint16_t port) const;
 
  private:
-  EgressPolicy(NetworkMode mode, std::vector<HostPattern> patterns)
-      : mode_(mode), patterns_(std::move(patterns)) {}
+  EgressPolicy(NetworkMode mode, std::vector<HostPattern> patterns,
+               std::vector<AddressRange> ranges = {})
+      : mode_(mode), patterns_(std::move(patterns)), ranges_(std::move(ranges)) {}
   Decision CheckAddressText(const std::string& text, std::optional<std::string> forbidden,
-                            uint16_t port) const;
+                            const AddressRange* in_range, uint16_t port) const;
 
   NetworkMode mode_;
   std::vector<HostPattern> patterns_;
+  std::vector<AddressRange> ranges_;
 };
 
 }  // namespace codebox::net

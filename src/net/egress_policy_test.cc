@@ -185,6 +185,67 @@ TEST(EgressPolicyTest, OpenStillRefusesInternalAddresses) {
   EXPECT_TRUE(open.CheckAddress(V4("8.8.8.8"), 53).allowed);
 }
 
+TEST(AddressRangeTest, ParsesAddressesAndRanges) {
+  EXPECT_EQ(ParseAddressRange("127.0.0.0/8")->ToString(), "127.0.0.0/8");
+  EXPECT_EQ(ParseAddressRange("10.1.2.3")->ToString(), "10.1.2.3/32");
+  EXPECT_EQ(ParseAddressRange("192.168.1.5/24")->ToString(), "192.168.1.0/24") << "host bits";
+  EXPECT_EQ(ParseAddressRange("0.0.0.0/0")->ToString(), "0.0.0.0/0");
+  EXPECT_EQ(ParseAddressRange("FD00::1/8")->ToString(), "fd00::/8");
+  EXPECT_EQ(ParseAddressRange("[::1]")->ToString(), "::1/128");
+  for (const char* bad : {"", "/8", "10.0.0.0/", "10.0.0.0/33", "fd00::/129", "10.0.0.0/-1",
+                          "10.0.0.0/8x", "localhost", "10.0.0/8", "127.1", "10.0.0.0/0008"}) {
+    auto r = ParseAddressRange(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("10.0.0.0/8"), std::string::npos) << bad;
+    }
+  }
+}
+
+TEST(AddressRangeTest, ContainsItsAddressesAndTheirMappedForms) {
+  auto loopback = *ParseAddressRange("127.0.0.0/8");
+  EXPECT_TRUE(loopback.Contains(V4("127.0.0.1")));
+  EXPECT_TRUE(loopback.Contains(V4("127.255.255.254")));
+  EXPECT_FALSE(loopback.Contains(V4("128.0.0.1")));
+  EXPECT_TRUE(loopback.Contains(V6("::ffff:127.0.0.1")));
+  EXPECT_FALSE(loopback.Contains(V6("::1"))) << "IPv6 loopback is a range of its own";
+  EXPECT_FALSE(loopback.Contains(V6("64:ff9b::127.0.0.1"))) << "NAT64 goes elsewhere";
+  auto lan = *ParseAddressRange("192.168.10.0/23");
+  EXPECT_TRUE(lan.Contains(V4("192.168.11.200")));
+  EXPECT_FALSE(lan.Contains(V4("192.168.12.1")));
+  auto ula = *ParseAddressRange("fd12:3456::/32");
+  EXPECT_TRUE(ula.Contains(V6("fd12:3456::1")));
+  EXPECT_FALSE(ula.Contains(V6("fd12:3457::1")));
+  EXPECT_FALSE(ula.Contains(V4("10.0.0.1")));
+  auto one = *ParseAddressRange("::1");
+  EXPECT_TRUE(one.Contains(V6("::1")));
+  EXPECT_FALSE(one.Contains(V6("::2")));
+  EXPECT_TRUE(ParseAddressRange("::/0")->Contains(V6("fe80::1")));
+}
+
+TEST(EgressPolicyTest, OpenWithRangesAllowsOnlyThoseInternalAddresses) {
+  EgressPolicy open =
+      EgressPolicy::Open({*ParseAddressRange("127.0.0.0/8"), *ParseAddressRange("10.20.0.0/16")});
+  EXPECT_TRUE(open.CheckAddress(V4("127.0.0.1"), 5000).allowed);
+  EXPECT_TRUE(open.CheckAddress(V4("127.0.0.2"), 22).allowed) << "any port in a range";
+  EXPECT_TRUE(open.CheckAddress(V6("::ffff:127.0.0.1"), 443).allowed);
+  EXPECT_TRUE(open.CheckAddress(V4("10.20.3.4"), 443).allowed);
+  Decision lan = open.CheckAddress(V4("10.21.0.1"), 443);
+  EXPECT_FALSE(lan.allowed);
+  EXPECT_NE(lan.reason.find("private"), std::string::npos) << lan.reason;
+  EXPECT_FALSE(open.CheckAddress(V6("::1"), 443).allowed);
+  EXPECT_FALSE(open.CheckAddress(V4("169.254.169.254"), 80).allowed) << "metadata";
+  EXPECT_FALSE(open.CheckAddress(V4("192.168.0.1"), 443).allowed);
+  EXPECT_FALSE(open.CheckAddress(V4("100.64.0.1"), 443).allowed) << "CGNAT";
+  EXPECT_FALSE(open.CheckAddress(V4("224.0.0.1"), 443).allowed) << "multicast";
+  EXPECT_TRUE(open.CheckAddress(V4("8.8.8.8"), 443).allowed);
+  Decision in = open.CheckAddress(V4("127.0.0.1"), 5000);
+  EXPECT_NE(in.reason.find("127.0.0.0/8"), std::string::npos) << in.reason;
+  // A range never lifts the forbidden classes for a box's allowlist policy: it has none.
+  auto allow = EgressPolicy::Allow({"example.org"});
+  EXPECT_TRUE(allow->ranges().empty());
+}
+
 TEST(EgressPolicyTest, AllowNamesTheBadEntry) {
   auto bad = EgressPolicy::Allow({"pypi.org", "*.com"});
   ASSERT_FALSE(bad.ok());

@@ -326,4 +326,30 @@ EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
   return Refuse(box_fd, record, status, last_error.message());
 }
 
+EgressRecord ServeDirectConnection(int fd, const sockaddr_storage& target,
+                                   const EgressPolicy& policy, const EgressLimits& limits,
+                                   EgressBudget& budget) {
+  EgressRecord record;
+  record.host = AddressText(target);
+  if (target.ss_family == AF_INET) {
+    record.port = ntohs(reinterpret_cast<const sockaddr_in&>(target).sin_port);
+  } else if (target.ss_family == AF_INET6) {
+    record.port = ntohs(reinterpret_cast<const sockaddr_in6&>(target).sin6_port);
+  }
+  Decision d = Judge(policy, target, record.port);
+  record.reason = d.reason;
+  if (!d.allowed) return record;
+  auto upstream = ConnectWithin(target, limits.connect_timeout);
+  if (!upstream.ok()) {
+    record.reason = upstream.status().message();
+    return record;
+  }
+  record.allowed = true;
+  record.address = record.host;
+  Pipe up{fd, upstream->get(), "", false, &record.bytes_up};
+  Pipe down{upstream->get(), fd, "", false, &record.bytes_down};
+  record.reason = d.reason + "; " + Relay(std::move(up), std::move(down), limits, budget);
+  return record;
+}
+
 }  // namespace codebox::net

@@ -65,6 +65,14 @@ EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
                                    const EgressLimits& limits, EgressBudget& budget,
                                    const Resolver& resolve);
 
+// Serves a connection on `fd` (not closed here) that a program made to `target` itself, without
+// a proxy request (Go's HTTP client never sends one for a loopback address: ConfinedNetwork's
+// forwards): the address judged by the policy, connected (with a deadline) and relayed as
+// ServeEgressConnection does. A refused connection is closed without a byte.
+EgressRecord ServeDirectConnection(int fd, const sockaddr_storage& target,
+                                   const EgressPolicy& policy, const EgressLimits& limits,
+                                   EgressBudget& budget);
+
 }  // namespace codebox::net
 
 #endif  // CODEBOX_NET_EGRESS_RELAY_H_

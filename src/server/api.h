@@ -26,6 +26,8 @@
 
 namespace codebox::server {
 
+class ImagePulls;  // image_pulls.h
+
 // One answered request, for the metrics and the log.
 struct RequestReport {
   const http::Request& request;
@@ -95,6 +97,9 @@ struct ApiOptions {
   std::vector<std::string> drivers = {"jail"};
   // The largest answer a forwarded request may bring back (a file download).
   uint64_t max_forward_bytes = 512ull << 20;
+  // The server's pulls for its clients (image_pulls.h): a box's image the store lacks is
+  // pulled only as it allows. Null: no check here (the box start pulls as the library does).
+  ImagePulls* pulls = nullptr;
 };
 
 // The paths that need no token: /healthz and the playground's page and its files (they hold

@@ -32,6 +32,7 @@ void CreateBox(Call& call) {
   auto box_options = DecodeBoxOptions(*body, options.defaults, options.ceilings);
   if (!box_options.ok()) return call.RespondError(box_options.status());
   if (PlaceOnPeer(call, box_options->driver)) return;
+  if (Status st = EnsureImage(call, *box_options); !st.ok()) return call.RespondError(st);
   auto record = call.context.registry->Create(*box_options, call.Owner());
   if (!record.ok() && record.status().code() == StatusCode::kResourceExhausted &&
       PlaceOnPeer(call, box_options->driver, /*local_refused=*/true)) {

@@ -171,6 +171,7 @@ void RunOneShot(Call& call) {
   auto request = DecodeRunRequest(*body, api.defaults, api.ceilings);
   if (!request.ok()) return call.RespondError(request.status());
   if (PlaceOnPeer(call, request->box.driver)) return;
+  if (Status st = EnsureImage(call, request->box); !st.ok()) return call.RespondError(st);
   bool from_pool = false;
   auto taken = call.context.registry->TakeOneShot(request->box, &from_pool, call.Owner());
   if (!taken.ok() && taken.status().code() == StatusCode::kResourceExhausted &&

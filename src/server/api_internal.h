@@ -96,6 +96,10 @@ bool RouteToSessionNode(Call& call);
 void AddPeerBoxes(Call& call, nlohmann::json* body);
 bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused = false);
 void Load(Call& call);
+// api_pulls.cc: before a client's box starts, its image: in the store, or pulled now if this
+// server's pull policy allows it for this caller (image_pulls.h); the refusal or the pull's
+// error otherwise. OK when the server has no policy (options.pulls null).
+Status EnsureImage(Call& call, const BoxOptions& options);
 
 }  // namespace codebox::server
 
