@@ -7,10 +7,10 @@ namespace codebox::server {
 Status EnsureImage(Call& call, const BoxOptions& options) {
   ImagePulls* pulls = call.context.options.pulls;
   if (pulls == nullptr) return Status::Ok();
-  // An admin token may pull from any registry (still under the address policy). Not wired
-  // yet: the lead decides whether call.caller.admin is it (without --token-file every caller
-  // is the admin tenant "local", which would let any local client pull from any registry).
-  const bool admin = false;
+  // An admin token may pull from any registry (still under the address policy). Only a token
+  // marked admin: on a server without tokens every caller is the one tenant "local", which
+  // must not make any local client able to pull from anywhere.
+  const bool admin = call.caller.admin && call.context.options.tokens_required;
   return pulls->Ensure(options, admin);
 }
 
