@@ -56,22 +56,19 @@ def python_image(codebox_bin):
     require(hostile.python_image_problem())
 
 
-def start_server(binary, extra=(), **kw):
-    """A started hostile.Server; its start failing is the case's failure (a flag the server
-    does not know yet, say), with the log."""
-    server = hostile.Server(binary, extra, **kw)
-    try:
-        return server.start()
-    except hostile.ServerError as e:
-        server.cleanup()
-        pytest.fail(str(e))
-
-
-def finish_server(server, *, token=None):
-    """The end of a module's server: what is left is destroyed, the server stopped."""
-    hostile.destroy_all(server, token=token)
-    server.stop()
-    server.cleanup()
+@pytest.fixture(scope="session")
+def serve(codebox_bin):
+    """serve(extra flags, name=..., token_lines=...): a started hostile.Server; its start
+    failing is the case's failure (a flag the server does not know yet, say), with the log.
+    End it with hostile.finish(server)."""
+    def start(extra=(), **kw):
+        server = hostile.Server(codebox_bin, extra, **kw)
+        try:
+            return server.start()
+        except hostile.ServerError as e:
+            server.cleanup()
+            pytest.fail(str(e))
+    return start
 
 
 @pytest.hookimpl(hookwrapper=True)

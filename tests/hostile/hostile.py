@@ -468,6 +468,13 @@ def destroy_all(server, *, token=None):
         pass
 
 
+def finish(server, *, token=None):
+    """The end of a server: what is left is destroyed, the server stopped, its files gone."""
+    destroy_all(server, token=token)
+    server.stop()
+    server.cleanup()
+
+
 def python_image_problem():
     """None when the system store has the python recipe image, else what is missing."""
     link = os.path.join(SYSTEM_STORE, "images", "by-name", "python")

@@ -12,7 +12,6 @@ import re
 import pytest
 
 import hostile
-from conftest import finish_server, start_server
 from hostile import BOX, assert_alive, assert_no_boxes, request
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -24,17 +23,17 @@ SMALL_FLAGS = ["--max-output-limit", "8M", "--max-memory", "512", "--max-cpus", 
 
 
 @pytest.fixture(scope="module")
-def default_server(codebox_bin):
-    s = start_server(codebox_bin, name="default-ceilings")
+def default_server(serve):
+    s = serve(name="default-ceilings")
     yield s
-    finish_server(s)
+    hostile.finish(s)
 
 
 @pytest.fixture(scope="module")
-def small_server(codebox_bin):
-    s = start_server(codebox_bin, SMALL_FLAGS, name="small-ceilings")
+def small_server(serve):
+    s = serve(SMALL_FLAGS, name="small-ceilings")
     yield s
-    finish_server(s)
+    hostile.finish(s)
 
 
 def host_cores():

@@ -8,13 +8,11 @@ the server's RSS stays flat and other clients are served.
 The figures are spec32's defaults: 128 connections per peer address, 1024 for the TCP
 listeners, 64 reserved for the unix socket, a first byte within 5 s."""
 import json
-import socket
 import time
 
 import pytest
 
 import hostile
-from conftest import finish_server, start_server
 from hostile import BOX, assert_alive, assert_no_boxes, request
 
 PER_ADDRESS = 128      # spec32 section 2: max_connections_per_address
@@ -23,13 +21,13 @@ MIB = 1 << 20
 
 
 @pytest.fixture(scope="module")
-def server(codebox_bin):
+def server(serve):
     limit = hostile.raise_fd_limit()
     if limit < 4096:
         pytest.skip(f"RLIMIT_NOFILE is {limit} and cannot be raised to 4096 for the floods")
-    s = start_server(codebox_bin, name="connections")
+    s = serve(name="connections")
     yield s
-    finish_server(s)
+    hostile.finish(s)
 
 
 def served(server, via, source=None):

@@ -11,7 +11,6 @@ import time
 import pytest
 
 import hostile
-from conftest import finish_server, start_server
 from hostile import assert_alive, assert_no_boxes, raw_exchange, request, status_of
 
 FIRST_BYTE_S = 5     # spec32 section 2: first_byte_timeout
@@ -25,10 +24,10 @@ NO_BOX = "/v1/boxes/b-0123456789abcdef/restart"
 
 
 @pytest.fixture(scope="module")
-def server(codebox_bin):
-    s = start_server(codebox_bin, ["--max-body", "1"], name="framing")
+def server(serve):
+    s = serve(["--max-body", "1"], name="framing")
     yield s
-    finish_server(s)
+    hostile.finish(s)
 
 
 # The slow clients run in the background from the start of the module, while the other cases

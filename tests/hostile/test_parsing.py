@@ -9,7 +9,6 @@ import time
 import pytest
 
 import hostile
-from conftest import finish_server, start_server
 from hostile import BOX, assert_alive, assert_no_boxes, assert_short_error, request
 
 DEPTH = 200_000
@@ -22,13 +21,13 @@ QUICK_S = 10
 
 
 @pytest.fixture(scope="module")
-def server(codebox_bin):
+def server(serve):
     # A configured model (at a closed port of loopback, never reached: every body here is
     # refused before) so that /v1/ask parses its body instead of answering 409.
-    s = start_server(codebox_bin, ["--model", "hostile-test", "--base-url",
+    s = serve(["--model", "hostile-test", "--base-url",
                                    "http://127.0.0.1:9/v1", "--max-body", "64"], name="parsing")
     yield s
-    finish_server(s)
+    hostile.finish(s)
 
 
 def deep(shape, depth=DEPTH):

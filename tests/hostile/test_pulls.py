@@ -20,7 +20,6 @@ import pytest
 
 import hostile
 import pki
-from conftest import finish_server, start_server
 from hostile import assert_alive, assert_no_boxes, request
 
 ACCEPT_WAIT_S = 1.0  # after each answer, how long a late connection is waited for
@@ -119,10 +118,10 @@ def listeners():
 
 
 @pytest.fixture(scope="module")
-def server(codebox_bin):
-    s = start_server(codebox_bin, name="pulls")
+def server(serve):
+    s = serve(name="pulls")
     yield s
-    finish_server(s)
+    hostile.finish(s)
 
 
 def masked(message, port):
@@ -177,11 +176,11 @@ def test_server_still_runs_code(server, python_image):
     assert_no_boxes(server)
 
 
-def test_an_allowed_registry_on_loopback_is_still_not_reached(codebox_bin, listeners):
+def test_an_allowed_registry_on_loopback_is_still_not_reached(serve, listeners):
     """--allow-registry names a registry the server may pull from; the address policy (no
     loopback unless --allow-registry-address names it) still holds for its connections."""
     http_port = listeners["http"].port
-    s = start_server(codebox_bin, ["--allow-registry", f"127.0.0.1:{http_port}"],
+    s = serve(["--allow-registry", f"127.0.0.1:{http_port}"],
                      name="pulls-allowed")
     try:
         before = listeners["http"].count()
@@ -195,4 +194,4 @@ def test_an_allowed_registry_on_loopback_is_still_not_reached(codebox_bin, liste
         assert_alive(s)
         assert_no_boxes(s)
     finally:
-        finish_server(s)
+        hostile.finish(s)

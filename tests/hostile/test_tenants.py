@@ -12,7 +12,6 @@ import secrets
 import pytest
 
 import hostile
-from conftest import finish_server, start_server
 from hostile import BOX, assert_alive, request
 
 TOK_A, TOK_A2, TOK_B, TOK_ADMIN = (f"tok{n}-{secrets.token_hex(12)}"
@@ -24,10 +23,10 @@ SECRET = "a-secret-" + secrets.token_hex(8)
 
 
 @pytest.fixture(scope="module")
-def server(codebox_bin):
-    s = start_server(codebox_bin, token_lines=TOKEN_LINES, name="tenants")
+def server(serve):
+    s = serve(token_lines=TOKEN_LINES, name="tenants")
     yield s
-    finish_server(s, token=TOK_ADMIN)
+    hostile.finish(s, token=TOK_ADMIN)
 
 
 @pytest.fixture(scope="module")
@@ -253,12 +252,12 @@ TOK_C = f"tokC-{secrets.token_hex(12)}"
 
 
 @pytest.fixture(scope="module")
-def quota_server(codebox_bin):
-    s = start_server(codebox_bin, ["--tenant-max-boxes", "2"],
+def quota_server(serve):
+    s = serve(["--tenant-max-boxes", "2"],
                      token_lines=TOKEN_LINES + [f"{TOK_C} tenant=c max-boxes=1"],
                      name="tenant-quotas")
     yield s
-    finish_server(s, token=TOK_ADMIN)
+    hostile.finish(s, token=TOK_ADMIN)
 
 
 def create(server, token):
