@@ -312,12 +312,25 @@ def tcp_socket(server, source=None, timeout=10, rcvbuf=None):
     return s
 
 
+class _KeptOpen:
+    """A file whose close() does nothing: http.client closes its file after each answer."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def close(self):
+        pass
+
+
 class _OneFile:
     """What http.client.HTTPResponse wants of a socket: a makefile() that is always the same
     buffered reader, so that answers pipelined on one connection are read one after another."""
 
     def __init__(self, sock):
-        self.file = sock.makefile("rb")
+        self.file = _KeptOpen(sock.makefile("rb"))
 
     def makefile(self, *args, **kwargs):
         return self.file
@@ -391,6 +404,7 @@ def statuses_of(raw):
 
 def peer_closed(s):
     """Whether the peer closed (or reset) a socket we never read from, without blocking."""
+    s.settimeout(0)  # a socket with a timeout would poll first, and call that a timeout
     try:
         data = s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
     except BlockingIOError:
@@ -536,3 +550,24 @@ def close_all(socks):
             s.close()
         except OSError:
             pass
+
+
+def fd_count(server):
+    try:
+        return len(os.listdir(f"/proc/{server.pid}/fd"))
+    except OSError:
+        return -1
+
+
+def wait_settled(server, max_s=2.0, still_s=0.3):
+    """Until the server's open files stop changing for `still_s` (it has taken in what the
+    kernel queued for it), at most `max_s`."""
+    end = time.monotonic() + max_s
+    last, since = fd_count(server), time.monotonic()
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        now = fd_count(server)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= still_s:
+            return

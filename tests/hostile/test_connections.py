@@ -57,6 +57,7 @@ def wait_recovered(server, deadline_s=15):
 
 def test_many_idle_connections_from_one_address(server):
     socks = hostile.open_many(server, ["127.0.0.2"], 400)
+    hostile.wait_settled(server)
     try:
         problems = [served(server, "tcp"), served(server, "unix"),
                     served(server, "tcp", source="127.0.0.9")]
@@ -76,6 +77,7 @@ def test_many_half_sent_heads_from_one_address(server):
     budget still holds them to their share."""
     socks = hostile.open_many(server, ["127.0.0.3"], 400,
                               opening=b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    hostile.wait_settled(server)
     try:
         problems = [served(server, "tcp"), served(server, "unix")]
         time.sleep(1.0)
@@ -99,6 +101,7 @@ def test_1100_idle_connections(server):
     t0 = time.monotonic()
     socks = hostile.open_many(server, FLOOD_SOURCES, 100)
     opened = time.monotonic() - t0
+    hostile.wait_settled(server)
     try:
         assert len(socks) >= 1050, f"only {len(socks)} connections opened in {opened:.1f} s"
         problems = [served(server, "unix"), served(server, "tcp"),
@@ -116,6 +119,7 @@ def test_1100_half_sent_heads_leave_the_unix_socket_served(server):
     such; TCP may be full, but the unix socket's reserve is never taken by TCP clients."""
     socks = hostile.open_many(server, [f"127.0.0.{i}" for i in range(30, 41)], 100,
                               opening=b"POST /v1/run HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    hostile.wait_settled(server)
     try:
         assert len(socks) >= 1050, f"only {len(socks)} connections opened"
         problems = [served(server, "unix"), served(server, "unix")]
@@ -131,6 +135,7 @@ def test_connections_are_evicted_not_accumulated(server):
     closed, a second one is treated exactly as the first (nothing leaked in the counts)."""
     for _ in range(2):
         socks = hostile.open_many(server, FLOOD_SOURCES, 100)
+        hostile.wait_settled(server)
         try:
             problems = [served(server, "unix"), served(server, "tcp")]
         finally:
