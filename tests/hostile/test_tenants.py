@@ -201,7 +201,7 @@ def mcp(server, message, token, session=None, method="POST"):
     return request(server, method, "/mcp", raw=raw, token=token, headers=headers, timeout=120)
 
 
-def test_another_tenants_mcp_session_is_an_unknown_session(server):
+def test_another_tenants_mcp_session_is_an_unknown_session(server, python_image):
     init = mcp(server, INIT, TOK_A)
     assert init.status == 200, f"a's initialize: {init!r}"
     session = init.headers.get("mcp-session-id")
