@@ -143,9 +143,11 @@ class Server:
         reader.start()
         reader.join(START_DEADLINE_S)
         if not line or not line[0]:
+            exited = self.proc.poll()
             self.kill()
-            raise ServerError(f"{self.name}: no 'listening' line within {START_DEADLINE_S} s "
-                              f"(exit {self.proc.returncode}):\n{self.log_tail()}")
+            why = (f"exited {exited} before its 'listening' line" if exited is not None else
+                   f"no 'listening' line within {START_DEADLINE_S} s")
+            raise ServerError(f"{self.name}: {why}:\n{self.log_tail()}")
         self.first_line = line[0].decode(errors="replace").strip()
         m = re.search(r"127\.0\.0\.1:(\d+)", self.first_line)
         if not m:
