@@ -43,11 +43,12 @@ def a_box(server, python_image):
 
 
 def unknown_like(box_id):
-    """An id of the same shape (and node) that no box has."""
-    m = re.fullmatch(r"b-([0-9a-f]{16})(\..*)?", box_id)
+    """An id this server could have made (its node, its incarnation: the first 4 hex digits)
+    that no box has: what a box destroyed a moment ago leaves."""
+    m = re.fullmatch(r"b-([0-9a-f]{4})([0-9a-f]{12})(\..*)?", box_id)
     assert m, f"a box id of an unexpected shape: {box_id}"
     while True:
-        other = "b-" + secrets.token_hex(8) + (m.group(2) or "")
+        other = "b-" + m.group(1) + secrets.token_hex(6) + (m.group(3) or "")
         if other != box_id:
             return other
 
@@ -165,17 +166,26 @@ def test_status_shows_only_the_callers_tenant(server, a_box):
     assert admin.status == 200 and a_box.encode() in admin.body
 
 
-def test_metrics_need_a_token_and_are_the_admins(server, a_box):
+def test_metrics_show_a_tenant_nothing_of_another(server, a_box):
     none = request(server, "GET", "/metrics", token="")
     assert none.status == 401, f"/metrics without a token: {none!r}"
     b = request(server, "GET", "/metrics", token=TOK_B)
-    assert b.status == 403, f"/metrics for a tenant: {b!r}"
-    assert b"tenant=\"a\"" not in b.body
+    assert b.status in (200, 403), f"/metrics for tenant b: {b!r}"
+    text = b.body.decode(errors="replace")
+    assert 'tenant="a"' not in text and a_box not in text, \
+        f"tenant b's /metrics shows tenant a: {text[:600]}"
     admin = request(server, "GET", "/metrics", token=TOK_ADMIN)
     assert admin.status == 200, f"{admin!r}"
     assert 'codebox_tenant_boxes{tenant="a"}' in admin.body.decode(), \
         "the admin's /metrics lacks codebox_tenant_boxes{tenant=\"a\"}"
     assert "codebox_tenant_requests_total{" in admin.body.decode()
+
+
+def test_metrics_are_the_admins(server, a_box):
+    """spec32 section 5: /metrics shows per-tenant counters only to admins (non-admins: 403)."""
+    for token in (TOK_B, TOK_A):
+        r = request(server, "GET", "/metrics", token=token)
+        assert r.status == 403, f"/metrics for a tenant that is not an admin: {r!r}"
 
 
 def test_unauthenticated_and_wrong_tokens(server, a_box):
