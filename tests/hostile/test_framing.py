@@ -142,6 +142,8 @@ BAD_CHUNKS = {
     "nul_in_size": b"2\x00\r\n{}\r\n0\r\n\r\n",
     "size_too_small": b"1\r\n{}\r\n0\r\n\r\n",
     "no_crlf_after_data": b"2\r\n{}XX0\r\n\r\n",
+    # RFC 9112, 7.1.1: chunk extensions are limited like the rest of a request (else they
+    # are bytes past every limit)
     "huge_extension": b"2;" + b"e" * (64 << 10) + b"\r\n{}\r\n0\r\n\r\n",
 }
 
@@ -179,11 +181,11 @@ def test_content_length_and_transfer_encoding(server):
     assert_no_boxes(server)
 
 
-@pytest.mark.parametrize("te", [b"chunked, identity", b"gzip", b"gzip, chunked",
-                                b"identity", b"xchunked"])
+@pytest.mark.parametrize("te", [b"chunked, identity", b"gzip", b"identity", b"xchunked"])
 def test_odd_transfer_encodings(server, te):
-    """RFC 9112, 6.3: chunked not last is a 400 (the body's length is unknown); a coding the
-    server does not know is a 501."""
+    """RFC 9112, 6.3: a request whose Transfer-Encoding does not end in chunked has no
+    knowable length: the server MUST answer 400 and close, never read the bytes after the head
+    as a request of their own (how requests are smuggled past a proxy)."""
     head = (b"POST " + NO_BOX.encode() + b" HTTP/1.1\r\n" + HOST +
             b"Content-Type: application/json\r\nTransfer-Encoding: " + te + b"\r\n\r\n")
     got, closed = raw_exchange(server, head + b"2\r\n{}\r\n0\r\n\r\n", timeout=8)
