@@ -26,12 +26,13 @@ Status CheckImageName(const std::string& name) {
   return InvalidArgument("image name '" + base::Excerpt(name) +
                          "' is neither a recipe's name (letters, digits, '-', '_', '.'; at most "
                          "64) nor an OCI reference: " +
-                         ref.status().message());
+                         base::Excerpt(ref.status().message(), 160));
 }
 
 Status CheckAbsolutePath(const std::string& path) {
   if (!path.empty() && path[0] == '/') return Status::Ok();
-  return InvalidArgument("must be an absolute path inside the box, got '" + path + "'");
+  return InvalidArgument("must be an absolute path inside the box, got '" + base::Excerpt(path) +
+                         "'");
 }
 
 // Empty: in this process; else an address http::ParseAddress takes.

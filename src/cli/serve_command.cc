@@ -71,8 +71,8 @@ option, the value and the ceiling; a timeout of none gets the ceiling:
   --max-memory MiB     memory_mib (default 8192)
   --max-cpus N         cpus (default: this host's cores)
   --max-disk MiB       disk_mib (default 16384)
-  --max-processes N    max_processes (default 4096)
-  --max-open-files N   max_open_files (default 65536)
+  --max-box-processes N    max_processes (default 4096)
+  --max-box-open-files N   max_open_files (default 65536)
   --max-exec-timeout S an exec's timeout and exec_timeout (default 3600; none)
   --max-network-bytes SIZE  network_max_bytes (default 4G)
   --log-format FMT     json (default) or text (the request lines as plain text)
@@ -182,10 +182,14 @@ StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& text) 
   OptionMatch match = FindOption(BoxOptionSchema(), "output_limit_bytes");
   auto value = box::ParseOptionText(*match.spec, nullptr, text);
   if (!value.ok()) return value.status().WithContext(flag);
-  if (value->kind() != OptionValue::Kind::kInteger || value->as_integer() < 1) {
-    return InvalidArgument(flag + ": '" + text + "' is not a size of at least 1 byte");
+  // A size comes back as an integer or a number ("8M" is 8 * 2^20, "1.5K" 1536).
+  const bool number = value->kind() == OptionValue::Kind::kInteger ||
+                      value->kind() == OptionValue::Kind::kNumber;
+  const double bytes = number ? value->as_number() : 0;
+  if (!(bytes >= 1) || bytes > 9.0e18 || bytes != static_cast<double>(static_cast<uint64_t>(bytes))) {
+    return InvalidArgument(flag + ": '" + text + "' is not a whole number of bytes, at least 1");
   }
-  return static_cast<uint64_t>(value->as_integer());
+  return static_cast<uint64_t>(bytes);
 }
 
 StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
@@ -230,11 +234,11 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
         return InvalidArgument("--max-cpus: '" + v + "' is not a number of cores above 0");
       }
       flags.ceilings.cpus = cpus;
-    } else if (is("--max-processes")) {
-      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-processes", v));
+    } else if (is("--max-box-processes")) {
+      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-box-processes", v));
       flags.ceilings.max_processes = static_cast<uint32_t>(n);
-    } else if (is("--max-open-files")) {
-      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-open-files", v));
+    } else if (is("--max-box-open-files")) {
+      ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-box-open-files", v));
       flags.ceilings.max_open_files = static_cast<uint32_t>(n);
     } else if (is("--max-exec-timeout")) {
       ASSIGN_OR_RETURN(flags.ceilings.exec_timeout, ParseTimeout(v));

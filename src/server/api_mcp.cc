@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "base/text.h"
+#include "mcp/jsonrpc.h"
 #include "mcp/session.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
@@ -117,7 +118,20 @@ void McpPost(Call& call) {
     return;
   }
   const json& message = *parsed.message;
-  const json id = message.contains("id") ? message["id"] : json(nullptr);
+  // Echoed in the answers below only when it is an id JSON-RPC allows (a string of at most 256
+  // bytes, or an integer): a client's 60 MB "id" is not sent back.
+  const json id = message.contains("id") && mcp::IsValidId(message["id"]) ? message["id"]
+                                                                          : json(nullptr);
+  if (message.contains("id") && !message["id"].is_null() && !mcp::IsValidId(message["id"])) {
+    call.NoteError(InvalidArgument("an invalid JSON-RPC id"));
+    http::Response response;
+    response.status = 400;
+    response.body = Dump(mcp::ErrorAnswer(
+        nullptr, mcp::kInvalidRequest,
+        "Invalid Request: an id is a string of at most 256 bytes or an integer"));
+    (void)call.exchange.Respond(std::move(response));
+    return;
+  }
   if (mcp::IsRequest(message, "initialize")) return Initialize(call, message);
 
   const std::string& session_id = request.Header("mcp-session-id");

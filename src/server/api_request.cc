@@ -162,11 +162,11 @@ Status ApplyCeilings(BoxOptions* o, const Ceilings& c) {
   }
   if (o->max_processes > c.max_processes) {
     return OverCeiling("max_processes", count(o->max_processes), count(c.max_processes),
-                       "--max-processes");
+                       "--max-box-processes");
   }
   if (o->max_open_files > c.max_open_files) {
     return OverCeiling("max_open_files", count(o->max_open_files), count(c.max_open_files),
-                       "--max-open-files");
+                       "--max-box-open-files");
   }
   if (o->network_max_bytes > c.network_max_bytes) {
     return OverCeiling("network_max_bytes", count(o->network_max_bytes),

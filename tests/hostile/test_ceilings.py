@@ -17,9 +17,11 @@ from hostile import BOX, assert_alive, assert_no_boxes, request
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 SMALL_FLAGS = ["--max-output-limit", "8M", "--max-memory", "512", "--max-cpus", "1",
-               "--max-disk", "1024", "--max-processes", "128", "--max-open-files", "1024",
+               "--max-disk", "1024", "--max-box-processes", "128", "--max-box-open-files", "1024",
                "--max-exec-timeout", "60", "--max-lifetime", "600",
-               "--max-network-bytes", "16M", "--max-body", "2"]
+               "--max-network-bytes", "16M", "--max-body", "2",
+               # The server's own box defaults must fit its ceilings (serve refuses otherwise).
+               "--output-limit-bytes", "4M", "--network-max-bytes", "8M"]
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +101,8 @@ SMALL_CASES = [
     ("memory_mib", 4096, "MiB", "--max-memory", 512),
     ("cpus", 2, "cpus", "--max-cpus", 1),
     ("disk_mib", 100000, "MiB", "--max-disk", 1024),
-    ("max_processes", 100000, "count", "--max-processes", 128),
-    ("max_open_files", 100000, "count", "--max-open-files", 1024),
+    ("max_processes", 100000, "count", "--max-box-processes", 128),
+    ("max_open_files", 100000, "count", "--max-box-open-files", 1024),
     ("network_max_bytes", GIB, "bytes", "--max-network-bytes", 16 * MIB),
     ("exec_timeout", 7200, "s", "--max-exec-timeout", 60),
     ("box_timeout", 7200, "s", "--max-lifetime", 600),
@@ -129,8 +131,8 @@ DEFAULT_CASES = [
     ("output_limit_bytes", 4 * GIB, "bytes", "--max-output-limit", {64 * MIB}),
     ("memory_mib", 100000, "MiB", "--max-memory", {8192}),
     ("disk_mib", 20000, "MiB", "--max-disk", {16384}),
-    ("max_processes", 100000, "count", "--max-processes", {4096}),
-    ("max_open_files", 100000, "count", "--max-open-files", {65536}),
+    ("max_processes", 100000, "count", "--max-box-processes", {4096}),
+    ("max_open_files", 100000, "count", "--max-box-open-files", {65536}),
     ("exec_timeout", 7200, "s", "--max-exec-timeout", {3600}),
     ("box_timeout", 7200, "s", "--max-lifetime", {3600}),
     ("network_max_bytes", 8 * GIB, "bytes", "--max-network-bytes", {4 * GIB}),

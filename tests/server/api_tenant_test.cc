@@ -49,7 +49,8 @@ class ApiTenantTest : public ServerFixture {
     http::ClientResponse r = CallAs(token, "GET", "/v1/boxes", "/v1/boxes");
     EXPECT_EQ(r.status, 200) << r.body;
     std::vector<std::string> ids;
-    for (const json& box : Json(r)["boxes"]) ids.push_back(box["id"].get<std::string>());
+    const json list = Json(r);  // kept: a range-for over a temporary's member would dangle
+    for (const json& box : list["boxes"]) ids.push_back(box["id"].get<std::string>());
     return ids;
   }
 };
