@@ -116,10 +116,13 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
     return ExecResultFromJson(j);
   }
   // The server sends the output as events only (its `done` has it empty): kept here, as the
-  // caller's own options say.
+  // caller's own options say. A `done` that carries output of its own (a server that sent no
+  // events for it) is kept as it is.
   std::string out, err;
-  auto keep = [&options](std::string* kept, const std::function<void(std::string_view)>& next) {
-    return [&options, kept, &next](std::string_view chunk) {
+  bool streamed = false;
+  auto keep = [&](std::string* kept, const std::function<void(std::string_view)>& next) {
+    return [&options, &streamed, kept, &next](std::string_view chunk) {
+      streamed = true;
       if (options.keep_output) kept->append(chunk);
       if (next) next(chunk);
     };
@@ -128,10 +131,9 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
                    ReadStream<ExecResult>(api, std::move(request), keep(&out, options.on_stdout),
                                           keep(&err, options.on_stderr), ExecResultFromJson,
                                           nullptr, what));
-  // A server from before this change sent the output in `done` too: the events were all of it.
-  if (options.keep_output) {
-    result.stdout_data = std::move(out);
-    result.stderr_data = std::move(err);
+  if (streamed || !options.keep_output) {
+    result.stdout_data = options.keep_output ? std::move(out) : std::string();
+    result.stderr_data = options.keep_output ? std::move(err) : std::string();
   }
   return result;
 }
