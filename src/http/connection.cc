@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "base/log.h"
+#include "http/beast_request.h"
 #include "http/exchange.h"
 #include "http/request.h"
 #include "http/server_state.h"
@@ -217,28 +218,16 @@ class ConnectionImpl : public Connection,
 
   void Dispatch(bhttp::request<bhttp::string_body> msg) {
     auto request = std::make_shared<Request>();
-    request->method = std::string(msg.method_string());
-    request->target = std::string(msg.target());
     request->peer = peer_;
     request->request_id = "r-" + std::to_string(++s_.request_counter);
     request_id_ = request->request_id;
     keep_alive_ = msg.keep_alive();
-    for (const auto& field : msg) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      auto [it, fresh] = request->headers.emplace(name, std::string(field.value()));
-      if (!fresh) it->second += ", " + std::string(field.value());
-    }
-    request->body = std::move(msg.body());
-    Status target = SplitTarget(request->target, &request->path, &request->query);
-    if (!target.ok()) return Reject(400, "invalid_argument", target.message(), false);
-
     const auto& o = s_.options;
+    Status built = BuildRequest(std::move(msg), o.tokens, request.get());
+    if (!built.ok()) return Reject(400, "invalid_argument", built.message(), false);
+
     bool is_public = false;
     for (const auto& p : o.public_paths) is_public |= (p == request->path);
-    if (!o.tokens.empty()) {
-      request->token = MatchBearerToken(request->Header("authorization"), o.tokens);
-    }
     if (!o.tokens.empty() && !is_public && request->token < 0) {
       return Reject(401, "unauthenticated",
                     request->Header("authorization").empty()

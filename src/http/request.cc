@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdint>
 
+#include "http/beast_request.h"
 #include "http/server.h"
 
 namespace codebox::http {
@@ -138,6 +139,22 @@ int MatchBearerToken(std::string_view authorization, const std::vector<std::stri
 
 bool BearerTokenMatches(std::string_view authorization, const std::vector<std::string>& tokens) {
   return MatchBearerToken(authorization, tokens) >= 0;
+}
+
+Status BuildRequest(BeastRequest&& message, const std::vector<std::string>& tokens,
+                    Request* request) {
+  request->method = std::string(message.method_string());
+  request->target = std::string(message.target());
+  for (const auto& field : message) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto [it, fresh] = request->headers.emplace(name, std::string(field.value()));
+    if (!fresh) it->second += ", " + std::string(field.value());
+  }
+  request->body = std::move(message.body());
+  RETURN_IF_ERROR(SplitTarget(request->target, &request->path, &request->query));
+  if (!tokens.empty()) request->token = MatchBearerToken(request->Header("authorization"), tokens);
+  return Status::Ok();
 }
 
 const std::string& Request::Header(std::string_view name) const {
