@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdint>
 
+#include "base/text.h"
 #include "http/beast_request.h"
 #include "http/server.h"
 
@@ -16,10 +17,33 @@ int HexValue(char c) {
   return -1;
 }
 
+// The bytes of the UTF-8 sequence `lead` begins, or 0 for a byte no sequence begins with.
+size_t Utf8Length(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if ((lead & 0xE0) == 0xC0) return 2;
+  if ((lead & 0xF0) == 0xE0) return 3;
+  if ((lead & 0xF8) == 0xF0) return 4;
+  return 0;
+}
+
+// `text` as the inside of a JSON string. A message may quote a client's bytes (a path, a
+// header): a byte that is not part of well-formed UTF-8 becomes U+FFFD, so the body stays JSON
+// that any client can parse.
 std::string JsonEscape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);
-  for (unsigned char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      const size_t n = Utf8Length(c);
+      if (n > 1 && i + n <= text.size() && base::IsValidUtf8(text.substr(i, n))) {
+        out.append(text.substr(i, n));
+        i += n - 1;
+      } else {
+        out += "\\ufffd";
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";

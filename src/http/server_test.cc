@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
 
 #include "http/test_handler.h"
 
@@ -200,6 +201,18 @@ TEST(ServerTest, ErrorResponseMapsStatusCodes) {
   EXPECT_EQ(st.message(), "full \"quoted\"\n");
   EXPECT_EQ(StatusFromErrorResponse({502, {}, "<html>bad gateway"}).message(),
             "502: <html>bad gateway");
+}
+
+// A message may quote a client's bytes (a path, a header) that are not UTF-8: the body is still
+// JSON (each such byte U+FFFD), and well-formed UTF-8 is kept as it is.
+TEST(ServerTest, ErrorResponseIsJsonWhateverTheMessageHolds) {
+  const std::string bad = "no box 'b-01\xd7x\xff\xc0\xaf\xed\xa0\x80\xe2\x82' (caf\xc3\xa9)";
+  Response r = ErrorResponse(NotFound(bad));
+  auto body = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(body.is_discarded()) << r.body;
+  EXPECT_EQ(body["error"]["message"],
+            "no box 'b-01\ufffdx\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd' "
+            "(caf\u00e9)");
 }
 
 }  // namespace
