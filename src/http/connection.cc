@@ -32,7 +32,6 @@ using error_code = boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kWatchChunk = 4096;
-constexpr size_t kMaxChunkExtension = 1024;  // bytes of one chunk's extensions
 constexpr size_t kMaxPipelined = 64 << 10;  // bytes of a next request read while handling one
 constexpr auto kLingerTime = std::chrono::milliseconds(500);
 constexpr auto kEventKeepAlive = std::chrono::seconds(15);
@@ -136,10 +135,7 @@ class ConnectionImpl : public Connection,
     ++requests_;
     request_start_ = Clock::now();
     parser_.emplace();
-    parser_->header_limit(
-        static_cast<uint32_t>(std::min<uint64_t>(s_.options.max_header_bytes, UINT32_MAX)));
-    parser_->body_limit(s_.options.max_body_bytes);
-    parser_->on_chunk_header(chunk_header_check_);
+    LimitParser(*parser_, s_.options.max_header_bytes, s_.options.max_body_bytes);
     ArmReadDeadline(request_start_ + std::min(s_.options.header_timeout, s_.options.read_timeout));
     bhttp::async_read_header(
         socket_, buffer_, *parser_,
@@ -158,12 +154,10 @@ class ConnectionImpl : public Connection,
   // The body is read after the header, so that a client waiting for "100 Continue" (curl
   // with a large upload) gets it; the size limits were checked on the header already.
   void OnHeader(error_code ec) {
-    // RFC 9112 6.3: a request whose Transfer-Encoding does not end in chunked has no length the
-    // server can know; its bytes must not be read as a next request.
-    if (!ec && !closed_ && !parser_->get()[bhttp::field::transfer_encoding].empty() &&
-        !parser_->chunked()) {
-      return Reject(400, "invalid_argument",
-                    "malformed HTTP request: a Transfer-Encoding must end in chunked", true);
+    // A Transfer-Encoding not ending in chunked: no length, so the connection ends after it.
+    if (!ec && !closed_) {
+      Status framing = CheckFraming(*parser_);
+      if (!framing.ok()) return Reject(400, "invalid_argument", framing.message(), true);
     }
     if (ec || closed_ || parser_->is_done()) return OnRead(ec);
     ArmReadDeadline(request_start_ + s_.options.read_timeout);
@@ -413,11 +407,6 @@ class ConnectionImpl : public Connection,
   Clock::time_point request_start_;  // the current request's first byte
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
-  // RFC 9112 7.1.1: chunk extensions are bounded (Beast keeps a reference to this).
-  std::function<void(std::uint64_t, beast::string_view, error_code&)> chunk_header_check_ =
-      [](std::uint64_t, beast::string_view extensions, error_code& ec) {
-        if (extensions.size() > kMaxChunkExtension) ec = bhttp::error::bad_chunk_extension;
-      };
   std::string request_id_;
   bool keep_alive_ = true;
   bool closed_ = false;

@@ -1,5 +1,6 @@
 #include "http/request.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 
@@ -178,6 +179,24 @@ Status BuildRequest(BeastRequest&& message, const std::vector<std::string>& toke
   request->body = std::move(message.body());
   RETURN_IF_ERROR(SplitTarget(request->target, &request->path, &request->query));
   if (!tokens.empty()) request->token = MatchBearerToken(request->Header("authorization"), tokens);
+  return Status::Ok();
+}
+
+void LimitParser(BeastParser& parser, uint64_t max_header_bytes, uint64_t max_body_bytes) {
+  parser.header_limit(static_cast<uint32_t>(std::min<uint64_t>(max_header_bytes, UINT32_MAX)));
+  parser.body_limit(max_body_bytes);
+  // Beast keeps a reference to the callback: one for every parser, stateless.
+  static auto check = [](std::uint64_t, boost::beast::string_view extensions,
+                         boost::system::error_code& ec) {
+    if (extensions.size() > kMaxChunkExtension) ec = boost::beast::http::error::bad_chunk_extension;
+  };
+  parser.on_chunk_header(check);
+}
+
+Status CheckFraming(const BeastParser& parser) {
+  if (!parser.get()[boost::beast::http::field::transfer_encoding].empty() && !parser.chunked()) {
+    return InvalidArgument("malformed HTTP request: a Transfer-Encoding must end in chunked");
+  }
   return Status::Ok();
 }
 
