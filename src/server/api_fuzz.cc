@@ -1,18 +1,21 @@
 // libFuzzer target: a hostile client's bytes against the server's request handling. The input is
 // one or more HTTP/1.1 requests as a client would send them on one connection. Each is parsed by
-// Beast's request_parser under the server's header limit (and a 1 MiB body limit, for speed),
-// made into an http::Request by the code the server's connections use (http::BuildRequest:
-// lower-cased headers, decoded path and query, the bearer token matched against three tokens),
-// refused as http::Server would (bad target 400, no token 401), and otherwise handed to a real
-// server::Api over a real server::BoxRegistry.
+// Beast's request_parser with a server connection's limits (http::LimitParser: 16 KiB of head,
+// bounded chunk extensions; the body limit is 1 MiB, not 64, for speed), made into an
+// http::Request by the code the connections use (http::BuildRequest: lower-cased headers,
+// decoded path and query, the bearer token matched against three tokens), refused as
+// http::Server would (CheckFraming and a bad target 400, no token 401), and otherwise handed to a
+// real server::Api over a real server::BoxRegistry.
 //
 // The registry has max_boxes = 0, so every box create and one-shot run is refused with 429
 // before anything is started: Box::Create would look the image up, pull one when running as
 // root (CI does) or start a jail box from the system store, which is neither quick nor
-// harmless. The only process the target may start is the jail support probe, once per process
-// (box::ChooseDriver for a request that asks for driver "auto", where codebox-jail is found).
+// harmless. ApiOptions::pulls stays null for the same reason: an admin token may pull from any
+// registry. The only process the target may start is the jail support probe, once per process
+// (box::ChooseDriver, for a request that asks for driver "auto", where codebox-jail is found).
 // MCP sessions are made and used (a request whose Mcp-Session-Id is "@last" gets the id the last
-// initialize answered), never a box. No peers, no model: nothing leaves the process.
+// initialize answered), never a box. No peers, no model: nothing leaves the process. What runs
+// in a box (exec, files, cells) is therefore not reached: those routes answer 404 first.
 //
 // For every request the server would hand to its handler, it checks what must hold whatever the
 // client sends, and traps on a violation:
@@ -22,7 +25,7 @@
 //   `error` event's data or an MCP error has "error"."message", a string of at most 4 KiB;
 // * no error message, header or event echoes more than 255 bytes in a row of what the client
 //   sent (target, path, query, header values, body);
-// * the metrics' labels stay bounded: a method label is one the API routes, or "other".
+// * the metrics' labels stay bounded: a method label is one HTTP defines, or "other".
 // Each input is a fresh Api and registry, so a crash reproduces from its input alone.
 #include <unistd.h>
 
@@ -185,6 +188,8 @@ class CheckingExchange final : public codebox::http::Exchange {
 
   Status Respond(Response response) override {
     Answered("Respond");
+    status_ = response.status;
+    answer_ = response.body;
     CheckStatus(request_, response.status);
     CheckHeaders(request_, response.headers);
     for (const auto& [name, value] : response.headers) {
@@ -201,6 +206,7 @@ class CheckingExchange final : public codebox::http::Exchange {
 
   Status BeginEvents(int status, const Headers& headers) override {
     Answered("BeginEvents");
+    status_ = status;
     events_ = true;
     CheckStatus(request_, status);
     CheckHeaders(request_, headers);
@@ -221,6 +227,8 @@ class CheckingExchange final : public codebox::http::Exchange {
   bool ClientGone() const override { return false; }
 
   int answers() const { return answers_; }
+  int status() const { return status_; }
+  const std::string& answer() const { return answer_; }
   const std::string& session_id() const { return session_id_; }
 
  private:
@@ -230,6 +238,8 @@ class CheckingExchange final : public codebox::http::Exchange {
 
   const Request& request_;
   int answers_ = 0;
+  int status_ = 0;
+  std::string answer_;
   bool events_ = false;
   size_t sent_ = 0;
   std::string session_id_;
@@ -267,23 +277,24 @@ struct Server {
     codebox::server::RegistryOptions registry_options;
     registry_options.max_boxes = 0;  // every create refused before a start (see the top)
     registry_options.idle_timeout = codebox::kNoTimeout;
-    registry_options.max_lifetime = std::chrono::minutes(1);
+    registry_options.max_lifetime = std::chrono::minutes(10);
     registry_options.defaults = defaults;
     registry_options.node = "fuzz";
-    registry_options.incarnation = "0000";
+    registry_options.incarnation = "0000";  // ids of its boxes: b-0000<12 hex>.fuzz
     registry = std::make_unique<codebox::server::BoxRegistry>(registry_options);
 
     codebox::server::ApiOptions o;
     o.defaults = defaults;
-    o.ceilings.output_limit_bytes = 1 << 20;
-    o.ceilings.memory_mib = 512;
-    o.ceilings.cpus = 1;
+    // Ceilings a little above the box defaults, so that a request's defaults pass them.
+    o.ceilings.output_limit_bytes = 32 << 20;
+    o.ceilings.memory_mib = 1024;
+    o.ceilings.cpus = 2;
     o.ceilings.disk_mib = 1024;
-    o.ceilings.max_processes = 64;
-    o.ceilings.max_open_files = 1024;
-    o.ceilings.exec_timeout = std::chrono::seconds(10);
-    o.ceilings.box_lifetime = std::chrono::minutes(1);
-    o.ceilings.network_max_bytes = 1 << 20;
+    o.ceilings.max_processes = 256;
+    o.ceilings.max_open_files = 4096;
+    o.ceilings.exec_timeout = std::chrono::minutes(1);
+    o.ceilings.box_lifetime = std::chrono::minutes(10);
+    o.ceilings.network_max_bytes = 2ull << 30;
     o.max_boxes = 2;                       // MCP sessions at once
     o.idle_timeout = codebox::kNoTimeout;  // no reaper thread
     o.tokens_required = true;
@@ -334,6 +345,13 @@ bool Serve(Server& server, codebox::http::BeastRequest message, std::string* las
     Fail(request, "the handler threw");
   }
   if (exchange.answers() != 1) Fail(request, "the handler returned without an answer");
+  // CODEBOX_FUZZ_TRACE=1: each request and its answer on stderr, to see what an input does.
+  static const bool trace = std::getenv("CODEBOX_FUZZ_TRACE") != nullptr;
+  if (trace) {
+    std::fprintf(stderr, "%s %s -> %d %s\n", codebox::base::Excerpt(request.method, 16).c_str(),
+                 codebox::base::Excerpt(request.target, 80).c_str(), exchange.status(),
+                 codebox::base::Excerpt(exchange.answer(), 160).c_str());
+  }
   if (!exchange.session_id().empty()) *last_session = exchange.session_id();
   CheckMetrics(request, server.metrics.Render(*server.registry));
   return keep_alive;
@@ -346,14 +364,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string last_session;
   std::string_view rest(reinterpret_cast<const char*>(data), size);
   for (size_t n = 0; n < kMaxRequests && !rest.empty(); ++n) {
-    bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(static_cast<uint32_t>(kMaxHeaderBytes));
-    parser.body_limit(kMaxBodyBytes);
+    codebox::http::BeastParser parser;
+    codebox::http::LimitParser(parser, kMaxHeaderBytes, kMaxBodyBytes);
     boost::system::error_code ec;
+    bool framed = false;  // the head passed CheckFraming
     size_t pos = 0;
     while (!parser.is_done()) {
       size_t used = parser.put(boost::asio::buffer(rest.data() + pos, rest.size() - pos), ec);
       pos += used;
+      if (!ec && !framed && parser.is_header_done()) {
+        if (!codebox::http::CheckFraming(parser).ok()) break;  // 400 from the server, closed
+        framed = true;
+      }
       if (ec == bhttp::error::need_more) {
         ec = {};
         if (pos < rest.size() && used > 0) continue;
@@ -365,7 +387,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     // A limit or a malformed request: the server answers it (431, 413, 400) and closes; a
     // request cut short: it closes. The handler sees neither.
-    if (ec || !parser.is_done()) break;
+    if (ec || !framed || !parser.is_done()) break;
     if (!Serve(server, parser.release(), &last_session)) break;
     rest.remove_prefix(pos);
   }
