@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "base/log.h"
+#include "http/beast_request.h"
 #include "http/exchange.h"
 #include "http/request.h"
 #include "http/server_state.h"
@@ -31,7 +32,6 @@ using error_code = boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kWatchChunk = 4096;
-constexpr size_t kMaxChunkExtension = 1024;  // bytes of one chunk's extensions
 constexpr size_t kMaxPipelined = 64 << 10;  // bytes of a next request read while handling one
 constexpr auto kLingerTime = std::chrono::milliseconds(500);
 constexpr auto kEventKeepAlive = std::chrono::seconds(15);
@@ -135,10 +135,7 @@ class ConnectionImpl : public Connection,
     ++requests_;
     request_start_ = Clock::now();
     parser_.emplace();
-    parser_->header_limit(
-        static_cast<uint32_t>(std::min<uint64_t>(s_.options.max_header_bytes, UINT32_MAX)));
-    parser_->body_limit(s_.options.max_body_bytes);
-    parser_->on_chunk_header(chunk_header_check_);
+    LimitParser(*parser_, s_.options.max_header_bytes, s_.options.max_body_bytes);
     ArmReadDeadline(request_start_ + std::min(s_.options.header_timeout, s_.options.read_timeout));
     bhttp::async_read_header(
         socket_, buffer_, *parser_,
@@ -157,12 +154,10 @@ class ConnectionImpl : public Connection,
   // The body is read after the header, so that a client waiting for "100 Continue" (curl
   // with a large upload) gets it; the size limits were checked on the header already.
   void OnHeader(error_code ec) {
-    // RFC 9112 6.3: a request whose Transfer-Encoding does not end in chunked has no length the
-    // server can know; its bytes must not be read as a next request.
-    if (!ec && !closed_ && !parser_->get()[bhttp::field::transfer_encoding].empty() &&
-        !parser_->chunked()) {
-      return Reject(400, "invalid_argument",
-                    "malformed HTTP request: a Transfer-Encoding must end in chunked", true);
+    // A Transfer-Encoding not ending in chunked: no length, so the connection ends after it.
+    if (!ec && !closed_) {
+      Status framing = CheckFraming(*parser_);
+      if (!framing.ok()) return Reject(400, "invalid_argument", framing.message(), true);
     }
     if (ec || closed_ || parser_->is_done()) return OnRead(ec);
     ArmReadDeadline(request_start_ + s_.options.read_timeout);
@@ -217,28 +212,16 @@ class ConnectionImpl : public Connection,
 
   void Dispatch(bhttp::request<bhttp::string_body> msg) {
     auto request = std::make_shared<Request>();
-    request->method = std::string(msg.method_string());
-    request->target = std::string(msg.target());
     request->peer = peer_;
     request->request_id = "r-" + std::to_string(++s_.request_counter);
     request_id_ = request->request_id;
     keep_alive_ = msg.keep_alive();
-    for (const auto& field : msg) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      auto [it, fresh] = request->headers.emplace(name, std::string(field.value()));
-      if (!fresh) it->second += ", " + std::string(field.value());
-    }
-    request->body = std::move(msg.body());
-    Status target = SplitTarget(request->target, &request->path, &request->query);
-    if (!target.ok()) return Reject(400, "invalid_argument", target.message(), false);
-
     const auto& o = s_.options;
+    Status built = BuildRequest(std::move(msg), o.tokens, request.get());
+    if (!built.ok()) return Reject(400, "invalid_argument", built.message(), false);
+
     bool is_public = false;
     for (const auto& p : o.public_paths) is_public |= (p == request->path);
-    if (!o.tokens.empty()) {
-      request->token = MatchBearerToken(request->Header("authorization"), o.tokens);
-    }
     if (!o.tokens.empty() && !is_public && request->token < 0) {
       return Reject(401, "unauthenticated",
                     request->Header("authorization").empty()
@@ -424,11 +407,6 @@ class ConnectionImpl : public Connection,
   Clock::time_point request_start_;  // the current request's first byte
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
-  // RFC 9112 7.1.1: chunk extensions are bounded (Beast keeps a reference to this).
-  std::function<void(std::uint64_t, beast::string_view, error_code&)> chunk_header_check_ =
-      [](std::uint64_t, beast::string_view extensions, error_code& ec) {
-        if (extensions.size() > kMaxChunkExtension) ec = bhttp::error::bad_chunk_extension;
-      };
   std::string request_id_;
   bool keep_alive_ = true;
   bool closed_ = false;

@@ -1,8 +1,11 @@
 #include "http/request.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 
+#include "base/text.h"
+#include "http/beast_request.h"
 #include "http/server.h"
 
 namespace codebox::http {
@@ -15,10 +18,33 @@ int HexValue(char c) {
   return -1;
 }
 
+// The bytes of the UTF-8 sequence `lead` begins, or 0 for a byte no sequence begins with.
+size_t Utf8Length(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if ((lead & 0xE0) == 0xC0) return 2;
+  if ((lead & 0xF0) == 0xE0) return 3;
+  if ((lead & 0xF8) == 0xF0) return 4;
+  return 0;
+}
+
+// `text` as the inside of a JSON string. A message may quote a client's bytes (a path, a
+// header): a byte that is not part of well-formed UTF-8 becomes U+FFFD, so the body stays JSON
+// that any client can parse.
 std::string JsonEscape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);
-  for (unsigned char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      const size_t n = Utf8Length(c);
+      if (n > 1 && i + n <= text.size() && base::IsValidUtf8(text.substr(i, n))) {
+        out.append(text.substr(i, n));
+        i += n - 1;
+      } else {
+        out += "\\ufffd";
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -138,6 +164,40 @@ int MatchBearerToken(std::string_view authorization, const std::vector<std::stri
 
 bool BearerTokenMatches(std::string_view authorization, const std::vector<std::string>& tokens) {
   return MatchBearerToken(authorization, tokens) >= 0;
+}
+
+Status BuildRequest(BeastRequest&& message, const std::vector<std::string>& tokens,
+                    Request* request) {
+  request->method = std::string(message.method_string());
+  request->target = std::string(message.target());
+  for (const auto& field : message) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto [it, fresh] = request->headers.emplace(name, std::string(field.value()));
+    if (!fresh) it->second += ", " + std::string(field.value());
+  }
+  request->body = std::move(message.body());
+  RETURN_IF_ERROR(SplitTarget(request->target, &request->path, &request->query));
+  if (!tokens.empty()) request->token = MatchBearerToken(request->Header("authorization"), tokens);
+  return Status::Ok();
+}
+
+void LimitParser(BeastParser& parser, uint64_t max_header_bytes, uint64_t max_body_bytes) {
+  parser.header_limit(static_cast<uint32_t>(std::min<uint64_t>(max_header_bytes, UINT32_MAX)));
+  parser.body_limit(max_body_bytes);
+  // Beast keeps a reference to the callback: one for every parser, stateless.
+  static auto check = [](std::uint64_t, boost::beast::string_view extensions,
+                         boost::system::error_code& ec) {
+    if (extensions.size() > kMaxChunkExtension) ec = boost::beast::http::error::bad_chunk_extension;
+  };
+  parser.on_chunk_header(check);
+}
+
+Status CheckFraming(const BeastParser& parser) {
+  if (!parser.get()[boost::beast::http::field::transfer_encoding].empty() && !parser.chunked()) {
+    return InvalidArgument("malformed HTTP request: a Transfer-Encoding must end in chunked");
+  }
+  return Status::Ok();
 }
 
 const std::string& Request::Header(std::string_view name) const {

@@ -9,7 +9,9 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
 
+#include "http/beast_request.h"
 #include "http/test_handler.h"
 
 namespace codebox::http {
@@ -200,6 +202,76 @@ TEST(ServerTest, ErrorResponseMapsStatusCodes) {
   EXPECT_EQ(st.message(), "full \"quoted\"\n");
   EXPECT_EQ(StatusFromErrorResponse({502, {}, "<html>bad gateway"}).message(),
             "502: <html>bad gateway");
+}
+
+// A message may quote a client's bytes (a path, a header) that are not UTF-8: the body is still
+// JSON (each such byte U+FFFD), and well-formed UTF-8 is kept as it is.
+TEST(ServerTest, ErrorResponseIsJsonWhateverTheMessageHolds) {
+  const std::string bad = "no box 'b-01\xd7x\xff\xc0\xaf\xed\xa0\x80\xe2\x82' (caf\xc3\xa9)";
+  Response r = ErrorResponse(NotFound(bad));
+  auto body = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(body.is_discarded()) << r.body;
+  EXPECT_EQ(body["error"]["message"],
+            "no box 'b-01\ufffdx\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd' "
+            "(caf\u00e9)");
+}
+
+// What connection.cc and the request fuzzer share (http/beast_request.h), without a socket.
+TEST(ServerTest, BeastRequestParsesAndBuildsAsAConnectionDoes) {
+  auto parse = [](std::string_view bytes, BeastParser* parser) {
+    LimitParser(*parser, 1024, 64);
+    boost::system::error_code ec;
+    size_t used = parser->put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
+    while (!ec && !parser->is_done() && used < bytes.size()) {
+      used += parser->put(boost::asio::buffer(bytes.data() + used, bytes.size() - used), ec);
+    }
+    return ec;
+  };
+  {
+    BeastParser parser;
+    ASSERT_FALSE(parse("POST /a%20b?x=1&y HTTP/1.1\r\nHost: h\r\nX-Two: 1\r\nx-two: 2\r\n"
+                       "Authorization: Bearer t2\r\nContent-Length: 2\r\n\r\n{}",
+                       &parser));
+    ASSERT_TRUE(parser.is_done());
+    EXPECT_TRUE(CheckFraming(parser).ok());
+    Request request;
+    ASSERT_TRUE(BuildRequest(parser.release(), {"t1", "t2"}, &request).ok());
+    EXPECT_EQ(request.method, "POST");
+    EXPECT_EQ(request.path, "/a b");
+    EXPECT_EQ(request.query, (std::map<std::string, std::string>{{"x", "1"}, {"y", ""}}));
+    EXPECT_EQ(request.Header("x-two"), "1, 2");
+    EXPECT_EQ(request.body, "{}");
+    EXPECT_EQ(request.token, 1);
+  }
+  {
+    BeastParser parser;
+    ASSERT_FALSE(parse("GET nowhere HTTP/1.1\r\n\r\n", &parser));
+    Request request;
+    EXPECT_EQ(BuildRequest(parser.release(), {}, &request).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(request.token, -1);
+  }
+  {
+    BeastParser parser;  // past the head's limit
+    EXPECT_EQ(parse("GET / HTTP/1.1\r\nX: " + std::string(2000, 'x') + "\r\n\r\n", &parser),
+              boost::beast::http::error::header_limit);
+  }
+  {
+    BeastParser parser;  // past the body's limit
+    EXPECT_EQ(parse("POST / HTTP/1.1\r\nContent-Length: 65\r\n\r\n", &parser),
+              boost::beast::http::error::body_limit);
+  }
+  {
+    BeastParser parser;  // a chunk's extensions past kMaxChunkExtension
+    std::string chunked = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2;" +
+                          std::string(kMaxChunkExtension, 'e') + "\r\n{}\r\n0\r\n\r\n";
+    EXPECT_EQ(parse(chunked, &parser), boost::beast::http::error::bad_chunk_extension);
+  }
+  {
+    BeastParser parser;  // a Transfer-Encoding that does not end in chunked
+    ASSERT_FALSE(parse("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", &parser));
+    ASSERT_TRUE(parser.is_header_done());
+    EXPECT_EQ(CheckFraming(parser).code(), StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

@@ -145,10 +145,11 @@ Status Install() {
     uint64_t next = 0;
     std::vector<scmp_arg_cmp> refuse;
     for (uint64_t allowed : kSocketFamilies) {
-      for (uint64_t v = next; v < allowed; ++v) refuse.push_back(SCMP_A0(SCMP_CMP_EQ, v));
+      // datum_b (unused by EQ and GE) given, as clang's -Wmissing-field-initializers wants.
+      for (uint64_t v = next; v < allowed; ++v) refuse.push_back(SCMP_A0(SCMP_CMP_EQ, v, 0));
       next = allowed + 1;
     }
-    refuse.push_back(SCMP_A0(SCMP_CMP_GE, next));
+    refuse.push_back(SCMP_A0(SCMP_CMP_GE, next, 0));
     for (const char* name : {"socket", "socketpair"}) {
       for (const scmp_arg_cmp& arg : refuse) {
         RETURN_IF_ERROR(add(SCMP_ACT_ERRNO(EAFNOSUPPORT), name, 1, &arg));

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/json.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
 #include "server/api_origin.h"
@@ -249,16 +250,19 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
     if (!RouteToBoxNode(call)) found->handle(call);
   } else if (path_known) {
     // 405 names the methods the path takes (Allow, RFC 9110).
-    http::Response response = http::ErrorResponse(
-        405, "method_not_allowed",
-        request.method + " is not allowed on " + request.path + "; allowed: " + allowed);
+    http::Response response =
+        http::ErrorResponse(405, "method_not_allowed",
+                            base::Excerpt(request.method) + " is not allowed on " +
+                                base::Excerpt(request.path) + "; allowed: " + allowed);
     response.headers.emplace_back("Allow", allowed);
     call.error = Status(StatusCode::kInvalidArgument, "method not allowed");
     if (context_->options.hooks.on_error) context_->options.hooks.on_error("method_not_allowed");
     (void)recording.Respond(std::move(response));
   } else {
-    std::string why = bad_id ? "no box '" + id + "': box ids look like b-<16 hex digits>.<node>"
-                             : "no route " + request.path + " (see GET /v1/openapi.json)";
+    // The client's path and id quoted only in part: they may be as long as the header limit.
+    std::string why =
+        bad_id ? "no box '" + base::Excerpt(id) + "': box ids look like b-<16 hex digits>.<node>"
+               : "no route " + base::Excerpt(request.path) + " (see GET /v1/openapi.json)";
     call.RespondError(NotFound(why));
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/fs.h"
+#include "base/json.h"
 #include "http/tar.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
@@ -29,7 +30,10 @@ StatusOr<uint32_t> ModeParam(const Call& call) {
   const std::string& text = it->second;
   bool octal =
       !text.empty() && text.size() <= 4 && text.find_first_not_of("01234567") == std::string::npos;
-  if (!octal) return InvalidArgument("mode '" + text + "' is not octal permission bits like 0644");
+  if (!octal) {
+    return InvalidArgument("mode '" + base::Excerpt(text) +
+                           "' is not octal permission bits like 0644");
+  }
   return static_cast<uint32_t>(std::stoul(text, nullptr, 8));
 }
 

@@ -253,7 +253,7 @@ void AddPeerBoxes(Call& call, json* body) {
   std::vector<Peer> peers = options.peers->List();
   std::vector<std::future<StatusOr<json>>> answers;
   for (const Peer& peer : peers) {
-    answers.push_back(std::async(std::launch::async, [&call, &options, peer]() -> StatusOr<json> {
+    answers.push_back(std::async(std::launch::async, [&call, peer]() -> StatusOr<json> {
       if (!peer.up) return Unavailable(peer.error);
       http::ClientOptions client_options{.token = ForwardToken(call),
                                          .connect_timeout = kPeerConnectTimeout,

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/json.h"
 #include "base/text.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/session.h"
@@ -100,7 +101,7 @@ void McpPost(Call& call) {
     return RespondRpcError(call, 415, nullptr,
                            InvalidArgument("POST /mcp takes one JSON-RPC message as Content-Type: "
                                            "application/json, not '" +
-                                           type + "'"));
+                                           base::Excerpt(type) + "'"));
   }
   if (!AcceptsJson(request.Header("accept"))) {
     return RespondRpcError(
@@ -148,7 +149,7 @@ void McpPost(Call& call) {
   const std::string negotiated = use->session().protocol_version();
   if (!version.empty() && (!SupportedVersion(version) || version != negotiated)) {
     return RespondRpcError(call, 400, id,
-                           InvalidArgument("MCP-Protocol-Version " + version +
+                           InvalidArgument("MCP-Protocol-Version " + base::Excerpt(version) +
                                            " is not this session's (" + negotiated + ")"));
   }
   std::optional<json> answer = use->session().Handle(message);

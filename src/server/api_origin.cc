@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/json.h"
 #include "base/text.h"
 
 namespace codebox::server {
@@ -50,12 +51,12 @@ std::string RefusedOrigin(const http::Request& request, bool tokens_required) {
   if (!origin.empty()) {
     std::string o = base::AsciiLower(origin), h = base::AsciiLower(host);
     if (h.empty() || (o != "http://" + h && o != "https://" + h)) {
-      return "Origin " + origin + " is not this server's own (http://" + host +
-             "): a page of another site may not use this API";
+      return "Origin " + base::Excerpt(origin) + " is not this server's own (http://" +
+             base::Excerpt(host) + "): a page of another site may not use this API";
     }
   }
   if (!tokens_required && !host.empty() && !IsLoopbackNameOrIpLiteral(host)) {
-    return "Host " + host +
+    return "Host " + base::Excerpt(host) +
            " is not a loopback name or an IP address, and this server has no tokens: use "
            "http://127.0.0.1:PORT or http://localhost:PORT, or start it with --token-file";
   }

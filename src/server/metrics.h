@@ -67,7 +67,8 @@ class Metrics {
  public:
   Metrics();
   // One answered HTTP request; `route` is the route's pattern ("/v1/boxes/{id}/exec"), never
-  // the path itself, so the label set stays bounded.
+  // the path itself, and a method HTTP does not define is counted as "other", so the label set
+  // stays bounded whatever clients send.
   // `tenant` (server/tenants.h) also counts it in codebox_tenant_requests_total; "" does not.
   void ObserveRequest(std::string_view method, std::string_view route, int status, double seconds,
                       std::string_view tenant = {});

@@ -88,5 +88,25 @@ TEST(MetricsTest, RendersValidTextAndCountsUp) {
   EXPECT_EQ(second[R"(codebox_exec_duration_seconds_count{kind="run"})"], 8001);
 }
 
+// A method is the client's to choose (any token, on /healthz with no token too): one HTTP does
+// not define is "other", so that no client can add series to the server's memory at will.
+TEST(MetricsTest, MethodLabelIsBounded) {
+  BoxRegistry registry(RegistryOptions{.max_boxes = 1});
+  Metrics metrics;
+  metrics.ObserveRequest("GET", "/healthz", 200, 0.001);
+  for (int i = 0; i < 100; ++i) {
+    metrics.ObserveRequest("X" + std::to_string(i), "unmatched", 404, 0.001);
+  }
+  metrics.ObserveRequest(std::string(10'000, 'Y'), "/healthz", 405, 0.001);
+  const std::string text = metrics.Render(registry);
+  auto samples = ParseExposition(text);
+  EXPECT_EQ(samples[R"(codebox_requests_total{method="GET",route="/healthz",status="200"})"], 1);
+  EXPECT_EQ(samples[R"(codebox_requests_total{method="other",route="unmatched",status="404"})"],
+            100);
+  EXPECT_EQ(samples[R"(codebox_requests_total{method="other",route="/healthz",status="405"})"], 1);
+  EXPECT_EQ(text.find("X1"), std::string::npos);
+  EXPECT_LT(text.size(), 10'000u);
+}
+
 }  // namespace
 }  // namespace codebox::server

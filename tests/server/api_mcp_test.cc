@@ -164,6 +164,9 @@ TEST_F(McpHttpTest, SessionHeadersAreChecked) {
   EXPECT_EQ(r.status, 400) << "an unsupported MCP-Protocol-Version: " << r.body;
   r = Post(Request(1, "tools/list"), session, "2025-06-18");
   EXPECT_EQ(r.status, 400) << "not the version negotiated: " << r.body;
+  r = Post(Request(1, "tools/list"), session, std::string(8'000, '9'));
+  EXPECT_EQ(r.status, 400) << "a long MCP-Protocol-Version: " << r.body;
+  EXPECT_LT(Body(r)["error"]["message"].get<std::string>().size(), 400u) << "quoted in full";
   r = Post(Request(1, "tools/list"), session, "");
   EXPECT_EQ(r.status, 200) << "no version header: the one negotiated" << r.body;
 

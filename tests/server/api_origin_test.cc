@@ -70,6 +70,18 @@ TEST(ApiOriginRules, HostMustBeLoopbackWithoutTokens) {
   EXPECT_EQ(RefusedOrigin(WithHeaders("codebox.internal:8080", ""), true), "");
 }
 
+// Origin and Host are the client's, as long as the header limit: the refusal quotes an excerpt.
+TEST(ApiOriginRules, RefusalQuotesOnlyAnExcerpt) {
+  const std::string long_origin = "http://" + std::string(10'000, 'o') + ".example";
+  const std::string long_host = std::string(10'000, 'h') + ".example:8080";
+  std::string why = RefusedOrigin(WithHeaders(long_host, long_origin), true);
+  EXPECT_NE(why, "");
+  EXPECT_LT(why.size(), 400u) << why.size();
+  why = RefusedOrigin(WithHeaders(long_host, ""), false);
+  EXPECT_NE(why.find("--token-file"), std::string::npos) << why;
+  EXPECT_LT(why.size(), 400u) << why.size();
+}
+
 // A server on 127.0.0.1:0 over a registry that never starts a box.
 class ApiOriginServerTest : public ::testing::TestWithParam<bool> {
  protected:

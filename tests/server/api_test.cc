@@ -134,6 +134,15 @@ TEST_P(ApiTest, RoutesAndMethods) {
   auto r = (tcp_ ? TcpClient() : UnixClient()).Send(nowhere);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 404);
+  // A client's path is quoted only in part; bytes of it that are not UTF-8 keep the error JSON.
+  nowhere.target = "/v2/" + std::string(8'000, 'n');
+  r = (tcp_ ? TcpClient() : UnixClient()).Send(nowhere);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 404);
+  EXPECT_LT(Json(*r)["error"]["message"].get<std::string>().size(), 400u) << "quoted in full";
+  auto not_utf8 = Call("GET", "/v1/boxes/b-%FF%FE", "/v1/boxes/{id}");
+  EXPECT_EQ(not_utf8.status, 404);
+  EXPECT_EQ(Json(not_utf8)["error"]["code"], "not_found") << not_utf8.body;
 }
 
 TEST_P(ApiTest, RefusesMalformedBodies) {
