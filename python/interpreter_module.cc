@@ -30,11 +30,12 @@ class PyInterpreter {
   // system_prompt, tool_output_cap, input_files, output_dir. box: BoxOptionsFromDict's keys.
   // Callbacks may be None.
   PyInterpreter(const py::dict& llm, const py::dict& box, py::object on_text, py::object on_code,
-                py::object on_result, py::object on_notice)
+                py::object on_result, py::object on_notice, py::object on_thinking)
       : on_text_(std::move(on_text)),
         on_code_(std::move(on_code)),
         on_result_(std::move(on_result)),
-        on_notice_(std::move(on_notice)) {
+        on_notice_(std::move(on_notice)),
+        on_thinking_(std::move(on_thinking)) {
     llm::InterpreterOptions o;
     for (const auto& [key_obj, value] : llm) {
       const std::string key = py::cast<std::string>(key_obj);
@@ -86,6 +87,9 @@ class PyInterpreter {
     if (!on_notice_.is_none()) {
       o.on_notice = [this](std::string_view text) { Call(on_notice_, text); };
     }
+    if (!on_thinking_.is_none()) {
+      o.on_thinking = [this](std::string_view text) { Call(on_thinking_, text); };
+    }
     interpreter_ = std::make_unique<llm::Interpreter>(std::move(o));
   }
 
@@ -132,7 +136,7 @@ class PyInterpreter {
     }
   }
 
-  py::object on_text_, on_code_, on_result_, on_notice_;
+  py::object on_text_, on_code_, on_result_, on_notice_, on_thinking_;
   std::unique_ptr<py::error_already_set> callback_error_;
   std::unique_ptr<llm::Interpreter> interpreter_;
 };
@@ -142,10 +146,10 @@ class PyInterpreter {
 void BindInterpreter(py::module_& m) {
   py::class_<PyInterpreter>(m, "Interpreter")
       .def(py::init<const py::dict&, const py::dict&, py::object, py::object, py::object,
-                    py::object>(),
+                    py::object, py::object>(),
            py::arg("llm"), py::arg("box"), py::arg("on_text") = py::none(),
            py::arg("on_code") = py::none(), py::arg("on_result") = py::none(),
-           py::arg("on_notice") = py::none())
+           py::arg("on_notice") = py::none(), py::arg("on_thinking") = py::none())
       .def("ask", &PyInterpreter::Ask, py::arg("task"))
       .def("partial_json", &PyInterpreter::PartialJson);
 }

@@ -29,7 +29,7 @@ from ._execution import Execution, ExecutionError, Logs, Result
 from ._files import EntryInfo, Files, SyncFiles
 from ._host import HostDescription, describe_host
 from ._values import BoxInfo, ExecResult
-from ._interpreter import Interpreter, Transcript
+from ._interpreter import Interpreter, NoAnswerWarning, Transcript
 from .errors import (
     BoxClosedError,
     BoxError,
@@ -64,6 +64,7 @@ __all__ = [
     "HostDescription",
     "Interpreter",
     "Logs",
+    "NoAnswerWarning",
     "Result",
     "SyncCodeBox",
     "SyncFiles",

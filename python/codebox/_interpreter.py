@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -27,7 +28,8 @@ class Transcript:
     task: str
     answer: str
     stop_reason: str
-    """``"answer"``; ``"step_limit"`` (max_steps passed); ``"code_failed"`` (oneshot mode)."""
+    """``"answer"``; ``"step_limit"`` (max_steps passed); ``"code_failed"`` (oneshot mode);
+    ``"no_answer"`` (the model's last reply held neither an answer nor code)."""
     mode: str
     """The mode that produced the answer: ``"tools"`` or ``"oneshot"``."""
     driver: str
@@ -42,6 +44,8 @@ class Transcript:
     timings_ms: dict[str, int] = field(default_factory=dict)
     image_dir: str = ""
     """Where the images were saved (``output_dir``, or a temporary directory); "" if none."""
+    stop_detail: str = ""
+    """When there was no answer: what happened instead, in words."""
 
     @property
     def ok(self) -> bool:
@@ -67,7 +71,7 @@ class Transcript:
             "mode": self.mode, "driver": self.driver, "model": self.model,
             "base_url": self.base_url, "steps": self.steps, "messages": self.messages,
             "files_out": self.files_out, "timings_ms": self.timings_ms,
-            "image_dir": self.image_dir,
+            "image_dir": self.image_dir, "stop_detail": self.stop_detail,
         }
 
     @classmethod
@@ -79,8 +83,12 @@ class Transcript:
             driver=d.get("driver", ""), model=d.get("model", ""), base_url=d.get("base_url", ""),
             steps=d.get("steps", []), messages=d.get("messages") or [],
             files_out=d.get("files_out", []), timings_ms=d.get("timings_ms", {}),
-            image_dir=d.get("image_dir", ""),
+            image_dir=d.get("image_dir", ""), stop_detail=d.get("stop_detail", ""),
         )
+
+
+class NoAnswerWarning(UserWarning):
+    """:meth:`Interpreter.ask` ended without an answer (see ``transcript.stop_detail``)."""
 
 
 class Interpreter:
@@ -109,6 +117,8 @@ class Interpreter:
             ``(step, code)`` before a cell runs; ``(step, step_dict)`` after, the step as in
             :attr:`Transcript.steps`, its images saved; retries/fallbacks and where images go).
             They run in the thread that called ask; an exception in one is raised by ask.
+        on_thinking: the model's thinking (``<think>`` blocks, ``reasoning_content``) as it
+            comes; never part of the answer, never run.
         **box_options: as for :class:`CodeBox` (image, memory_mib, timeout, driver, ...).
 
     One box per ``ask``: its cells share one Python session, so variables and files persist
@@ -133,6 +143,7 @@ class Interpreter:
         on_code: Callable[[int, str], Any] | None = None,
         on_result: Callable[[int, dict[str, Any]], Any] | None = None,
         on_notice: Callable[[str], Any] | None = None,
+        on_thinking: Callable[[str], Any] | None = None,
         **box_options: Any,
     ) -> None:
         _check_seconds(request_timeout, "request_timeout")
@@ -151,7 +162,7 @@ class Interpreter:
         if on_result is not None:
             def result_cb(step: int, step_json: str) -> None:
                 on_result(step, json.loads(step_json))
-        self._core = core.Interpreter(llm, box, on_text, on_code, result_cb, on_notice)
+        self._core = core.Interpreter(llm, box, on_text, on_code, result_cb, on_notice, on_thinking)
         self.transcript: Transcript | None = None
         """The transcript of the last ask (partial when it raised)."""
 
@@ -161,7 +172,9 @@ class Interpreter:
         Raises :class:`BoxError` (a RuntimeError) when the conversation could not go on: the
         server refused the key or the model, was unreachable, or the box failed; the exception's
         ``transcript`` attribute holds what happened until then. Code that fails is not an
-        error: the model sees it and may repair it.
+        error: the model sees it and may repair it. A conversation that ends without an answer
+        (the step limit, a program still failing, a reply with neither an answer nor code)
+        returns "" and warns with :class:`NoAnswerWarning`, naming what came back.
         """
         try:
             self.transcript = Transcript.from_json(self._core.ask(task))
@@ -169,6 +182,10 @@ class Interpreter:
             self.transcript = Transcript.from_json(self._core.partial_json())
             e.transcript = self.transcript  # type: ignore[attr-defined]
             raise
+        if not self.transcript.ok:
+            # No answer is never a silent "": the warning says what came back instead.
+            warnings.warn("codebox: no answer (%s): %s" % (self.transcript.stop_reason,
+                          self.transcript.stop_detail), NoAnswerWarning, stacklevel=2)
         return self.transcript.answer
 
     async def ask_async(self, task: str) -> str:
@@ -177,4 +194,4 @@ class Interpreter:
         return await loop.run_in_executor(_EXECUTOR, self.ask, task)
 
 
-__all__ = ["Interpreter", "Transcript"]
+__all__ = ["Interpreter", "NoAnswerWarning", "Transcript"]

@@ -55,7 +55,8 @@ input and output:
   --local                run the box in this process even when a codebox server
                          is set or answers
 
-exit status: 0 answered; 1 no answer (step limit, or the program still failed);
+exit status: 0 answered; 1 no answer (step limit, the program still failed, or the
+model's reply held no answer and no code: the message says what came back);
 2 usage; 125 the model server or the box failed (the message says which and
 why).
 
@@ -165,11 +166,33 @@ class Progress {
   // A model turn starts: the box is up by now (it is made before the first turn).
   void Turn(int step, std::string_view model) {
     box_start_->Done();
+    EndThinking();
     Break();
+    step_ = step;
+    thought_bytes_ = 0;
     text_in_turn_ = false;
     waiting_for_ = "[step " + std::to_string(step) + "] asking " +
                    base::TerminalSafe(std::string(model), 80) + "...";
     status_.Show(waiting_for_);
+  }
+  // The model's thinking: progress, never the answer. On a terminal the status line says how
+  // much has come; with --show-code the thoughts themselves go to stderr.
+  void Thinking(std::string_view text) {
+    if (text.empty()) return;
+    thought_bytes_ += text.size();
+    if (show_code_) {
+      status_.Clear();
+      if (!thinking_open_) std::fprintf(stderr, "--- step %d: thinking ---\n", step_);
+      thinking_open_ = true;
+      std::string safe = base::TerminalSafe(std::string(text), text.size() + 16);
+      std::fputs(safe.c_str(), stderr);
+      thinking_ends_line_ = !safe.empty() && safe.back() == '\n';
+      std::fflush(stderr);
+    }
+    if (!waiting_for_.empty()) {
+      status_.Show("[step " + std::to_string(step_) + "] thinking (" +
+                   std::to_string(thought_bytes_) + " bytes)...");
+    }
   }
   void Text(std::string_view text) {
     if (text.empty()) return;
@@ -242,6 +265,12 @@ class Progress {
   void StopWaiting() {
     waiting_for_.clear();
     status_.Clear();
+    EndThinking();
+  }
+  void EndThinking() {
+    if (!thinking_open_) return;
+    std::fputs(thinking_ends_line_ ? "---\n" : "\n---\n", stderr);
+    thinking_open_ = false;
   }
   void Break() {
     if (!at_line_start_) {
@@ -258,6 +287,10 @@ class Progress {
   const bool label_answer_ = status_.enabled() && ::isatty(STDOUT_FILENO) != 0;
   std::string waiting_for_;    // the status text while a model turn is awaited
   bool text_in_turn_ = false;  // the turn's text began (and was labeled)
+  int step_ = 0;               // the step the awaited turn becomes
+  size_t thought_bytes_ = 0;   // of the awaited turn's thinking
+  bool thinking_open_ = false;  // a --show-code thinking block is being written
+  bool thinking_ends_line_ = true;
   bool at_line_start_ = true;
 };
 
@@ -287,6 +320,7 @@ int AskCommand(const std::vector<std::string>& args) {
     f.options.on_code = [&](int step, const std::string& code) { progress.Code(step, code); };
     f.options.on_result = [&](const llm::Step& step) { progress.Result(step); };
     f.options.on_notice = [&](std::string_view n) { progress.Notice(n); };
+    f.options.on_thinking = [&](std::string_view t) { progress.Thinking(t); };
   } else {
     f.options.on_turn = [&](int, std::string_view) { box_start.Done(); };
   }
@@ -299,9 +333,8 @@ int AskCommand(const std::vector<std::string>& args) {
   if (!transcript.ok()) {
     error = transcript.status();
     status = kExitCodeboxError;
-  } else if (transcript->stop_reason == "step_limit" ||
-             transcript->stop_reason == "code_failed") {
-    status = 1;
+  } else if (!transcript->ok()) {
+    status = 1;  // no answer: the model stopped without one, or its program failed
   }
   if (f.json) {  // the transcript, with --json's common fields (docs/cli.md)
     nlohmann::json j = nlohmann::json::parse(
@@ -311,11 +344,13 @@ int AskCommand(const std::vector<std::string>& args) {
   }
   if (!error.ok()) {
     PrintError("ask", error);
-  } else if (transcript->stop_reason == "step_limit") {
-    std::fprintf(stderr, "codebox ask: no answer after %d model turns (raise --max-steps)\n",
-                 f.options.max_steps);
-  } else if (transcript->stop_reason == "code_failed") {
-    std::fputs("codebox ask: the program still failed after a repair turn\n", stderr);
+  } else if (!transcript->ok()) {
+    // Never an exit-0 silence: say what came back instead of an answer.
+    std::fprintf(stderr, "codebox ask: %s\n",
+                 base::TerminalSafe(transcript->stop_detail.empty() ? "no answer (" + transcript->stop_reason + ")"
+                                                                    : transcript->stop_detail,
+                                    2000)
+                     .c_str());
   }
   return status;
 }

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json.h"
+
 namespace codebox::llm {
 namespace {
 
@@ -65,6 +67,13 @@ std::vector<ToolCall> ParseToolCalls(const json& message) {
   return calls;
 }
 
+// The thinking beside the content: "reasoning_content" (DeepSeek, vLLM, llama.cpp) or
+// "reasoning" (Ollama, OpenRouter).
+std::string ReasoningOf(const json& object) {
+  std::string text = StringOrEmpty(object, "reasoning_content");
+  return text.empty() ? StringOrEmpty(object, "reasoning") : text;
+}
+
 // Dump with replacement of invalid UTF-8 (model or program output may hold any bytes);
 // the default strict mode would throw.
 std::string Dump(const json& j, int indent = -1) {
@@ -96,7 +105,7 @@ std::string MessagesToJson(const std::vector<Message>& messages) {
 }
 
 StatusOr<ChatReply> ParseChatReplyJson(std::string_view body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json j = base::ParseJsonOrDiscarded(body);
   if (j.is_discarded() || !j.is_object()) {
     return ProtocolError("reply is not JSON: " + Shorten(body));
   }
@@ -117,12 +126,13 @@ StatusOr<ChatReply> ParseChatReplyJson(std::string_view body) {
   reply.message.role = "assistant";
   reply.message.content = StringOrEmpty(*message, "content");
   reply.message.tool_calls = ParseToolCalls(*message);
+  reply.message.reasoning = ReasoningOf(*message);
   reply.finish_reason = StringOrEmpty(choice, "finish_reason");
   return reply;
 }
 
 std::string ErrorMessageFromBody(std::string_view body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json j = base::ParseJsonOrDiscarded(body);
   if (!j.is_discarded() && j.is_object()) {
     auto e = j.find("error");
     if (e != j.end()) {
@@ -144,7 +154,7 @@ Status StreamAssembler::AddEventData(std::string_view data) {
     done_ = true;
     return Status::Ok();
   }
-  json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
+  json j = base::ParseJsonOrDiscarded(data);
   if (j.is_discarded() || !j.is_object()) {
     return ProtocolError("stream chunk is not JSON: " + Shorten(data));
   }
@@ -160,7 +170,14 @@ Status StreamAssembler::AddEventData(std::string_view data) {
   std::string finish = StringOrEmpty(choice, "finish_reason");
   if (!finish.empty()) reply_.finish_reason = finish;
   auto delta = choice.find("delta");
+  // Some servers stream whole messages ("message" in each chunk) instead of deltas.
+  if (delta == choice.end() || !delta->is_object()) delta = choice.find("message");
   if (delta == choice.end() || !delta->is_object()) return Status::Ok();
+  std::string reasoning = ReasoningOf(*delta);
+  if (!reasoning.empty()) {
+    reply_.message.reasoning += reasoning;
+    if (on_reasoning_) on_reasoning_(reasoning);
+  }
   std::string text = StringOrEmpty(*delta, "content");
   if (!text.empty()) {
     reply_.message.content += text;

@@ -25,6 +25,9 @@ struct Message {
   std::string content;
   std::vector<ToolCall> tool_calls;  // assistant only
   std::string tool_call_id;          // tool only
+  // assistant only: the thinking a server returns beside the content (reasoning_content,
+  // reasoning). Never sent back: servers and models want it dropped from the history.
+  std::string reasoning = {};
 };
 
 // A function the model may call. parameters_json is a JSON Schema object, as text.
@@ -53,11 +56,13 @@ std::string ErrorMessageFromBody(std::string_view body);
 std::string MessagesToJson(const std::vector<Message>& messages);
 
 // Assembles a streamed reply from the data of its SSE events: content deltas are appended
-// (and handed to on_text as they come), tool-call fragments are joined by their index.
+// (and handed to on_text as they come), so are reasoning deltas (to on_reasoning), and
+// tool-call fragments are joined by their index.
 class StreamAssembler {
  public:
-  explicit StreamAssembler(std::function<void(std::string_view)> on_text)
-      : on_text_(std::move(on_text)) {}
+  explicit StreamAssembler(std::function<void(std::string_view)> on_text,
+                           std::function<void(std::string_view)> on_reasoning = {})
+      : on_text_(std::move(on_text)), on_reasoning_(std::move(on_reasoning)) {}
   // One event's data. "[DONE]" ends the stream. A chunk carrying "error" is an error.
   Status AddEventData(std::string_view data);
   bool done() const { return done_; }
@@ -66,6 +71,7 @@ class StreamAssembler {
 
  private:
   std::function<void(std::string_view)> on_text_;
+  std::function<void(std::string_view)> on_reasoning_;
   ChatReply reply_;
   std::map<int, ToolCall> calls_;  // by the "index" the server gives each tool call
   bool done_ = false;

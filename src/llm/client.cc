@@ -73,7 +73,8 @@ ChatClient::ChatClient(ClientOptions options) : options_(std::move(options)) {
 
 StatusOr<CompletionResult> ChatClient::Complete(
     const std::vector<Message>& messages, const std::vector<ToolSpec>& tools,
-    const std::function<void(std::string_view)>& on_text) {
+    const std::function<void(std::string_view)>& on_text,
+    const std::function<void(std::string_view)>& on_reasoning) {
   const ClientOptions& o = options_;
   // OpenAI itself always wants a key (local servers usually do not): say so before the
   // request rather than relay a bare 401 or a network error.
@@ -94,7 +95,7 @@ StatusOr<CompletionResult> ChatClient::Complete(
   for (int attempt = 1;; ++attempt) {
     // Fresh per attempt: a failed attempt streams nothing (its status is not 2xx).
     SseParser parser;
-    StreamAssembler assembler(on_text);
+    StreamAssembler assembler(on_text, on_reasoning);
     Status stream_status;
     std::string raw;  // the start of the body, for servers that ignore "stream": true
     BodyCallback on_body;
@@ -124,7 +125,9 @@ StatusOr<CompletionResult> ChatClient::Complete(
         parser.Finish([&](const SseEvent& e) {
           if (stream_status.ok() && !assembler.done()) stream_status = assembler.AddEventData(e.data);
         });
-        if (!assembler.saw_chunk() && !raw.empty() && raw.front() == '{') {
+        // A server that ignores "stream": true answers with one JSON body.
+        size_t start = raw.find_first_not_of(" \t\r\n");
+        if (!assembler.saw_chunk() && start != std::string::npos && raw[start] == '{') {
           auto parsed = ParseChatReplyJson(raw);
           if (!parsed.ok()) return parsed.status().WithContext("malformed reply from " + o.base_url);
           result.reply = std::move(*parsed);

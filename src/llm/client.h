@@ -48,8 +48,8 @@ class ChatClient {
  public:
   explicit ChatClient(ClientOptions options);
 
-  // One chat turn. on_text receives the answer text as it streams (never for tool-call
-  // fragments). Errors, each naming what to check:
+  // One chat turn. on_text receives the content as it streams (never tool-call fragments),
+  // on_reasoning the thinking a server streams beside it (reasoning_content, reasoning). Errors, each naming what to check:
   //   kPermissionDenied  401/403: the key was refused (OPENAI_API_KEY)
   //   kNotFound          404: the model is not served there (--model, OPENAI_BASE_URL)
   //   kInvalidArgument   400/422: the server refused the request (e.g. it has no tool support)
@@ -58,7 +58,8 @@ class ChatClient {
   //   kProtocolError     the reply is not a chat completion
   StatusOr<CompletionResult> Complete(const std::vector<Message>& messages,
                                       const std::vector<ToolSpec>& tools,
-                                      const std::function<void(std::string_view)>& on_text = {});
+                                      const std::function<void(std::string_view)>& on_text = {},
+                                      const std::function<void(std::string_view)>& on_reasoning = {});
 
   const ClientOptions& options() const { return options_; }
 

@@ -10,11 +10,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Runs one tool call of the model and answers it with a tool message, which must follow for
-// every call (the API rejects an assistant tool call left unanswered).
-Status AnswerToolCall(Session& s, const ToolCall& call, bool first_of_turn,
-                      std::chrono::milliseconds model_latency) {
+// every call (the API rejects an assistant tool call left unanswered). The first call of a
+// turn carries the turn's latency and thinking.
+Status AnswerToolCall(Session& s, const ToolCall& call, const Step* turn) {
   Step& step = s.NewStep("tool");
-  if (first_of_turn) step.model_latency = model_latency;
+  if (turn != nullptr) {
+    step.model_latency = turn->model_latency;
+    step.thinking = turn->thinking;
+  }
   std::string content;
   if (call.name != kRunPythonTool) {
     step.error = "unknown tool '" + call.name + "'";
@@ -30,8 +33,27 @@ Status AnswerToolCall(Session& s, const ToolCall& call, bool first_of_turn,
     content = ToolResultJson(cell, image_lines, s.options().tool_output_cap);
   }
   if (!step.error.empty()) s.Notice("step " + std::to_string(step.index) + ": " + step.error);
-  s.transcript().messages.push_back({"tool", std::move(content), {}, call.id});
+  s.transcript().messages.push_back({"tool", std::move(content), {}, call.id, {}});
   return Status::Ok();
+}
+
+// Calls the model wrote into its text that could not be read have no id to answer; the model
+// is told in a user message what was wrong, and writes them again.
+void AnswerUnreadableCalls(Session& s, const std::vector<std::string>& problems, const Step* turn) {
+  std::string text = "Your tool call could not be read, so nothing was run:";
+  for (const std::string& problem : problems) {
+    Step& step = s.NewStep("tool");
+    if (turn != nullptr && problem == problems.front()) {
+      step.model_latency = turn->model_latency;
+      step.thinking = turn->thinking;
+    }
+    step.error = "unreadable tool call: " + problem;
+    s.Notice("step " + std::to_string(step.index) + ": " + step.error);
+    text += "\n- " + problem;
+  }
+  text += "\nCall run_python with JSON arguments like {\"code\": \"print(1 + 1)\"}, the code "
+          "escaped as a JSON string.";
+  s.transcript().messages.push_back({"user", std::move(text), {}, {}, {}});
 }
 
 }  // namespace
@@ -69,28 +91,39 @@ StatusOr<bool> RunToolsLoop(Session& s) {
       }
       return reply.status();
     }
-    const Message& m = reply->message;
-    if (m.tool_calls.empty()) {
-      if (auto_mode && turn == 1 && ExtractFencedCode(m.content)) {
+    const ModelTurn& m = reply->turn;
+    if (!m.asks_for_tools()) {
+      if (auto_mode && turn == 1 && m.fenced_code) {
         s.Notice("the model answered with a code block instead of a tool call; running it");
-        RETURN_IF_ERROR(RunOneShot(s, &*reply, probe.model_latency));
+        RETURN_IF_ERROR(RunOneShot(s, &*reply, &probe));
         return false;
       }
       Step& step = s.NewStep("answer");
       step.model_latency = probe.model_latency;
+      step.thinking = probe.thinking;
       t.mode = "tools";
-      t.answer = m.content;
+      if (m.text.empty()) {
+        s.NoAnswer(*reply, step);
+        return false;
+      }
+      t.answer = m.text;
       t.stop_reason = "answer";
+      s.ShowAnswer(*reply);
       return false;
     }
     if (turn == s.options().max_steps) break;  // no one would read these results
-    std::vector<ToolCall> calls = m.tool_calls;  // m lives in messages, which grow below
-    for (size_t i = 0; i < calls.size(); ++i) {
-      RETURN_IF_ERROR(AnswerToolCall(s, calls[i], i == 0, probe.model_latency));
+    // In the order written, in the same session: a later call may use what an earlier made.
+    for (size_t i = 0; i < m.calls.size(); ++i) {
+      RETURN_IF_ERROR(AnswerToolCall(s, m.calls[i], i == 0 ? &probe : nullptr));
+    }
+    if (!m.unreadable.empty()) {
+      AnswerUnreadableCalls(s, m.unreadable, m.calls.empty() ? &probe : nullptr);
     }
   }
   t.mode = "tools";
   t.stop_reason = "step_limit";
+  t.stop_detail = "no answer after " + std::to_string(s.options().max_steps) +
+                  " model turns (raise --max-steps)";
   s.Notice("stopped after " + std::to_string(s.options().max_steps) +
            " model turns without a final answer (raise --max-steps)");
   return false;

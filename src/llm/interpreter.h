@@ -78,6 +78,9 @@ struct InterpreterOptions {
   // After a cell ran: the step holds its result and its images (saved or left out).
   std::function<void(const Step& step)> on_result;
   std::function<void(std::string_view)> on_notice;  // retries, fallbacks, copied files
+  // The model's thinking (<think> blocks, reasoning_content), as it streams: progress, never
+  // the answer, never run.
+  std::function<void(std::string_view)> on_thinking;
 
   // Tests: where code runs. Empty: a codebox::Box made from `box`.
   RunnerFactory runner_factory;
@@ -92,7 +95,9 @@ struct Step {
   // The cell's images, in order: saved under output_dir (or the temporary directory), or
   // left out with a note (broken, too big, too many).
   std::vector<cell_images::SavedImage> images;
-  std::string error;  // why code could not run (bad tool arguments, box failure)
+  std::string error;     // why code could not run (bad tool arguments, box failure), or why
+                         // the turn held no answer
+  std::string thinking;  // what the model thought before this turn's code or answer
   std::chrono::milliseconds model_latency{0};
   std::chrono::milliseconds box_latency{0};
 };
@@ -107,8 +112,10 @@ struct Transcript {
   std::vector<Step> steps;
   std::string answer;
   // "answer": the model answered; "step_limit": max_steps passed without an answer;
-  // "code_failed" (oneshot): the program still failed after the repair turn.
+  // "code_failed" (oneshot): the program still failed after the repair turn; "no_answer": the
+  // model's last reply held neither an answer nor code (or its program printed nothing).
   std::string stop_reason;
+  std::string stop_detail;  // for a stop_reason other than "answer": what happened, for people
   std::vector<std::string> files_out;  // host paths copied from the box workdir to output_dir
   std::string image_dir;               // where images were saved; empty when there were none
   std::chrono::milliseconds total_latency{0};

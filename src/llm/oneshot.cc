@@ -1,7 +1,6 @@
 // The oneshot pattern, for servers and models without tool calling: ask for a program in a
 // fenced block, run it as a cell, answer with what it printed (and its last expression's
 // value); when it fails, show the model the error once and run its corrected program.
-#include "llm/fence.h"
 #include "llm/session.h"
 #include "llm/tools.h"
 
@@ -48,31 +47,34 @@ void Emit(const Session& s, const std::string& text) {
 
 }  // namespace
 
-Status RunOneShot(Session& s, const ChatReply* first_reply, std::chrono::milliseconds first_latency) {
+Status RunOneShot(Session& s, const TurnReply* first_reply, const Step* first_step) {
   Transcript& t = s.transcript();
   t.mode = "oneshot";
-  // Text streamed already (auto mode) must not be shown twice; a oneshot reply is code, which
-  // is not the answer, so it is never streamed to on_text.
-  std::string content;
-  std::chrono::milliseconds latency = first_latency;
+  // A oneshot reply is code, which is not the answer: its text is never streamed to on_text
+  // (but for the first reply in auto mode, whose text before the code was).
+  TurnReply reply;
+  Step turn_step;
   if (first_reply != nullptr) {
-    content = first_reply->message.content;
+    reply = *first_reply;
+    if (first_step != nullptr) turn_step = *first_step;
   } else {
-    Step probe;
-    ASSIGN_OR_RETURN(ChatReply reply, s.Turn(probe, /*with_tools=*/false, /*stream_text=*/false));
-    content = reply.message.content;
-    latency = probe.model_latency;
+    ASSIGN_OR_RETURN(reply, s.Turn(turn_step, /*with_tools=*/false, /*stream_text=*/false));
   }
   for (int attempt = 0;; ++attempt) {
-    std::optional<std::string> code = ExtractFencedCode(content);
+    std::optional<std::string> code = ProgramOf(reply.turn);
     Step& step = s.NewStep(attempt == 0 ? "oneshot" : "repair");
-    step.model_latency = latency;
+    step.model_latency = turn_step.model_latency;
+    step.thinking = turn_step.thinking;
     if (!code) {
       // The model answered in prose; that is its answer.
       step.kind = "answer";
-      if (first_reply == nullptr || attempt > 0) Emit(s, content);
-      t.answer = content;
+      if (reply.turn.text.empty()) {
+        s.NoAnswer(reply, step);
+        return Status::Ok();
+      }
+      t.answer = reply.turn.text;
       t.stop_reason = "answer";
+      s.ShowAnswer(reply);
       return Status::Ok();
     }
     ASSIGN_OR_RETURN(Execution cell, s.RunCode(step, *code));
@@ -81,14 +83,18 @@ Status RunOneShot(Session& s, const ChatReply* first_reply, std::chrono::millise
       t.answer = Answer(cell);
       Emit(s, t.answer);
       t.stop_reason = ok ? "answer" : "code_failed";
+      if (!ok) t.stop_detail = "the program still failed after a repair turn";
+      if (ok && t.answer.empty() && step.images.empty()) {
+        // Nothing to show is no answer: say so rather than end in silence.
+        t.stop_reason = "no_answer";
+        t.stop_detail = "the model's program ran without error but printed nothing";
+      }
       return Status::Ok();
     }
     s.Notice("the program failed; asking the model to repair it");
-    t.messages.push_back({"user", RepairPrompt(cell, s.options().tool_output_cap), {}, {}});
-    Step probe;
-    ASSIGN_OR_RETURN(ChatReply reply, s.Turn(probe, /*with_tools=*/false, /*stream_text=*/false));
-    content = reply.message.content;
-    latency = probe.model_latency;
+    t.messages.push_back({"user", RepairPrompt(cell, s.options().tool_output_cap), {}, {}, {}});
+    turn_step = Step{};
+    ASSIGN_OR_RETURN(reply, s.Turn(turn_step, /*with_tools=*/false, /*stream_text=*/false));
   }
 }
 

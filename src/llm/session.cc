@@ -1,6 +1,8 @@
 #include "llm/session.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <set>
 #include <filesystem>
 #include <system_error>
 
@@ -147,24 +149,64 @@ Step& Session::NewStep(std::string kind) {
   return transcript_.steps.back();
 }
 
-StatusOr<ChatReply> Session::Turn(Step& step, bool with_tools, bool stream_text) {
+std::string Session::NewCallId() {
+  // Nine letters and digits: vLLM's Mistral templates refuse any other id.
+  char id[16];
+  std::snprintf(id, sizeof id, "call%05d", next_call_id_++ % 100000);
+  return id;
+}
+
+StatusOr<TurnReply> Session::Turn(Step& step, bool with_tools, bool stream_text) {
   std::vector<ToolSpec> tools;
   if (with_tools) tools.push_back(RunPythonToolSpec());
   // The step this turn becomes is made only once its reply is known: it is the next one.
   if (options_.on_turn) {
     options_.on_turn(static_cast<int>(transcript_.steps.size()) + 1, client_.options().model);
   }
-  auto result =
-      client_.Complete(transcript_.messages, tools, stream_text ? options_.on_text : nullptr);
+  ReplyTextStream stream(stream_text ? options_.on_text : nullptr, options_.on_thinking);
+  auto result = client_.Complete(
+      transcript_.messages, tools, [&](std::string_view text) { stream.AddContent(text); },
+      [&](std::string_view text) { stream.AddReasoning(text); });
   if (!result.ok()) return result.status();
+  stream.Finish();
   step.model_latency = result->latency;
-  ChatReply reply = std::move(result->reply);
-  // Tool results must name their call; some servers leave the id out.
-  for (ToolCall& call : reply.message.tool_calls) {
-    if (call.id.empty()) call.id = "call_" + std::to_string(next_call_id_++);
+  TurnReply reply;
+  reply.turn = ReadModelReply(result->reply.message);
+  reply.finish_reason = result->reply.finish_reason;
+  reply.shown = stream.shown();
+  step.thinking = reply.turn.thinking;
+  // A server that did not stream its thinking (or its whole reply) shows it now.
+  if (!stream.showed_thinking() && !reply.turn.thinking.empty() && options_.on_thinking) {
+    options_.on_thinking(reply.turn.thinking);
   }
-  transcript_.messages.push_back(reply.message);
+  // Tool results must name their call, each its own; some servers leave the id out, or
+  // repeat one.
+  std::set<std::string> ids;
+  for (ToolCall& call : reply.turn.calls) {
+    if (call.id.empty() || !ids.insert(call.id).second) call.id = NewCallId();
+    ids.insert(call.id);
+  }
+  // What the model wrote goes back as the server expects it: calls as tool_calls whatever
+  // shape they came in, so that its template writes them in the model's own format. A call
+  // that could not be read stays in the text, where the model can see what it wrote.
+  Message message{"assistant", reply.turn.unreadable.empty() ? reply.turn.text : reply.turn.content,
+                  reply.turn.calls, {}};
+  transcript_.messages.push_back(std::move(message));
   return reply;
+}
+
+void Session::ShowAnswer(const TurnReply& reply) const {
+  if (!options_.on_text) return;
+  std::string rest = UnshownAnswer(reply.turn.text, reply.shown);
+  if (!rest.empty()) options_.on_text(rest);
+}
+
+void Session::NoAnswer(const TurnReply& reply, Step& step) {
+  step.kind = "answer";
+  step.error = "the model's reply held " + DescribeEmptyReply(reply.turn, reply.finish_reason);
+  transcript_.answer.clear();
+  transcript_.stop_reason = "no_answer";
+  transcript_.stop_detail = step.error;
 }
 
 StatusOr<Execution> Session::RunCode(Step& step, const std::string& code) {

@@ -11,8 +11,16 @@
 
 #include "llm/client.h"
 #include "llm/interpreter.h"
+#include "llm/model_reply.h"
 
 namespace codebox::llm {
+
+// A model turn, read.
+struct TurnReply {
+  ModelTurn turn;
+  std::string finish_reason;
+  std::string shown;  // the answer text on_text got while it streamed
+};
 
 class Session {
  public:
@@ -25,9 +33,16 @@ class Session {
   Status CopyOutputs();
 
   Step& NewStep(std::string kind);
-  // One model turn over transcript.messages; the reply is appended to them. Its text goes
-  // to on_text as it streams when stream_text is set.
-  StatusOr<ChatReply> Turn(Step& step, bool with_tools, bool stream_text);
+  // One model turn over transcript.messages, read whatever its shape (model_reply.h); the
+  // reply goes into them as the assistant message the server expects back (thinking dropped,
+  // calls as tool_calls with unique ids). Its answer text goes to on_text as it streams when
+  // stream_text is set, its thinking to on_thinking; step gets the latency and the thinking.
+  StatusOr<TurnReply> Turn(Step& step, bool with_tools, bool stream_text);
+  // Gives on_text the part of a turn's answer it has not had yet (all of it when the server
+  // did not stream, or the text came after a held-back marker).
+  void ShowAnswer(const TurnReply& reply) const;
+  // Ends the conversation with no answer: the model's reply held nothing to use.
+  void NoAnswer(const TurnReply& reply, Step& step);
   // Runs code as a cell of the box's session, saves its images and records both in step.
   // Errors only when the box cannot run cells; an exception in the cell is a result.
   StatusOr<Execution> RunCode(Step& step, const std::string& code);
@@ -48,6 +63,7 @@ class Session {
   cell_images::ImageSaver images_;
   std::vector<std::string> box_inputs_;  // /data/... paths
   int next_call_id_ = 1;
+  std::string NewCallId();
 };
 
 // The two ways of running a conversation; each leaves transcript.answer and stop_reason set.
@@ -55,9 +71,9 @@ class Session {
 // rejected tools).
 StatusOr<bool> RunToolsLoop(Session& session);
 // first_reply: the model's reply to the task when it came from the tools loop (auto mode:
-// a fenced block instead of a tool call), already in the transcript; null to ask for one.
-Status RunOneShot(Session& session, const ChatReply* first_reply,
-                  std::chrono::milliseconds first_latency = {});
+// a fenced block instead of a tool call), already in the transcript, and first_step its turn's
+// latency and thinking; null to ask for one.
+Status RunOneShot(Session& session, const TurnReply* first_reply, const Step* first_step = nullptr);
 
 std::string ToolsSystemPrompt(const Session& session);
 // What the system prompts say of the sandbox's network: " without network access", or which

@@ -2,12 +2,50 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json.h"
+
 namespace codebox::llm {
 namespace {
 
 using nlohmann::json;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// A call's code is far below this; a text beyond it is not read.
+constexpr base::JsonLimits kModelJsonLimits{64, 8u << 20};
+
+// Small models write code with raw line breaks inside JSON strings, which JSON forbids; such a
+// text is read with those characters escaped.
+std::string EscapeControlCharsInStrings(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      } else if (c == '\n') {
+        out += "\\n";
+        continue;
+      } else if (c == '\r') {
+        out += "\\r";
+        continue;
+      } else if (c == '\t') {
+        out += "\\t";
+        continue;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
 
 constexpr char kArgumentsShape[] = R"x(the arguments must be a JSON object like {"code": "print(1 + 1)"})x";
 
@@ -25,8 +63,14 @@ ToolSpec RunPythonToolSpec() {
       R"({"type":"object","properties":{"code":{"type":"string","description":"The Python 3 code of the cell to run."}},"required":["code"]})"};
 }
 
+json ParseModelJson(std::string_view text) {
+  json j = base::ParseJsonOrDiscarded(text, kModelJsonLimits);
+  if (!j.is_discarded()) return j;
+  return base::ParseJsonOrDiscarded(EscapeControlCharsInStrings(text), kModelJsonLimits);
+}
+
 StatusOr<std::string> ParseRunPythonArguments(std::string_view arguments) {
-  json j = json::parse(arguments, nullptr, /*allow_exceptions=*/false);
+  json j = ParseModelJson(arguments);
   if (j.is_discarded()) {
     std::string quoted(arguments.substr(0, 200));
     return InvalidArgument("the arguments of run_python are not valid JSON (" + quoted +

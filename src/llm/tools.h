@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "codebox/execution.h"
 #include "codebox/status.h"
 #include "llm/chat.h"
@@ -17,6 +19,11 @@ namespace codebox::llm {
 inline constexpr char kRunPythonTool[] = "run_python";
 
 ToolSpec RunPythonToolSpec();
+
+// JSON a model wrote (tool arguments, calls written into its text), bounded like all JSON from
+// outside; raw line breaks and tabs inside strings, which small models leave in their code,
+// are read as if escaped. A discarded value when it is not JSON.
+nlohmann::json ParseModelJson(std::string_view text);
 
 // The "code" of run_python arguments ({"code": "..."}). kInvalidArgument, with a message
 // written for the model (what was wrong, what the arguments must look like), otherwise.

@@ -67,6 +67,7 @@ json StepJson(const Step& s) {
     j["images"] = std::move(images);
   }
   if (!s.error.empty()) j["error"] = s.error;
+  if (!s.thinking.empty()) j["thinking"] = s.thinking;
   return j;
 }
 
@@ -96,6 +97,7 @@ std::string Transcript::ToJson() const {
       {"driver", driver},
       {"answer", answer},
       {"stop_reason", stop_reason},
+      {"stop_detail", stop_detail},
       {"steps", std::move(steps_json)},
       {"messages", std::move(messages_json)},
       {"files_out", files_out},

@@ -4,8 +4,8 @@
 // box. Each ask runs in one box of the server's default options, taken like a one-shot box
 // (counted against --max-boxes, from a pool when one matches) and destroyed when the ask
 // ends; a client that goes away destroys it at once. With Accept: text/event-stream the steps
-// stream as they happen: `box`, `text` (the model's words), `code`, `result`, `notice`,
-// `answer`, then `done` (or `error`).
+// stream as they happen: `box`, `thinking` (the model's, as progress), `text` (the model's
+// words), `code`, `result`, `notice`, `answer`, then `done` (or `error`).
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -34,6 +34,7 @@ json AskStepJson(const llm::Step& step) {
   if (!step.code.empty()) j["code"] = step.code;
   if (step.result) j["result"] = ExecutionJson(*step.result);
   if (!step.error.empty()) j["error"] = step.error;
+  if (!step.thinking.empty()) j["thinking"] = step.thinking;
   return j;
 }
 
@@ -42,6 +43,7 @@ json SummaryJson(const llm::Transcript& t, Clock::time_point start) {
   for (const llm::Step& step : t.steps) steps.push_back(AskStepJson(step));
   return {{"answer", t.answer},
           {"stop_reason", t.stop_reason},
+          {"stop_detail", t.stop_detail},
           {"mode", t.mode},
           {"model", t.model},
           {"driver", t.driver},
@@ -122,6 +124,7 @@ void Ask(Call& call) {
   };
   if (streaming) {
     options.on_text = [&](std::string_view text) { sink.SendText("text", text); };
+    options.on_thinking = [&](std::string_view text) { sink.SendText("thinking", text); };
     options.on_code = [&](int step, const std::string& code) {
       sink.Send("code", {{"step", step}, {"code", code}});
     };
@@ -155,7 +158,9 @@ void Ask(Call& call) {
   }
   json summary = SummaryJson(*transcript, start);
   if (!streaming) return call.RespondJson(200, summary);
-  sink.Send("answer", {{"text", transcript->answer}, {"stop_reason", transcript->stop_reason}});
+  sink.Send("answer", {{"text", transcript->answer},
+                       {"stop_reason", transcript->stop_reason},
+                       {"stop_detail", transcript->stop_detail}});
   summary.erase("steps");  // they went out one by one
   sink.Send("done", summary);
 }
