@@ -124,14 +124,15 @@ SCENARIOS = REPO / "tests" / "llm" / "scenarios"
 
 
 class FakeOpenAI:
-    """tests/llm/fake_openai_server.py on an ephemeral port, replaying one scenario."""
+    """tests/llm/fake_openai_server.py on an ephemeral port, replaying one scenario (or, with
+    source="--scenarios", answering each task from the scenario of the directory it names)."""
 
-    def __init__(self, scenario: Path, log: Path) -> None:
+    def __init__(self, scenario: Path, log: Path, source: str = "--script") -> None:
         import subprocess
 
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, str(FAKE_SERVER), "--script", str(scenario), "--log", str(log),
+            [sys.executable, str(FAKE_SERVER), source, str(scenario), "--log", str(log),
              "--max-seconds", "300"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
@@ -177,3 +178,15 @@ def fake_openai(tmp_path: Path) -> Iterator[Callable[[str | Path], FakeOpenAI]]:
     yield start
     for s in servers:
         s.close()
+
+
+@pytest.fixture(scope="module")
+def fake_openai_shapes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeOpenAI]:
+    """One stateless fake server for tests/llm/scenarios/shapes: "[scenario:NAME]" in a task
+    picks the scenario."""
+    if not FAKE_SERVER.exists():
+        pytest.skip(f"{FAKE_SERVER} is missing (it comes with the interpreter loop, src/llm)")
+    server = FakeOpenAI(SCENARIOS / "shapes", tmp_path_factory.mktemp("shapes") / "requests.jsonl",
+                        source="--scenarios")
+    yield server
+    server.close()

@@ -150,3 +150,40 @@ def test_the_system_prompt_says_which_hosts_the_box_reaches(fake_openai) -> None
     plain = fake_openai("tool_then_answer")
     make(plain).ask("Sum 0..100")
     assert "without network access" in plain.requests()[0]["body"]["messages"][0]["content"]
+
+
+SHAPES = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "tests" / "llm" / "scenarios"
+                                 / "shapes").glob("*.json") if p.stem != "no_answer")
+SHAPES_VALUE = str(sum(i * i for i in range(1, 2025)) % 10007)  # what the scenarios' code prints
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_reply_shape_gives_the_boxs_value(fake_openai_shapes, shape: str) -> None:  # type: ignore[no-untyped-def]
+    """tests/llm/scenarios/shapes: calls written into the content, arguments as objects, no
+    ids, thinking, a JSON body for a streamed request, fences, a 503: the answer is the value
+    the box printed (the scripted model quotes its last tool result), never markup or
+    thinking, which goes to on_thinking."""
+    texts: list[str] = []
+    thoughts: list[str] = []
+    interp = make(fake_openai_shapes, image="python", on_text=texts.append,
+                  on_thinking=thoughts.append)
+    answer = interp.ask(f"[scenario:{shape}] the sum of the squares of 1..2024 modulo 10007")
+    t = interp.transcript
+    assert t is not None and t.ok, t and t.to_dict()
+    assert SHAPES_VALUE in answer and SHAPES_VALUE in "".join(texts)
+    for leak in ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "THOUGHT", "<think>"):
+        assert leak not in answer and leak not in "".join(texts), (leak, texts)
+    assert all("THOUGHT-RAN" not in code for code in t.code)
+    if "think" in shape or "reasoning" in shape:
+        assert "THOUGHT-MARKER" in "".join(thoughts)
+    calls = [c["id"] for m in t.messages if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert calls == [m["tool_call_id"] for m in t.messages if m["role"] == "tool"]
+
+
+def test_a_reply_with_no_answer_warns_and_says_why(fake_openai_shapes) -> None:  # type: ignore[no-untyped-def]
+    interp = make(fake_openai_shapes, image="python")
+    with pytest.warns(codebox.NoAnswerWarning, match="token limit"):
+        answer = interp.ask("[scenario:no_answer] anything")
+    t = interp.transcript
+    assert answer == "" and t is not None and not t.ok
+    assert t.stop_reason == "no_answer" and "token limit" in t.stop_detail
