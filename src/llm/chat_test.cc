@@ -83,6 +83,36 @@ TEST(StreamAssemblerTest, JoinsTextAndToolCallFragments) {
   EXPECT_EQ(reply.finish_reason, "tool_calls");
 }
 
+TEST(StreamAssemblerTest, ReasoningWholeMessagesAndObjectArguments) {
+  std::string streamed, thought;
+  StreamAssembler a([&](std::string_view t) { streamed += t; },
+                    [&](std::string_view t) { thought += t; });
+  const char* chunks[] = {
+      R"({"choices":[{"delta":{"reasoning_content":"Let me "}}]})",
+      R"({"choices":[{"delta":{"reasoning":"think."}}]})",
+      // A server that streams whole messages, the arguments as an object, no id, no finish.
+      R"({"choices":[{"message":{"role":"assistant","content":"Go.","tool_calls":[{"index":0,"function":{"name":"run_python","arguments":{"code":"x"}}}]}}]})",
+      "[DONE]"};
+  for (const char* c : chunks) ASSERT_TRUE(a.AddEventData(c).ok()) << c;
+  ChatReply reply = a.TakeReply();
+  EXPECT_EQ(thought, "Let me think.");
+  EXPECT_EQ(reply.message.reasoning, "Let me think.");
+  EXPECT_EQ(streamed, "Go.");
+  ASSERT_EQ(reply.message.tool_calls.size(), 1u);
+  EXPECT_EQ(reply.message.tool_calls[0].id, "");
+  EXPECT_EQ(reply.message.tool_calls[0].arguments, R"j({"code":"x"})j");
+  EXPECT_EQ(reply.finish_reason, "");
+}
+
+TEST(ChatJsonTest, AWholeReplyKeepsItsReasoning) {
+  auto reply = ParseChatReplyJson(
+      R"({"choices":[{"message":{"role":"assistant","content":"42","reasoning_content":"6*7"}}]})");
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->message.reasoning, "6*7");
+  EXPECT_EQ(reply->message.content, "42");
+  EXPECT_EQ(reply->finish_reason, "");
+}
+
 TEST(StreamAssemblerTest, ErrorChunkAndGarbageAreErrors) {
   StreamAssembler a(nullptr);
   EXPECT_FALSE(a.AddEventData(R"({"error":{"message":"overloaded"}})").ok());

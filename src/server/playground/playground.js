@@ -406,16 +406,22 @@
     const send = $("chat-send");
     send.disabled = true;
     let stream = null;  // the model's text of the current turn, as it streams
+    let thinking = null;  // the model's thinking of the current turn: progress, not the answer
     const say = (cls, text) => { const d = el("div", { class: cls, text }); turn.append(d); return d; };
     try {
       const response = await api("POST", "/v1/ask", { json: { task }, accept: "text/event-stream" });
       for await (const { event, data } of events(response)) {
         if (event === "box") say("chat-note", "running in a " + String(data.driver) + " box");
-        else if (event === "text") {
+        else if (event === "thinking") {
+          if (!thinking) thinking = say("chat-note muted chat-thinking", "thinking: ");
+          thinking.textContent = capped(thinking.textContent + String(data.text));
+        } else if (event === "text") {
+          thinking = null;
           if (!stream) stream = say("chat-text", "");
           stream.textContent = capped(stream.textContent + String(data.text));
         } else if (event === "code") {
           stream = null;
+          thinking = null;
           turn.append(el("div", { class: "chat-step", text: "step " + Number(data.step) }),
                       el("pre", { class: "chat-code", text: capped(String(data.code)) }));
         } else if (event === "result") {
@@ -426,10 +432,14 @@
         } else if (event === "notice") say("chat-note", String(data.text));
         else if (event === "answer") {
           const answer = String(data.text);
-          if (stream && stream.textContent.trim() === answer.trim()) stream.remove();
+          // The streamed words are the answer's start (a call or a fence held back the rest).
+          if (stream && answer.trim().startsWith(stream.textContent.trim())) stream.remove();
           stream = null;
           say("chat-answer", answer);
-          if (data.stop_reason !== "answer") say("chat-note", "stopped: " + String(data.stop_reason));
+          if (data.stop_reason !== "answer") {
+            say("chat-note", "stopped: " + String(data.stop_reason) +
+                (data.stop_detail ? " (" + String(data.stop_detail) + ")" : ""));
+          }
         } else if (event === "done") {
           say("chat-note muted", String(data.model) + " in " + String(data.driver) + ", " + Number(data.duration_ms) + " ms");
         } else if (event === "error") {
