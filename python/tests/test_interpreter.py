@@ -153,7 +153,8 @@ def test_the_system_prompt_says_which_hosts_the_box_reaches(fake_openai) -> None
 
 
 SHAPES = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "tests" / "llm" / "scenarios"
-                                 / "shapes").glob("*.json") if p.stem != "no_answer")
+                                 / "shapes").glob("*.json")
+                if p.stem != "no_answer" and not p.stem.startswith("limit_"))
 SHAPES_VALUE = str(sum(i * i for i in range(1, 2025)) % 10007)  # what the scenarios' code prints
 
 
@@ -187,3 +188,16 @@ def test_a_reply_with_no_answer_warns_and_says_why(fake_openai_shapes) -> None: 
     t = interp.transcript
     assert answer == "" and t is not None and not t.ok
     assert t.stop_reason == "no_answer" and "token limit" in t.stop_detail
+
+
+def test_one_message_runs_at_most_32_calls(fake_openai_shapes) -> None:  # type: ignore[no-untyped-def]
+    """40 calls in one message: 32 run, in order, in one session; the other 8 are each answered
+    with an error, not run."""
+    interp = make(fake_openai_shapes, image="python")
+    answer = interp.ask("[scenario:limit_too_many_calls] count")
+    t = interp.transcript
+    assert t is not None and t.ok and answer == "The cells counted to 32."
+    assert len(t.code) == 32
+    results = [json.loads(m["content"]) for m in t.messages if m["role"] == "tool"]
+    assert len(results) == 40
+    assert all("at most 32 calls" in r.get("error", "") for r in results[32:])

@@ -9,6 +9,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Calls one message may make that are run; a model that writes more (a loop gone wrong) gets
+// the rest answered with an error, each, as the API wants every call answered.
+constexpr size_t kMaxCallsPerTurn = 32;
+
 // Runs one tool call of the model and answers it with a tool message, which must follow for
 // every call (the API rejects an assistant tool call left unanswered). The first call of a
 // turn carries the turn's latency and thinking.
@@ -114,6 +118,13 @@ StatusOr<bool> RunToolsLoop(Session& s) {
     if (turn == s.options().max_steps) break;  // no one would read these results
     // In the order written, in the same session: a later call may use what an earlier made.
     for (size_t i = 0; i < m.calls.size(); ++i) {
+      if (i >= kMaxCallsPerTurn) {
+        s.transcript().messages.push_back(
+            {"tool", ToolErrorJson("not run: one message may make at most " +
+                                   std::to_string(kMaxCallsPerTurn) + " calls"),
+             {}, m.calls[i].id, {}});
+        continue;
+      }
       RETURN_IF_ERROR(AnswerToolCall(s, m.calls[i], i == 0 ? &probe : nullptr));
     }
     if (!m.unreadable.empty()) {

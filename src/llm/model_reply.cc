@@ -282,6 +282,16 @@ bool ReadBareJson(std::string_view text, ModelTurn* turn) {
   return true;
 }
 
+// "functions.run_python" (the namespace some chat formats write before a tool's name) is
+// run_python.
+void NormalizeNames(std::vector<ToolCall>* calls) {
+  constexpr std::string_view kNamespace = "functions.";
+  for (ToolCall& call : *calls) {
+    call.name = std::string(Trim(call.name));
+    if (call.name.rfind(kNamespace, 0) == 0) call.name.erase(0, kNamespace.size());
+  }
+}
+
 }  // namespace
 
 ModelTurn ReadModelReply(const Message& message) {
@@ -292,15 +302,16 @@ ModelTurn ReadModelReply(const Message& message) {
   if (!message.tool_calls.empty()) {
     turn.calls = message.tool_calls;
     for (ToolCall& call : turn.calls) {
-      call.name = std::string(Trim(call.name));
       if (Trim(call.arguments).empty()) call.arguments = "{}";
     }
+    NormalizeNames(&turn.calls);
     turn.text = std::move(text);
     turn.shape = "tool_calls";
     return turn;
   }
   if (ReadHermes(text, &turn) || ReadMistral(text, &turn) || ReadPythonTag(text, &turn) ||
       ReadBareJson(text, &turn)) {
+    NormalizeNames(&turn.calls);
     return turn;
   }
   turn.text = std::move(text);

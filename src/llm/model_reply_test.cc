@@ -30,6 +30,8 @@ TEST(ModelReplyTest, NativeToolCallsKeepTheirOrderAndText) {
   EXPECT_EQ(t.calls[0].name, "run_python");
   EXPECT_EQ(CodeOf(t.calls[0]), "x = 2");
   EXPECT_EQ(t.calls[1].arguments, "{}");  // nothing becomes an empty object, answered as such
+  m.tool_calls = {{"", "functions.run_python", "{}"}};
+  EXPECT_EQ(ReadModelReply(m).calls[0].name, "run_python");
   EXPECT_FALSE(t.fenced_code);
 }
 

@@ -58,12 +58,15 @@ def last_result(request):
 
 
 def tool_stdout(request):
+    """The stdout of the last tool result that has one (not an error for a call never run)."""
     for m in reversed(request.get("messages", [])):
         if m.get("role") == "tool":
             try:
-                return str(json.loads(m.get("content") or "{}").get("stdout", "")).strip()
+                result = json.loads(m.get("content") or "{}")
             except ValueError:
-                return ""
+                continue
+            if "stdout" in result:
+                return str(result["stdout"]).strip()
     return ""
 
 
