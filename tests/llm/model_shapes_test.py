@@ -11,6 +11,7 @@ docs/interpreter.md run as written, but for the base URL, against the shapes eac
 
 usage: model_shapes_test.py PATH/TO/codebox   (exit 77 = skipped, with the reason printed)
 """
+import concurrent.futures
 import json
 import os
 import re
@@ -112,18 +113,29 @@ def check_transcript(t, scenario, where):
             check_no_leak(m.get("content") or "", where + " (assistant message sent back)")
 
 
+def check_cli_shape(url, scenario):
+    r = ask(url, task(scenario))
+    where = f"codebox ask ({scenario})"
+    if r.returncode != 0 or VALUE not in r.stdout:
+        fail(f"{where}: exit {r.returncode}, expected 0 and {VALUE} on stdout",
+             f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
+    check_no_leak(r.stdout, where)
+    r = ask(url, "--json", task(scenario))
+    if r.returncode != 0:
+        fail(f"{where} --json: exit {r.returncode}", r.stderr)
+    check_transcript(json.loads(r.stdout), scenario, where + " --json")
+
+
+def each(function, *args, cases=None):
+    """function(*args, case) for every case (default: every answering scenario), a few at a
+    time (each waits on its box and its model far more than it computes)."""
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for future in [pool.submit(function, *args, c) for c in (cases or ANSWERING)]:
+            future.result()  # the first failure raises
+
+
 def check_cli(url):
-    for scenario in ANSWERING:
-        r = ask(url, task(scenario))
-        where = f"codebox ask ({scenario})"
-        if r.returncode != 0 or VALUE not in r.stdout:
-            fail(f"{where}: exit {r.returncode}, expected 0 and {VALUE} on stdout",
-                 f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
-        check_no_leak(r.stdout, where)
-        r = ask(url, "--json", task(scenario))
-        if r.returncode != 0:
-            fail(f"{where} --json: exit {r.returncode}", r.stderr)
-        check_transcript(json.loads(r.stdout), scenario, where + " --json")
+    each(check_cli_shape, url)
     # A reply with nothing to use is not an exit-0 silence.
     r = ask(url, task("no_answer"))
     if r.returncode != 1 or "token limit" not in r.stderr or "THOUGHT" in r.stdout:
@@ -169,9 +181,10 @@ def check_http(url, work):
         if "listening on " not in line:
             fail(f"codebox serve did not start: {line!r}")
         base = "http://" + line.split("listening on ")[1].split(";")[0].strip()
-        for scenario in ANSWERING:
+        def ask_http(scenario):
             summary = json.loads(post(base, "/v1/ask", {"task": task(scenario)}))
             check_transcript(summary, scenario, f"POST /v1/ask ({scenario})")
+        each(ask_http)
         summary = json.loads(post(base, "/v1/ask", {"task": task("no_answer")}))
         if summary["stop_reason"] != "no_answer" or "token limit" not in summary["stop_detail"]:
             fail("POST /v1/ask (no_answer)", json.dumps(summary))
@@ -215,20 +228,25 @@ def documented_commands():
 
 
 def check_docs(url):
-    for name, (base, argv) in documented_commands().items():
+    commands = documented_commands()
+    for name, (base, _) in commands.items():
         if not re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", base):
             fail(f"docs/interpreter.md: {name}'s OPENAI_BASE_URL {base} is not a local /v1 URL")
-        for scenario in SERVERS[name]:
-            # The documented command as written, but for the base URL (the scripted server's)
-            # and the task (which names the scenario), on a jail box of the python image.
-            env = dict(os.environ, OPENAI_BASE_URL=url)
-            args = [CODEBOX, *argv[1:-1], "--local", "--driver", "jail", "--image", "python",
-                    task(scenario)]
-            r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env,
-                               stdin=subprocess.DEVNULL)
-            if r.returncode != 0 or VALUE not in r.stdout:
-                fail(f"docs/interpreter.md, {name} ({scenario}): {shlex.join(args)}: exit "
-                     f"{r.returncode}", f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
+
+    def run(case):
+        name, scenario = case
+        # The documented command as written, but for the base URL (the scripted server's) and
+        # the task (which names the scenario), on a jail box of the python image.
+        env = dict(os.environ, OPENAI_BASE_URL=url)
+        args = [CODEBOX, *commands[name][1][1:-1], "--local", "--driver", "jail", "--image",
+                "python", task(scenario)]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env,
+                           stdin=subprocess.DEVNULL)
+        if r.returncode != 0 or VALUE not in r.stdout:
+            fail(f"docs/interpreter.md, {name} ({scenario}): {shlex.join(args)}: exit "
+                 f"{r.returncode}", f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
+
+    each(run, cases=[(name, s) for name, shapes in SERVERS.items() for s in shapes])
     print(f"ok: the quick starts of {', '.join(SERVERS)} against their shapes")
 
 
