@@ -189,7 +189,7 @@ class Progress {
       thinking_ends_line_ = !safe.empty() && safe.back() == '\n';
       std::fflush(stderr);
     }
-    if (!waiting_for_.empty()) {
+    if (!show_code_ && !waiting_for_.empty()) {  // the thoughts themselves are the progress
       status_.Show("[step " + std::to_string(step_) + "] thinking (" +
                    std::to_string(thought_bytes_) + " bytes)...");
     }
@@ -246,6 +246,7 @@ class Progress {
   // Retries and fallbacks come while the model is still awaited: the status line comes back.
   void Notice(std::string_view text) {
     status_.Clear();
+    EndThinking();
     Break();
     std::fprintf(stderr, "[codebox] %.*s\n", static_cast<int>(text.size()), text.data());
     if (!waiting_for_.empty()) status_.Show(waiting_for_);
