@@ -4,22 +4,10 @@ namespace codebox::base {
 
 size_t JsonNestingDepth(std::string_view text, size_t stop_after) {
   size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
+  JsonStringScanner strings;
   for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
+    if (strings.InString(c)) continue;
     switch (c) {
-      case '"':
-        in_string = true;
-        break;
       case '[':
       case '{':
         if (++depth > deepest) deepest = depth;

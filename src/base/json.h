@@ -35,6 +35,27 @@ StatusOr<nlohmann::json> ParseJson(std::string_view text, const JsonLimits& limi
 // (is_discarded()) when it did not.
 nlohmann::json ParseJsonOrDiscarded(std::string_view text, const JsonLimits& limits = {});
 
+// Follows a JSON text one character at a time and says which characters belong to strings,
+// for scanners that must skip strings without parsing (nesting depth, where a value ends).
+class JsonStringScanner {
+ public:
+  // True when c is part of a string: its opening or closing quote, or a character inside.
+  bool InString(char c) {
+    if (in_string_) {
+      if (escaped_) escaped_ = false;
+      else if (c == '\\') escaped_ = true;
+      else if (c == '"') in_string_ = false;
+      return true;
+    }
+    in_string_ = c == '"';
+    return in_string_;
+  }
+
+ private:
+  bool in_string_ = false;
+  bool escaped_ = false;
+};
+
 // How deep `text` nests arrays and objects, counted without parsing (strings skipped), stopping
 // early once past `stop_after`. For a text that is not JSON the count is meaningless but bounded.
 size_t JsonNestingDepth(std::string_view text, size_t stop_after);

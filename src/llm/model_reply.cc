@@ -48,17 +48,11 @@ std::string_view TrimLeft(std::string_view s) {
 size_t JsonValueLength(std::string_view text) {
   if (text.empty() || (text.front() != '{' && text.front() != '[')) return 0;
   int depth = 0;
-  bool in_string = false, escaped = false;
+  base::JsonStringScanner strings;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '{' || c == '[') ++depth;
+    if (strings.InString(c)) continue;
+    if (c == '{' || c == '[') ++depth;
     else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
   }
   return 0;

@@ -19,30 +19,13 @@ constexpr base::JsonLimits kModelJsonLimits{64, 8u << 20};
 std::string EscapeControlCharsInStrings(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 16);
-  bool in_string = false;
-  bool escaped = false;
+  base::JsonStringScanner strings;
   for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      } else if (c == '\n') {
-        out += "\\n";
-        continue;
-      } else if (c == '\r') {
-        out += "\\r";
-        continue;
-      } else if (c == '\t') {
-        out += "\\t";
-        continue;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    }
-    out.push_back(c);
+    const bool in_string = strings.InString(c);
+    if (in_string && c == '\n') out += "\\n";
+    else if (in_string && c == '\r') out += "\\r";
+    else if (in_string && c == '\t') out += "\\t";
+    else out.push_back(c);
   }
   return out;
 }
