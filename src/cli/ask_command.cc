@@ -55,10 +55,10 @@ input and output:
   --local                run the box in this process even when a codebox server
                          is set or answers
 
-exit status: 0 answered; 1 no answer (step limit, the program still failed, or the
-model's reply held no answer and no code: the message says what came back);
-2 usage; 125 the model server or the box failed (the message says which and
-why).
+exit status: 0 answered; 1 no answer (step limit, the program still failed,
+or the model's reply held no answer and no code: the message says what came
+back); 2 usage; 125 the model server or the box failed (the message says
+which and why).
 
 )";
 
