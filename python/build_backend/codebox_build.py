@@ -66,7 +66,7 @@ def _run(argv: list[str]) -> None:
     except FileNotFoundError as exc:
         raise RuntimeError(
             f"codebox_build: {argv[0]} not found; install the build tools "
-            "(sudo scripts/setup, or the PACKAGES of scripts/lib/common.sh)"
+            "(sudo scripts/setup, or the BUILD_PACKAGES of scripts/lib/common.sh)"
         ) from exc
 
 

@@ -1,30 +1,35 @@
-# Shared by scripts/setup and scripts/test: logging and the package list.
+# Shared by scripts/setup and scripts/test: logging, step times and the package lists.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR="$ROOT/build/release"
 CODEBOX="$BUILD_DIR/bin/codebox"
 
-# Every Debian package the project needs to build, test and run.
-PACKAGES=(
+# The Debian packages that building and running codebox needs: what scripts/setup installs.
+BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libgtest-dev libgmock-dev nlohmann-json3-dev libseccomp-dev libcurl4-openssl-dev
-  pybind11-dev python3-dev python3-pytest
-  python3-venv                          # scripts/lib/test-packaging.sh: pip install into a venv
-  clang libclang-rt-14-dev              # libFuzzer for the protocol fuzz target
+  pybind11-dev python3-dev              # the Python module
   debootstrap                           # image builder
   erofs-utils qemu-system-x86 cpio kmod # vm driver
-  bubblewrap hyperfine                  # benchmark baselines
   ccache                                # the release, package, sanitizer and wheel builds share objects
   libedit-dev                           # codebox repl: line editing and history (BSD licence)
+  libboost-dev                          # codebox serve: Boost.Beast/Asio HTTP (header-only)
+  libarchive-dev                        # codebox serve: directories as tar (files API)
+  skopeo                                # codebox image pull/import: registries, archives, digests
+)
+# What only the tests and benchmarks use: scripts/test installs these too (scripts/setup
+# --for-tests without running anything).
+TEST_PACKAGES=(
+  python3-pytest
+  python3-venv                          # scripts/lib/test-packaging.sh: pip install into a venv
+  clang libclang-rt-14-dev              # libFuzzer for the fuzz targets
+  bubblewrap hyperfine                  # benchmark baselines
   tmux                                  # tests/cli: codebox repl driven in a real terminal
   zlib1g-dev                            # box_kernel_data_test decodes the PNGs charts give
   python3-ipython                       # bench_kernel: the host baselines (import IPython, run_cell)
-  libboost-dev                          # codebox serve: Boost.Beast/Asio HTTP (header-only)
-  libarchive-dev                        # codebox serve: directories as tar (files API)
   iproute2 openssl python3-pip          # tests/net: namespaces, the test CA, the index checked with pip
   chromium chromium-driver python3-selenium  # tests/web: the playground in a real browser
-  skopeo                                # codebox image pull/import: registries, archives, digests
   docker-registry busybox-static        # tests/oci: a loopback registry, a libc-free image
   yamllint python3-kubernetes           # tests/deploy: the Kubernetes manifests, offline
 )
@@ -32,13 +37,13 @@ PACKAGES=(
 # has a kubectl (the Kubernetes project's own package, say) keeps it: Debian's
 # kubernetes-client would conflict with it over /usr/bin/kubectl.
 if ! command -v kubectl >/dev/null 2>&1; then
-  PACKAGES+=(kubernetes-client)
+  TEST_PACKAGES+=(kubernetes-client)
 fi
 # tests/mcp drives the MCP server with the official TypeScript SDK, which needs Node.js and npm.
 # A machine that already has a Node.js with npm (NodeSource's, say) keeps it: Debian's npm
 # package would conflict with it.
 if ! command -v npm >/dev/null 2>&1; then
-  PACKAGES+=(nodejs npm)
+  TEST_PACKAGES+=(nodejs npm)
 fi
 
 # The same sources are compiled for several builds (release, package, the add_subdirectory
@@ -54,7 +59,33 @@ use_ccache() {
 }
 use_ccache
 
-step() { printf '\n==> %s\n' "$*"; }
+# step NAME starts a step and ends the one before; step_times prints how long each took.
+STEP_NAMES=()
+STEP_SECONDS=()
+STEP_STARTED=
+step_end() {
+  if [[ -n $STEP_STARTED ]]; then
+    STEP_SECONDS[-1]=$((SECONDS - STEP_STARTED))
+    STEP_STARTED=
+  fi
+}
+step() {
+  step_end
+  STEP_NAMES+=("$*")
+  STEP_SECONDS+=(0)
+  STEP_STARTED=$SECONDS
+  printf '\n==> %s\n' "$*"
+}
+step_times() {  # step_times TITLE: a table of the steps so far, the last one ended now
+  step_end
+  printf '\n==> %s\n' "$1"
+  local i total=0
+  for i in "${!STEP_NAMES[@]}"; do
+    printf '    %-64s %4d:%02d\n' "${STEP_NAMES[$i]}" $((STEP_SECONDS[i] / 60)) $((STEP_SECONDS[i] % 60))
+    total=$((total + STEP_SECONDS[i]))
+  done
+  printf '    %-64s %4d:%02d\n' "total" $((total / 60)) $((total % 60))
+}
 note() { printf '    %s\n' "$*"; }
 
 need_root() {
@@ -64,14 +95,15 @@ need_root() {
   fi
 }
 
-install_packages() {
-  step "Debian packages"
+install_packages() {  # install_packages LABEL PACKAGE...: the missing ones, from apt
+  local label=$1; shift
+  step "Debian packages ($label)"
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [[ ${#missing[@]} -eq 0 ]]; then
-    note "all ${#PACKAGES[@]} present"
+    note "all $# present"
     return
   fi
   note "installing: ${missing[*]}"
@@ -98,9 +130,9 @@ build_preset() {  # build_preset NAME [targets...]
   local preset=$1; shift
   step "build ($preset)"
   use_ccache
-  if [[ ! -f "$ROOT/build/$preset/build.ninja" ]]; then
-    cmake --preset "$preset" -S "$ROOT" >/dev/null
-  fi
+  # Configured every time (a few seconds): a preset's changed flags, and packages installed
+  # since the last run (zlib for a test, say), reach the build; no test is quietly left unbuilt.
+  cmake --preset "$preset" -S "$ROOT" >/dev/null
   local jobs
   jobs=$(nproc)
   local targets=()

@@ -52,24 +52,37 @@ runs_a_box() {
   grep -qE '(^|: )2$' <<<"$out"
 }
 
+# Built for /usr (as the .deb below is) and installed elsewhere with --prefix: the CLI and a
+# find_package consumer find the helpers and recipes where the package is, not where it was
+# configured to be.
 installed_prefix() {
   local prefix="$tmp/prefix"
-  build_for_prefix "$prefix" && cmake --install "$PKG_BUILD" >/dev/null || return 1
+  if [[ -e /usr/libexec/codebox ]]; then
+    note "/usr/libexec/codebox exists (an installed codebox): it would hide a relocation bug"
+    return 1
+  fi
+  build_for_prefix /usr && cmake --install "$PKG_BUILD" --prefix "$prefix" >/dev/null || return 1
+  # For /usr, GNUInstallDirs picks Debian's multiarch lib/x86_64-linux-gnu.
+  local libdir
+  libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$PKG_BUILD/CMakeCache.txt")
   for f in bin/codebox libexec/codebox/codebox-agent libexec/codebox/codebox-jail \
            libexec/codebox/codebox-vm-keeper share/codebox/images/python/recipe \
-           include/codebox/box.h lib/cmake/codebox/codebox-config.cmake \
-           lib/cmake/codebox/codebox-config-version.cmake lib/pkgconfig/codebox.pc; do
+           include/codebox/box.h "$libdir/cmake/codebox/codebox-config.cmake" \
+           "$libdir/cmake/codebox/codebox-config-version.cmake" "$libdir/pkgconfig/codebox.pc"; do
     [[ -e $prefix/$f ]] || { note "not installed: $prefix/$f"; return 1; }
   done
   no_build_tree_paths "$prefix" || return 1
+  runs_a_box "$prefix/bin/codebox" run "print(1+1)" || return 1
   cmake -S "$ROOT/examples/cpp" -B "$tmp/example" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
     >/dev/null && cmake --build "$tmp/example" >/dev/null || return 1
   runs_a_box "$tmp/example/hello_box" || return 1
-  # pkg-config gives a working compile and link line too.
+  # pkg-config gives a working compile and link line too. Its program knows only the install
+  # dirs compiled in (/usr here), so it is told where this prefix keeps the helpers.
   local flags
-  flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs codebox) &&
+  flags=$(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs codebox) &&
     g++ -std=c++20 -o "$tmp/hello_pc" "$ROOT/examples/cpp/main.cc" $flags &&
-    runs_a_box "$tmp/hello_pc"
+    runs_a_box env CODEBOX_LIBEXEC="$prefix/libexec/codebox" \
+      CODEBOX_IMAGES="$prefix/share/codebox/images" "$tmp/hello_pc"
 }
 
 subdirectory() {

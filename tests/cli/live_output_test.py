@@ -61,7 +61,7 @@ def a_terminal_keeps_the_exact_order():
 
 def main():
     if shutil.which("tmux") is None:
-        skip("tmux is not installed (scripts/setup installs it)")
+        skip("tmux is not installed (scripts/test, or scripts/setup --for-tests, installs it)")
     require_box(CODEBOX, "python")
     TMUX("new-session", "-d", "-s", "keep", "sleep 600")  # holds the server while panes come and go
     try:

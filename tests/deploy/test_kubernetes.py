@@ -12,7 +12,7 @@
 The negative tests prove the checker fails on an unknown field, a wrong type and a missing
 required field. Run: /usr/bin/python3 -m pytest -q tests/deploy (ctest runs it as
 deploy_kubernetes). Skips, naming what is missing, without kubectl, yamllint or
-python3-kubernetes (scripts/setup installs them).
+python3-kubernetes (scripts/test, or scripts/setup --for-tests, installs them).
 """
 import copy
 import json

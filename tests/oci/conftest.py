@@ -6,7 +6,7 @@ run by the codebox CLI and the Python module. Loopback only: nothing here leaves
 
 Every codebox process gets a temp CODEBOX_HOME of its test module (or test), so the machine's
 image store is never touched. Pull and import need root; the tests skip (exit 77, reasons
-printed) without root, skopeo, docker-registry or openssl, which scripts/setup installs.
+printed) without root, skopeo, docker-registry or openssl, which scripts/test installs.
 Under CODEBOX_TESTS_REQUIRE_BOX=1 (CI) a box that does not start is a failure, not a skip.
 
 Run: /usr/bin/python3 -m pytest -q tests/oci   (as root; ctest runs each file with
@@ -42,7 +42,7 @@ SYSTEM_STORE = "/var/lib/codebox"
 
 
 def _prerequisites():
-    """What this host lacks for these tests (a plain skip, also in CI: scripts/setup installs
+    """What this host lacks for these tests (a plain skip, also in CI: scripts/test installs
     the packages), or None."""
     if os.geteuid() != 0:
         return "needs root (codebox image pull/import and jail boxes)"
