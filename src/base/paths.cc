@@ -17,6 +17,15 @@
 #define CODEBOX_INSTALL_IMAGES_DIR "/usr/local/share/codebox/images"
 #endif
 
+// Where an installed package of codebox is now, as the program that links it from there was
+// told at its configure time: codebox-config.cmake compiles a definition of these into each
+// program linking codebox::box (cmake/codebox-config.cmake.in). Weak and undefined everywhere
+// else (the CLI, the Python module, the build tree), where they are null.
+extern "C" {
+__attribute__((weak)) const char* codebox_installed_libexec_dir();
+__attribute__((weak)) const char* codebox_installed_images_dir();
+}
+
 namespace codebox::base {
 namespace {
 
@@ -125,6 +134,9 @@ std::vector<std::string> HelperBinaryCandidates(const std::string& name) {
     out.push_back(dir + "/../libexec/codebox/" + name);
     out.push_back(dir + "/../bin/" + name);
   }
+  if (codebox_installed_libexec_dir != nullptr) {
+    out.push_back(std::string(codebox_installed_libexec_dir()) + "/" + name);
+  }
   out.push_back(std::string(CODEBOX_INSTALL_LIBEXEC_DIR) + "/" + name);
   return out;
 }
@@ -156,6 +168,9 @@ std::string FindRecipeDir() {
          {dir + "/codebox-images", dir + "/../share/codebox/images"}) {
       if (IsDirectory(candidate)) return candidate;
     }
+  }
+  if (codebox_installed_images_dir != nullptr && IsDirectory(codebox_installed_images_dir())) {
+    return codebox_installed_images_dir();
   }
   return CODEBOX_INSTALL_IMAGES_DIR;
 }

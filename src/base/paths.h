@@ -60,7 +60,9 @@ std::string LibraryObjectDir();
 //   {LibraryObjectDir(), SelfExeDir()}: D/NAME (build tree: all executables in bin/),
 //   D/codebox-libexec/NAME (a bundle: the Python package, or codebox_bundle() beside an
 //   executable), D/../libexec/codebox/NAME (an installed prefix), D/../bin/NAME (the build
-//   tree's python/ beside bin/), and last the install libexec dir compiled in.
+//   tree's python/ beside bin/), then, in a program built against an installed package with
+//   find_package, that package's libexec dir wherever it was installed to or moved, and last
+//   the install libexec dir compiled in.
 std::vector<std::string> HelperBinaryCandidates(const std::string& name);
 
 // The first executable candidate above; empty if there is none.
@@ -72,7 +74,7 @@ std::string HelperNotFoundMessage(const std::string& name);
 
 // The image recipes folder: $CODEBOX_IMAGES, else for D as above D/codebox-images (bundle),
 // D/../share/codebox/images (installed prefix; the build tree links it to images/), else the
-// install data dir compiled in. The compiled-in dir is returned when none exists.
+// find_package'd package's (as for helpers), else the install data dir compiled in. The compiled-in dir is returned when none exists.
 std::string FindRecipeDir();
 
 }  // namespace codebox::base

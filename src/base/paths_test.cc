@@ -8,6 +8,11 @@
 #include <fstream>
 #include <string>
 
+// What codebox-config.cmake compiles into a program built against an installed package
+// (cmake/codebox-config.cmake.in): here, a package moved to /moved/prefix, which does not exist.
+extern "C" const char* codebox_installed_libexec_dir() { return "/moved/prefix/libexec/codebox"; }
+extern "C" const char* codebox_installed_images_dir() { return "/moved/prefix/share/codebox/images"; }
+
 namespace codebox::base {
 namespace {
 
@@ -76,6 +81,15 @@ TEST_F(PathsTest, CandidatesFollowTheDocumentedLayoutsAndEndWithTheInstallDir) {
   std::string message = HelperNotFoundMessage("codebox-test-helper");
   EXPECT_NE(message.find(c[1]), std::string::npos) << message;
   EXPECT_NE(message.find("$CODEBOX_LIBEXEC"), std::string::npos) << message;
+}
+
+TEST_F(PathsTest, AFindPackageProgramLooksWhereItsPackageIsBeforeTheCompiledInDir) {
+  auto c = HelperBinaryCandidates("codebox-test-helper");
+  ASSERT_GE(c.size(), 2u);
+  EXPECT_EQ(c[c.size() - 2], "/moved/prefix/libexec/codebox/codebox-test-helper");
+  EXPECT_NE(c.back(), c[c.size() - 2]);
+  // A package's images dir that is not there is passed over.
+  EXPECT_NE(FindRecipeDir(), "/moved/prefix/share/codebox/images");
 }
 
 TEST_F(PathsTest, StaticallyLinkedCodeLooksBesideTheExecutable) {
