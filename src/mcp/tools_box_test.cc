@@ -6,7 +6,7 @@
 
 #include "cell_images/image_data.h"
 #include "mcp/session.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 
 namespace codebox::mcp {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "base/io.h"
 #include "base/unique_fd.h"
-#include "tests/common/loopback_listener.h"
-#include "tests/common/rebinding_resolver.h"
+#include "testing/loopback_listener.h"
+#include "testing/rebinding_resolver.h"
 
 namespace codebox::net {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "server/box_registry.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 
 namespace codebox::server {
 

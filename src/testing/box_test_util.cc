@@ -1,4 +1,4 @@
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 
 #include <dirent.h>
 #include <unistd.h>

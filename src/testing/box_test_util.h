@@ -1,7 +1,7 @@
 // Shared by the Box-level integration tests: a fixture that makes a jail box, or skips with
 // the reason when this host cannot (no image built, no driver).
-#ifndef CODEBOX_TESTS_BOX_BOX_TEST_UTIL_H_
-#define CODEBOX_TESTS_BOX_BOX_TEST_UTIL_H_
+#ifndef CODEBOX_TESTING_BOX_TEST_UTIL_H_
+#define CODEBOX_TESTING_BOX_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 
@@ -50,4 +50,4 @@ int CountSupervisorsOf(int owner_pid);
   auto var = ::codebox::testing::MakeBoxOrSkipReason(__VA_ARGS__, &var##_skip); \
   if (!var) GTEST_SKIP() << var##_skip
 
-#endif  // CODEBOX_TESTS_BOX_BOX_TEST_UTIL_H_
+#endif  // CODEBOX_TESTING_BOX_TEST_UTIL_H_

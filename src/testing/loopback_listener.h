@@ -1,7 +1,7 @@
 // A TCP listener on the host's 127.0.0.1 at an ephemeral port: the target a box's code must
 // not be able to reach (the box's 127.0.0.1 is its own).
-#ifndef CODEBOX_TESTS_COMMON_LOOPBACK_LISTENER_H_
-#define CODEBOX_TESTS_COMMON_LOOPBACK_LISTENER_H_
+#ifndef CODEBOX_TESTING_LOOPBACK_LISTENER_H_
+#define CODEBOX_TESTING_LOOPBACK_LISTENER_H_
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -39,4 +39,4 @@ inline StatusOr<LoopbackListener> ListenOnLoopback() {
 
 }  // namespace codebox::testing
 
-#endif  // CODEBOX_TESTS_COMMON_LOOPBACK_LISTENER_H_
+#endif  // CODEBOX_TESTING_LOOPBACK_LISTENER_H_

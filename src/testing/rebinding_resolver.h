@@ -1,7 +1,7 @@
 // A resolver for DNS-rebinding tests: every name it knows answers with the host's loopback and
 // a private address, the answers an allowed name must never get a box to.
-#ifndef CODEBOX_TESTS_COMMON_REBINDING_RESOLVER_H_
-#define CODEBOX_TESTS_COMMON_REBINDING_RESOLVER_H_
+#ifndef CODEBOX_TESTING_REBINDING_RESOLVER_H_
+#define CODEBOX_TESTING_REBINDING_RESOLVER_H_
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -34,4 +34,4 @@ inline net::Resolver RebindingResolver(std::string only_name = {}) {
 
 }  // namespace codebox::testing
 
-#endif  // CODEBOX_TESTS_COMMON_REBINDING_RESOLVER_H_
+#endif  // CODEBOX_TESTING_REBINDING_RESOLVER_H_

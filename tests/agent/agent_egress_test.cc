@@ -12,7 +12,7 @@
 
 #include "agent_harness.h"
 #include "egress_test_util.h"
-#include "tests/common/loopback_listener.h"
+#include "testing/loopback_listener.h"
 
 namespace codebox::testing {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "tests/common/rss.h"
 
 namespace codebox {

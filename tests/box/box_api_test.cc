@@ -8,7 +8,7 @@
 
 #include "base/io.h"
 #include "box/spares.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 
 namespace codebox {
 namespace {

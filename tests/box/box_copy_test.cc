@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "base/io.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 
 namespace codebox {
 namespace {

@@ -9,7 +9,7 @@
 #include "box/box_internal.h"
 #include "image/sha256.h"
 #include "tests/box/egress_box_util.h"
-#include "tests/common/rebinding_resolver.h"
+#include "testing/rebinding_resolver.h"
 
 namespace codebox {
 namespace {

@@ -5,7 +5,7 @@
 #include <map>
 #include <random>
 
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 
 namespace codebox {
 namespace {

@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "base/owner.h"
-#include "tests/box/box_test_util.h"
-#include "tests/common/loopback_listener.h"
+#include "testing/box_test_util.h"
+#include "testing/loopback_listener.h"
 
 namespace codebox {
 namespace {

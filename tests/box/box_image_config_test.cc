@@ -9,7 +9,7 @@
 #include "box/spares.h"
 #include "image/store.h"
 #include "jail/jail.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "tests/box/kernel_test_util.h"
 
 namespace codebox {

@@ -3,7 +3,7 @@
 // sent, and the box lives on; a program too long to be an argument still runs.
 #include <string>
 
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 
 namespace codebox {
 namespace {

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "tests/box/kernel_test_util.h"
 #include "tests/box/png_test_util.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "tests/box/kernel_test_util.h"
 
 namespace codebox {

@@ -24,7 +24,7 @@
 #include "image/store.h"
 #include "jail/cgroups.h"
 #include "jail/jail.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "tests/box/owner_process.h"
 #include "vm/vm.h"
 

@@ -7,7 +7,7 @@
 #include <regex>
 #include <string>
 
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "tests/common/seen_output.h"
 
 namespace codebox {

@@ -17,7 +17,7 @@
 #include "base/io.h"
 #include "base/unique_fd.h"
 #include "box/spares.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "vm/cache_key.h"
 #include "vm/snapshot.h"
 

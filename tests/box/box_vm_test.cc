@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "base/io.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "vm/vm.h"
 
 namespace codebox {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "codebox/box.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "tests/box/egress_test_server.h"
 
 namespace codebox::testing {

@@ -18,7 +18,7 @@
 
 #include "base/io.h"
 #include "base/unique_fd.h"
-#include "tests/common/loopback_listener.h"
+#include "testing/loopback_listener.h"
 
 namespace codebox::testing {
 

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "jail_fixture.h"
-#include "tests/common/loopback_listener.h"
+#include "testing/loopback_listener.h"
 
 namespace codebox::jail::testing {
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "tests/server/server_fixture.h"
 
 namespace codebox::testing {

@@ -15,7 +15,7 @@
 #include "http/server.h"
 #include "server/api.h"
 #include "server/box_registry.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 #include "tests/server/openapi_check.h"
 
 namespace codebox::testing {

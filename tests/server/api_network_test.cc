@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "codebox/box.h"
-#include "tests/common/loopback_listener.h"
+#include "testing/loopback_listener.h"
 #include "tests/server/server_fixture.h"
 
 namespace codebox::testing {

@@ -20,7 +20,7 @@
 #include "base/fs.h"
 #include "base/owner.h"
 #include "http/client.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 
 namespace codebox::testing {
 namespace {

@@ -1,7 +1,7 @@
 #include "tests/server/server_fixture.h"
 
 #include "base/fs.h"
-#include "tests/box/box_test_util.h"
+#include "testing/box_test_util.h"
 
 namespace codebox::testing {
 

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The layering the build enforces (ctest -R layering; cmake/CodeboxLayering.cmake).
+
+Usage: check_layering.py SOURCE_ROOT TARGETS_FILE
+
+TARGETS_FILE has one line per CMake target: NAME|SOURCE_DIR|SOURCES|LINKS (lists split by
+';'). The rules, for every file under src/:
+
+  * a source file compiled by target T, in src/X, may include a header of src/Y (Y != X) only
+    when T links, directly or through the targets it links, a target whose folder is src/Y;
+  * a header in src/X (compiled by no target itself) may include a header of src/Y only when
+    some target of src/X links one of src/Y that way;
+  * nothing under src/ includes anything under tests/: test support that src/'s unit tests use
+    is a test-only library under src/.
+
+Exits 1 naming each file, the include and the target that would need the link; 0 when clean.
+"""
+import os
+import re
+import sys
+import tempfile
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def read_targets(path, src_root):
+    targets = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            name, source_dir, sources, links = line.split("|", 3)
+            files = []
+            for s in filter(None, sources.split(";")):
+                full = s if os.path.isabs(s) else os.path.join(source_dir, s)
+                files.append(os.path.normpath(full))
+            targets[name] = {
+                "dir": os.path.normpath(source_dir),
+                "files": files,
+                "links": [l for l in links.split(";") if l],
+            }
+    return targets
+
+
+def folder_of(path, src_root):
+    """'box' for SRC/box/x.cc, None for a path outside src/."""
+    rel = os.path.relpath(path, src_root)
+    if rel.startswith(".."):
+        return None
+    return rel.split(os.sep)[0]
+
+
+def closure(name, targets, memo):
+    if name in memo:
+        return memo[name]
+    memo[name] = set()  # a cycle in links ends here
+    seen = {name}
+    for dep in targets[name]["links"]:
+        if dep in targets:
+            seen |= closure(dep, targets, memo)
+    memo[name] = seen
+    return seen
+
+
+def check(root, targets_file):
+    """The problems found in the tree at ROOT, and how many files were checked."""
+    src_root = os.path.normpath(os.path.join(root, "src"))
+    folders = sorted(d for d in os.listdir(src_root) if os.path.isdir(os.path.join(src_root, d)))
+    targets = read_targets(targets_file, src_root)
+    memo = {}
+
+    # The folders each target may include from: its own and those of everything it links.
+    reach = {}
+    for name, t in targets.items():
+        reach[name] = {folder_of(targets[d]["dir"], src_root) for d in closure(name, targets, memo)}
+        reach[name].discard(None)
+
+    compiled_by = {}
+    for name, t in targets.items():
+        for f in t["files"]:
+            if f.startswith(src_root + os.sep):
+                compiled_by.setdefault(f, []).append(name)
+    folder_targets = {}
+    for name, t in targets.items():
+        x = folder_of(t["dir"], src_root)
+        if x is not None:
+            folder_targets.setdefault(x, []).append(name)
+
+    problems = []
+    checked = 0
+    for dirpath, _, names in os.walk(src_root):
+        for n in sorted(names):
+            if not n.endswith((".cc", ".h")):
+                continue
+            path = os.path.join(dirpath, n)
+            x = folder_of(path, src_root)
+            rel = os.path.relpath(path, root)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                includes = INCLUDE.findall(f.read())
+            users = compiled_by.get(path)
+            checked += 1
+            for inc in includes:
+                if inc.startswith("tests/"):
+                    problems.append(f"{rel}: includes \"{inc}\": nothing under src/ includes "
+                                    "tests/ (move the support into a test-only library in src/)")
+                    continue
+                y = inc.split("/")[0]
+                if "/" not in inc or y == x or y not in folders:
+                    continue
+                if users:
+                    for t in users:
+                        if y not in reach[t]:
+                            problems.append(f"{rel}: includes \"{inc}\", but {t} links no "
+                                            f"target of src/{y}")
+                else:
+                    owners = folder_targets.get(x, [])
+                    if owners and not any(y in reach[t] for t in owners):
+                        problems.append(f"{rel}: includes \"{inc}\", but no target of src/{x} "
+                                        f"({', '.join(sorted(owners))}) links one of src/{y}")
+    return problems, checked if targets else 0
+
+
+def self_test():
+    """The checker on a small tree of its own: one of each kind of break is found, and the
+    includes that follow a link are not. None when it works, else what went wrong."""
+    with tempfile.TemporaryDirectory() as root:
+        files = {
+            "src/low/low.h": "",
+            "src/low/low.cc": '#include "low/low.h"\n',
+            "src/high/high.cc": '#include "low/low.h"\n',        # high links low: fine
+            "src/low/bad.cc": '#include "high/high.h"\n',        # low links no high: a break
+            "src/high/high.h": '#include "low/low.h"\n',
+            "src/low/uses_tests.cc": '#include "tests/x/y.h"\n',  # src/ includes tests/
+        }
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+            with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+                f.write(text)
+        targets_file = os.path.join(root, "targets.txt")
+        with open(targets_file, "w", encoding="utf-8") as f:
+            f.write(f"lib_low|{root}/src/low|low.cc;bad.cc;uses_tests.cc|\n"
+                    f"lib_high|{root}/src/high|high.cc|lib_low;$<BUILD_INTERFACE:x>\n")
+        problems, _ = check(root, targets_file)
+        wanted = ["src/low/bad.cc: includes \"high/high.h\", but lib_low links no target of src/high",
+                  "src/low/uses_tests.cc: includes \"tests/x/y.h\""]
+        for w in wanted:
+            if not any(p.startswith(w) for p in problems):
+                return f"the checker missed: {w} (it found: {problems})"
+        if len(problems) != len(wanted):
+            return f"the checker found more than the two breaks: {problems}"
+    return None
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    broken = self_test()
+    if broken:
+        print(f"layering: the checker itself is wrong: {broken}")
+        return 1
+    problems, checked = check(sys.argv[1], sys.argv[2])
+    if checked == 0:
+        print("layering: nothing was checked (wrong SOURCE_ROOT or TARGETS_FILE?)")
+        return 1
+    if problems:
+        print(f"layering: {len(problems)} include(s) break the layering:")
+        for p in problems:
+            print("  " + p)
+        return 1
+    print(f"layering: {checked} files under src/: every include follows a link, none reaches "
+          "tests/ (and the checker finds the breaks planted in a tree of its own)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
