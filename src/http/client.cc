@@ -13,7 +13,7 @@
 
 #include "base/json.h"
 #include "base/text.h"
-#include "http/sse.h"
+#include "base/sse.h"
 
 namespace codebox::http {
 namespace {
@@ -179,7 +179,7 @@ Status Call::Exchange(Stream& stream, const Client::EventCallback* on_event, Cli
                 out->headers["content-type"].find("text/event-stream") != std::string::npos;
   if (events) parser.body_limit(boost::none);  // one event is capped instead
   if (events && r_.on_event_stream) RETURN_IF_ERROR(r_.on_event_stream());
-  SseParser sse;
+  base::SseParser sse;
   std::string chunk(kReadChunk, '\0');
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();

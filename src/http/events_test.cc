@@ -3,7 +3,6 @@
 
 #include <thread>
 
-#include "http/sse.h"
 #include "http/test_handler.h"
 
 namespace codebox::http {
@@ -70,27 +69,6 @@ TEST(EventsTest, ClientLeavingMidStreamFailsSendEvent) {
   ASSERT_TRUE(handler.gone_seen.WaitFor(std::chrono::seconds(5)))
       << "the handler's SendEvent kept succeeding after the client left";
   EXPECT_TRUE(handler.client_gone_after_failure);
-}
-
-TEST(SseParserTest, ParsesFieldsCommentsAndSplitInput) {
-  SseParser p(1000);
-  std::vector<std::pair<std::string, std::string>> seen;
-  auto cb = [&](std::string_view e, std::string_view d) {
-    seen.emplace_back(e, d);
-    return Status::Ok();
-  };
-  std::string stream =
-      ": keep-alive\n\nevent: stdout\ndata: {\"text\": \"a\"}\n\ndata:x\r\ndata: y\r\n\r\n"
-      "id: 7\nevent:done\ndata\n\n";
-  for (char c : stream) ASSERT_TRUE(p.Feed(std::string_view(&c, 1), cb).ok());
-  ASSERT_EQ(seen.size(), 3u);
-  EXPECT_EQ(seen[0], std::make_pair(std::string("stdout"), std::string("{\"text\": \"a\"}")));
-  EXPECT_EQ(seen[1], std::make_pair(std::string("message"), std::string("x\ny")));
-  EXPECT_EQ(seen[2], std::make_pair(std::string("done"), std::string("")));
-
-  SseParser small(10);
-  Status st = small.Feed("data: 0123456789abcdef\n", cb);
-  EXPECT_EQ(st.code(), StatusCode::kLimitExceeded);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "llm/http.h"
-#include "llm/sse.h"
+#include "base/sse.h"
 
 namespace codebox::llm {
 namespace {
@@ -94,17 +94,23 @@ StatusOr<CompletionResult> ChatClient::Complete(
   auto start = std::chrono::steady_clock::now();
   for (int attempt = 1;; ++attempt) {
     // Fresh per attempt: a failed attempt streams nothing (its status is not 2xx).
-    SseParser parser;
+    base::SseParser parser;
     StreamAssembler assembler(on_text, on_reasoning);
     Status stream_status;
     std::string raw;  // the start of the body, for servers that ignore "stream": true
+    // A data-less event (a named keep-alive) carries no chunk.
+    auto on_event = [&](std::string_view, std::string_view data) {
+      if (!data.empty() && stream_status.ok() && !assembler.done()) {
+        stream_status = assembler.AddEventData(data);
+      }
+      return stream_status;
+    };
     BodyCallback on_body;
     if (o.stream) {
       on_body = [&](std::string_view bytes) {
         if (!assembler.saw_chunk() && raw.size() < (1u << 20)) raw.append(bytes);
-        parser.Feed(bytes, [&](const SseEvent& e) {
-          if (stream_status.ok() && !assembler.done()) stream_status = assembler.AddEventData(e.data);
-        });
+        Status fed = parser.Feed(bytes, on_event);
+        if (stream_status.ok()) stream_status = fed;
         return stream_status.ok();
       };
     }
@@ -122,9 +128,8 @@ StatusOr<CompletionResult> ChatClient::Complete(
       CompletionResult result;
       result.attempts = attempt;
       if (o.stream) {
-        parser.Finish([&](const SseEvent& e) {
-          if (stream_status.ok() && !assembler.done()) stream_status = assembler.AddEventData(e.data);
-        });
+        Status finished = parser.Finish(on_event);
+        if (stream_status.ok()) stream_status = finished;
         // A server that ignores "stream": true answers with one JSON body.
         size_t start = raw.find_first_not_of(" \t\r\n");
         if (!assembler.saw_chunk() && start != std::string::npos && raw[start] == '{') {
