@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codebox/egress.h"
 #include "codebox/execution.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
@@ -40,18 +41,6 @@ struct BoxInfo {
   std::string start;
   // What did not go as asked but did not stop the box (a vm restore that fell back to a boot).
   std::vector<std::string> warnings;
-};
-
-// One connection a box opened through its egress proxy (docs/security.md, "Network"), allowed
-// or refused: the box's audit trail.
-struct EgressRecord {
-  std::string host;  // as the box asked for it ("" when its request was not understood)
-  uint16_t port = 0;
-  bool allowed = false;
-  std::string reason;       // why allowed or refused, or how the relay ended
-  std::string address;      // the address connected to ("" when none)
-  uint64_t bytes_up = 0;    // box -> upstream
-  uint64_t bytes_down = 0;  // upstream -> box
 };
 
 // How Box::InstallPackages runs pip in the box.

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "codebox/box.h"
+#include "codebox/egress.h"
 #include "codebox/status.h"
 #include "net/egress_policy.h"
 

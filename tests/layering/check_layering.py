@@ -11,7 +11,9 @@ TARGETS_FILE has one line per CMake target: NAME|SOURCE_DIR|SOURCES|LINKS (lists
   * a header in src/X (compiled by no target itself) may include a header of src/Y only when
     some target of src/X links one of src/Y that way;
   * nothing under src/ includes anything under tests/: test support that src/'s unit tests use
-    is a test-only library under src/.
+    is a test-only library under src/;
+  * the layers below Box (LOWER_LAYERS) never include the public codebox/box.h: they use the
+    small vocabulary headers (codebox/status.h, codebox/egress.h, ...).
 
 Exits 1 naming each file, the include and the target that would need the link; 0 when clean.
 """
@@ -19,6 +21,10 @@ import os
 import re
 import sys
 import tempfile
+
+# The folders below src/box: what they share with Box's users is a vocabulary header of its own.
+LOWER_LAYERS = {"base", "protocol", "agent_client", "agent", "kernel", "http", "net", "image",
+                "jail", "vm"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -105,6 +111,10 @@ def check(root, targets_file):
                     problems.append(f"{rel}: includes \"{inc}\": nothing under src/ includes "
                                     "tests/ (move the support into a test-only library in src/)")
                     continue
+                if inc == "codebox/box.h" and x in LOWER_LAYERS:
+                    problems.append(f"{rel}: includes \"codebox/box.h\": src/{x} is below Box "
+                                    "and uses a vocabulary header (codebox/egress.h, ...)")
+                    continue
                 y = inc.split("/")[0]
                 if "/" not in inc or y == x or y not in folders:
                     continue
@@ -132,6 +142,8 @@ def self_test():
             "src/low/bad.cc": '#include "high/high.h"\n',        # low links no high: a break
             "src/high/high.h": '#include "low/low.h"\n',
             "src/low/uses_tests.cc": '#include "tests/x/y.h"\n',  # src/ includes tests/
+            "src/net/relay.cc": '#include "codebox/box.h"\n',    # below Box: a break
+            "src/high/uses_box.cc": '#include "codebox/box.h"\n',  # above it: fine
         }
         for rel, text in files.items():
             os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
@@ -140,15 +152,17 @@ def self_test():
         targets_file = os.path.join(root, "targets.txt")
         with open(targets_file, "w", encoding="utf-8") as f:
             f.write(f"lib_low|{root}/src/low|low.cc;bad.cc;uses_tests.cc|\n"
-                    f"lib_high|{root}/src/high|high.cc|lib_low;$<BUILD_INTERFACE:x>\n")
+                    f"lib_high|{root}/src/high|high.cc;uses_box.cc|lib_low;$<BUILD_INTERFACE:x>\n"
+                    f"lib_net|{root}/src/net|relay.cc|\n")
         problems, _ = check(root, targets_file)
         wanted = ["src/low/bad.cc: includes \"high/high.h\", but lib_low links no target of src/high",
-                  "src/low/uses_tests.cc: includes \"tests/x/y.h\""]
+                  "src/low/uses_tests.cc: includes \"tests/x/y.h\"",
+                  "src/net/relay.cc: includes \"codebox/box.h\""]
         for w in wanted:
             if not any(p.startswith(w) for p in problems):
                 return f"the checker missed: {w} (it found: {problems})"
         if len(problems) != len(wanted):
-            return f"the checker found more than the two breaks: {problems}"
+            return f"the checker found more than the planted breaks: {problems}"
     return None
 
 
