@@ -59,32 +59,24 @@ use_ccache() {
 }
 use_ccache
 
-# step NAME starts a step and ends the one before; step_times prints how long each took.
+# step NAME starts a step (and ends the one before); step_times prints how long each took.
 STEP_NAMES=()
-STEP_SECONDS=()
-STEP_STARTED=
-step_end() {
-  if [[ -n $STEP_STARTED ]]; then
-    STEP_SECONDS[-1]=$((SECONDS - STEP_STARTED))
-    STEP_STARTED=
-  fi
-}
+STEP_STARTS=()
 step() {
-  step_end
   STEP_NAMES+=("$*")
-  STEP_SECONDS+=(0)
-  STEP_STARTED=$SECONDS
+  STEP_STARTS+=("$SECONDS")
   printf '\n==> %s\n' "$*"
 }
-step_times() {  # step_times TITLE: a table of the steps so far, the last one ended now
-  step_end
+step_times() {  # step_times TITLE: a table of the steps so far, the last one ending now
   printf '\n==> %s\n' "$1"
-  local i total=0
+  local i end took
   for i in "${!STEP_NAMES[@]}"; do
-    printf '    %-64s %4d:%02d\n' "${STEP_NAMES[$i]}" $((STEP_SECONDS[i] / 60)) $((STEP_SECONDS[i] % 60))
-    total=$((total + STEP_SECONDS[i]))
+    end=${STEP_STARTS[i + 1]:-$SECONDS}
+    took=$((end - STEP_STARTS[i]))
+    printf '    %-64s %4d:%02d\n' "${STEP_NAMES[$i]}" $((took / 60)) $((took % 60))
   done
-  printf '    %-64s %4d:%02d\n' "total" $((total / 60)) $((total % 60))
+  took=$((SECONDS - ${STEP_STARTS[0]:-$SECONDS}))
+  printf '    %-64s %4d:%02d\n' "total" $((took / 60)) $((took % 60))
 }
 note() { printf '    %s\n' "$*"; }
 

@@ -58,17 +58,28 @@ static void ForEachEntry(const std::string& dir,
   ::closedir(d);
 }
 
+namespace {
+
+// /proc/PID/cmdline with its NULs as spaces ("" once the process is gone).
+std::string CommandLineOf(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/cmdline");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string cmd = ss.str();
+  for (char& c : cmd) {
+    if (c == '\0') c = ' ';
+  }
+  return cmd;
+}
+
+}  // namespace
+
 int CountHostProcesses(const std::string& needle) {
   int count = 0;
   std::string self = std::to_string(::getpid());
   ForEachEntry("/proc", [&](const std::string& name) {
     if (name.find_first_not_of("0123456789") != std::string::npos || name == self) return;
-    std::ifstream in("/proc/" + name + "/cmdline");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string cmd = ss.str();
-    for (char& c : cmd)
-      if (c == '\0') c = ' ';
+    std::string cmd = CommandLineOf(name);
     if (cmd.find(needle) != std::string::npos) ++count;
   });
   return count;
@@ -91,12 +102,7 @@ int CountOurBoxProcesses() {
     int ppid = 0;
     rest >> state >> ppid;
     parent_of[std::stoi(name)] = ppid;
-    std::ifstream in("/proc/" + name + "/cmdline");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string cmd = ss.str();
-    for (char& c : cmd)
-      if (c == '\0') c = ' ';
+    std::string cmd = CommandLineOf(name);
     if (cmd.find(supervisor_of_ours) != std::string::npos) ++count;
   });
   for (const auto& [pid, ppid] : parent_of) {
