@@ -3,18 +3,23 @@
 The work is done by the C++ core (``_codebox``, a pybind11 extension): each call that waits on
 the box releases the GIL. :class:`CodeBox` is the asyncio API (each blocking call runs in a
 worker thread, so the event loop never stalls); :class:`SyncCodeBox` is its blocking twin, and
-a plain ``with CodeBox() as box:`` gives one.
+a plain ``with CodeBox() as box:`` gives one. Both are made from one :class:`_Base`, in which
+each operation is written once (its signature, docstring and argument checks; _twins.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
-from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import (
+    TYPE_CHECKING, Any, Awaitable, Callable, Generic, Mapping, Optional, Sequence, Tuple,
+    TypeVar,
+)
 
 from ._execution import Execution, Result
-from ._files import Files, SyncFiles
-from ._network import _AsyncNetwork, _SyncNetwork
+from ._files import Files, SyncFiles, _FileCalls, _max_bytes
+from ._network import _Network
 from ._session import _await_cell, _cell_call
 from ._sinks import _end, _raise_first_error, _text_sink
 from ._threads import _EXECUTOR, _destroy_when_created
@@ -30,15 +35,23 @@ from ._values import (
     _shown_options,
     _run_result,
 )
+from ._twins import AsyncTwin, Awaited, BlockingTwin, Steps, Twins, twin
 from .errors import BoxClosedError, BoxError, BoxFileNotFoundError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 Callback = Optional[Callable[[str], Any]]
 
 T = TypeVar("T")
+_F = TypeVar("_F", bound=_FileCalls)
 
 
-class _Base:
-    """Options and state shared by the two twins."""
+class _Base(_Network, Twins, Generic[_F]):
+    """Options, state and every operation of the two twins (``_F``: their ``files``)."""
+
+    _files: Callable[[Any], _F]  # Files or SyncFiles
+    _cells: asyncio.Lock | None = None  # CodeBox: its cells, one at a time
 
     def __init__(self, *args: Any, local: bool = False, **options: Any) -> None:
         # Checked here, against the C++ schema, so a bad option fails at construction and not
@@ -135,10 +148,7 @@ class _Base:
     ) -> Callable[[], None]:
         box = self._live()
         src, dst = os.fspath(src), os.fspath(dst)
-        if max_bytes is not None and (
-            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0
-        ):
-            raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
+        limit = _max_bytes(max_bytes)
         if direction == "in" and not os.path.lexists(src):
             raise BoxFileNotFoundError(f"copy_in: host path {src!r} does not exist", "not_found")
 
@@ -147,9 +157,175 @@ class _Base:
                 if direction == "in":
                     box.copy_in(src, dst)
                 else:
-                    box.copy_out(src, dst, max_bytes=max_bytes or 0)
+                    box.copy_out(src, dst, max_bytes=limit)
 
         return call
+
+    # The operations, each written once as steps (_twins.py): SyncCodeBox has each as a blocking
+    # method, CodeBox as a coroutine. What only the coroutines need follows them.
+
+    @twin
+    def start(self) -> Steps[Self]:
+        """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
+        if self._closed or self._box is not None:
+            raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
+        create = functools.partial(_create, self._options, self._local)
+        self._box = yield Awaited(create, self._create_in_worker)
+        return self
+
+    @twin
+    def close(self) -> Steps[None]:
+        """Destroys the box: kills every process in it and removes its files. Idempotent.
+
+        Awaited, it runs to completion even if the awaiting task is cancelled meanwhile.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        box, self._box = self._box, None
+        if box is not None:
+            yield Awaited(box.destroy, _shielded)
+
+    @twin
+    def run(self, code: str, *, timeout: float | None = None) -> Steps[str]:
+        """Runs Python ``code`` (``python3 -c``) and returns its stdout.
+
+        Code that raises still returns its stdout; the traceback and exit code are in the
+        result of :meth:`exec` (``{await}box.exec("python3", "-c", code)``): ``stderr`` and
+        ``exit_code``. Raises :class:`BoxTimeoutError` (a TimeoutError) past ``timeout``
+        (default: the box's), :class:`BoxError` when the code ran out of memory or the box
+        failed.
+        """
+        limit = timeout if timeout is not None else self._options["exec_timeout"]
+        result = yield from _Base.exec.body(self, "python3", "-c", code, timeout=timeout)
+        return _run_result(result, limit)
+
+    @twin
+    def exec(
+        self,
+        *cmd: Any,
+        env: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+        stdin: str | bytes | None = None,
+        on_stdout: Callback = None,
+        on_stderr: Callback = None,
+    ) -> Steps[ExecResult]:
+        """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
+
+        ``env`` (a mapping or (name, value) pairs) adds to the box's environment, ``cwd``
+        defaults to the workdir (relative paths are under it), ``timeout`` in seconds
+        overrides the box's (``math.inf``: no limit; at least 0.001), ``stdin`` is fed to the
+        process (else it reads /dev/null); ``None`` is the default of each. They are checked
+        here, as the box options are (TypeError, ValueError naming the argument). A timeout is
+        reported as ``timed_out=True``.
+
+        ``on_stdout`` / ``on_stderr`` are called with each piece of output as it comes (str,
+        decoded as UTF-8), in order, all before ``exec`` returns; the result still holds the
+        whole output. On a :class:`CodeBox` they run on the event loop's thread; on a
+        :class:`SyncCodeBox`, on codebox's I/O thread with the GIL held: keep them short there,
+        and do not call this box from them. If one raises, the command is killed and ``exec``
+        raises that exception. Cancelling the task that awaits a CodeBox's ``exec`` does not
+        stop the command; closing the box does.
+        """
+        call, finish = self._exec_call(
+            cmd, env, cwd, timeout, stdin, on_stdout, on_stderr, self._loop()
+        )
+        return finish((yield call))
+
+    @twin
+    def run_code(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_stdout: Callback = None,
+        on_stderr: Callback = None,
+        on_result: Optional[Callable[[Result], Any]] = None,
+    ) -> Steps[Execution]:
+        """Runs ``code`` as one cell of this box's code-interpreter session: a long-lived
+        IPython kernel, started on first use, in which variables persist from cell to cell.
+
+        ::
+
+            {await}box.run_code("import pandas as pd; df = pd.read_csv('in.csv')")
+            e = {await}box.run_code("df.describe()")
+            e.text, e.results[0].html      # the last expression's value
+            e = {await}box.run_code("df.plot()")
+            png = base64.b64decode(e.results[0].png)
+
+        An exception in the cell is a result (``Execution.error``), not a raised exception;
+        raised are errors of the box (:class:`BoxError`: no IPython in the image, box gone).
+        ``timeout`` (seconds; default the box's; ``math.inf`` none) interrupts the cell with
+        KeyboardInterrupt and keeps the state (``timed_out``); a cell that ignores it gets its
+        kernel restarted (``kernel_restarted``: state lost). ``on_stdout`` / ``on_stderr``
+        (str) and ``on_result`` (:class:`Result`) are called as output comes, in order, all
+        before this returns: on a :class:`CodeBox` on the event loop's thread, on a
+        :class:`SyncCodeBox` on the thread that called ``run_code``. If one raises, the cell is
+        interrupted and this raises that exception. Cells of one box run one at a time.
+        Cancelling the task that awaits a CodeBox's ``run_code`` interrupts the cell (and
+        waits for it to stop).
+        """
+        box = self._live()
+        loop = self._loop()
+        call, finish = _cell_call(box, code, timeout, on_stdout, on_stderr, on_result, loop)
+        return finish((yield Awaited(call, functools.partial(self._cell_in_worker, box))))
+
+    @twin
+    def restart(self) -> Steps[None]:
+        """Ends the session's kernel: the next :meth:`run_code` starts a fresh one (variables
+        gone, files kept)."""
+        yield self._live().restart_kernel
+
+    @twin
+    def interrupt(self) -> Steps[None]:
+        """Interrupts the cell running now (KeyboardInterrupt, as its timeout would); nothing
+        happens when none runs. A SyncCodeBox's may be called from any thread."""
+        yield self._live().interrupt_code
+
+    @property
+    def files(self) -> _F:
+        """The box's files in memory: ``write``, ``read``, ``read_text``, ``list``, ``remove``
+        (coroutines on a CodeBox, blocking calls on a SyncCodeBox)."""
+        return self._files(self)
+
+    @twin
+    def copy_in(self, host_path: str | os.PathLike[str], box_path: str) -> Steps[None]:
+        """Copies a host file or directory (recursively) into the box (relative: under workdir)."""
+        yield self._copy_call("in", host_path, box_path)
+
+    @twin
+    def copy_out(
+        self, box_path: str, host_path: str | os.PathLike[str], *, max_bytes: int | None = None
+    ) -> Steps[None]:
+        """Copies a file or directory (recursively) from the box to the host.
+
+        Only regular files and directories come out, with permission bits only (no setuid,
+        setgid or sticky); symlinks, FIFOs, sockets and devices are skipped. ``max_bytes`` caps
+        the file data of the whole copy (default: the box's disk size); over it the copy raises
+        BoxLimitExceededError and leaves nothing behind.
+        """
+        yield self._copy_call("out", box_path, host_path, max_bytes)
+
+    async def _create_in_worker(self, create: Callable[[], Any]) -> Any:
+        """start's step, awaited: the box may still come up in its thread after the awaiting
+        task was cancelled; it is destroyed as soon as it does. The callback hangs on the
+        thread's future, not the event loop, which may be gone by then (asyncio.run() ending)."""
+        job = _EXECUTOR.submit(create)
+        try:
+            return await asyncio.wrap_future(job)
+        except asyncio.CancelledError:
+            self._closed = True
+            job.add_done_callback(_destroy_when_created)
+            raise
+
+    async def _cell_in_worker(self, box: Any, call: Callable[[], Any]) -> Any:
+        """run_code's step, awaited: one cell at a time from this CodeBox, so that a cancelled
+        task interrupts its own."""
+        if self._cells is None:
+            self._cells = asyncio.Lock()
+        async with self._cells:
+            return await _await_cell(box, call)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self._box is not None else "not started")
@@ -157,7 +333,7 @@ class _Base:
         return f"<{type(self).__name__} image={o['image']!r} driver={o['driver']!r} {state}>"
 
 
-class SyncCodeBox(_SyncNetwork, _Base):
+class SyncCodeBox(_Base[SyncFiles], BlockingTwin):
     """A disposable isolated box, blocking API.
 
     ::
@@ -176,117 +352,17 @@ class SyncCodeBox(_SyncNetwork, _Base):
 {options}
     """
 
-    def start(self) -> SyncCodeBox:
-        """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
-        if self._closed or self._box is not None:
-            raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        self._box = _create(self._options, self._local)
-        return self
-
-    def close(self) -> None:
-        """Destroys the box: kills every process in it and removes its files. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        box, self._box = self._box, None
-        if box is not None:
-            box.destroy()
+    _files = SyncFiles
 
     def __enter__(self) -> SyncCodeBox:
-        return self.start()
+        self.start()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def run(self, code: str, *, timeout: float | None = None) -> str:
-        """Runs Python ``code`` (``python3 -c``) and returns its stdout.
 
-        Code that raises still returns its stdout, as ``CodeBox.run`` does; to see the
-        traceback and exit code use :meth:`exec` (``exec("python3", "-c", code)``), whose
-        result has ``stderr`` and ``exit_code``. Raises :class:`BoxTimeoutError` (a
-        TimeoutError) past ``timeout`` (default: the box's), :class:`BoxError` when the code
-        ran out of memory or the box failed.
-        """
-        limit = timeout if timeout is not None else self._options["exec_timeout"]
-        return _run_result(self.exec("python3", "-c", code, timeout=timeout), limit)
-
-    def exec(
-        self,
-        *cmd: Any,
-        env: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        stdin: str | bytes | None = None,
-        on_stdout: Callback = None,
-        on_stderr: Callback = None,
-    ) -> ExecResult:
-        """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
-
-        ``env`` (a mapping or (name, value) pairs) adds to the box's environment, ``cwd``
-        defaults to the workdir (relative paths are under it), ``timeout`` in seconds
-        overrides the box's (``math.inf``: no limit; at least 0.001), ``stdin`` is fed to the
-        process (else it reads /dev/null); ``None`` is the default of each. They are checked
-        here, as the box options are (TypeError, ValueError naming the argument). A timeout is
-        reported as ``timed_out=True``.
-
-        ``on_stdout`` / ``on_stderr`` are called with each piece of output as it comes (str,
-        decoded as UTF-8), in order, all before ``exec`` returns; the result still holds the
-        whole output. Here, in the blocking twin, they run on codebox's I/O thread with the GIL
-        held: keep them short, and do not call this box from them. If one raises, the command
-        is killed and ``exec`` raises that exception.
-        """
-        call, finish = self._exec_call(cmd, env, cwd, timeout, stdin, on_stdout, on_stderr)
-        return finish(call())
-
-    def run_code(
-        self,
-        code: str,
-        *,
-        timeout: float | None = None,
-        on_stdout: Callback = None,
-        on_stderr: Callback = None,
-        on_result: Optional[Callable[[Result], Any]] = None,
-    ) -> Execution:
-        """Runs ``code`` as one cell of this box's code-interpreter session and returns its
-        :class:`Execution` (see :meth:`CodeBox.run_code`). The callbacks run on this thread, in
-        order, while the cell runs; if one raises, the cell is interrupted and this raises that
-        exception."""
-        call, finish = _cell_call(self._live(), code, timeout, on_stdout, on_stderr, on_result)
-        return finish(call())
-
-    def restart(self) -> None:
-        """Ends the session's kernel: the next :meth:`run_code` starts a fresh one (variables
-        gone, files kept)."""
-        self._live().restart_kernel()
-
-    def interrupt(self) -> None:
-        """Interrupts the cell running now (KeyboardInterrupt, as its timeout would); nothing
-        happens when none runs. Callable from any thread."""
-        self._live().interrupt_code()
-
-    @property
-    def files(self) -> SyncFiles:
-        """The box's files in memory: ``write``, ``read``, ``read_text``, ``list``, ``remove``."""
-        return SyncFiles(self)
-
-    def copy_in(self, host_path: str | os.PathLike[str], box_path: str) -> None:
-        """Copies a host file or directory (recursively) into the box (relative: under workdir)."""
-        self._copy_call("in", host_path, box_path)()
-
-    def copy_out(
-        self, box_path: str, host_path: str | os.PathLike[str], *, max_bytes: int | None = None
-    ) -> None:
-        """Copies a file or directory (recursively) from the box to the host.
-
-        Only regular files and directories come out, with permission bits only (no setuid,
-        setgid or sticky); symlinks, FIFOs, sockets and devices are skipped. ``max_bytes`` caps
-        the file data of the whole copy (default: the box's disk size); over it the copy raises
-        BoxLimitExceededError and leaves nothing behind.
-        """
-        self._copy_call("out", box_path, host_path, max_bytes)()
-
-
-class CodeBox(_AsyncNetwork, _Base):
+class CodeBox(_Base[Files], AsyncTwin):
     """A disposable isolated box for untrusted code, asyncio API.
 
     ::
@@ -318,43 +394,12 @@ class CodeBox(_AsyncNetwork, _Base):
     always runs the box in this process.
     """
 
+    _files = Files
     _sync: SyncCodeBox | None = None
-    _cells: asyncio.Lock | None = None
-
-    async def _call(self, fn: Callable[[], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_EXECUTOR, fn)
-
-    async def start(self) -> CodeBox:
-        """Starts the box; raises :class:`BoxError` (a RuntimeError) saying why it cannot."""
-        if self._closed or self._box is not None:
-            raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        job = _EXECUTOR.submit(_create, self._options, self._local)
-        try:
-            self._box = await asyncio.wrap_future(job)
-        except asyncio.CancelledError:
-            # The box may still come up in its thread: destroy it as soon as it does. The
-            # callback hangs on the thread's future, not the event loop, which may be gone by
-            # then (asyncio.run() ending).
-            self._closed = True
-            job.add_done_callback(_destroy_when_created)
-            raise
-        return self
-
-    async def close(self) -> None:
-        """Destroys the box: kills every process in it and removes its files. Idempotent.
-
-        Runs to completion even if the awaiting task is cancelled meanwhile.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        box, self._box = self._box, None
-        if box is not None:
-            await asyncio.shield(asyncio.get_running_loop().run_in_executor(_EXECUTOR, box.destroy))
 
     async def __aenter__(self) -> CodeBox:
-        return await self.start()
+        await self.start()
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
@@ -362,125 +407,20 @@ class CodeBox(_AsyncNetwork, _Base):
     def __enter__(self) -> SyncCodeBox:
         if self._sync is not None:
             raise BoxClosedError("a CodeBox starts once; create a new one", "closed")
-        self._sync = SyncCodeBox(local=self._local, **self._options).start()
-        return self._sync
+        sync = SyncCodeBox(local=self._local, **self._options)
+        sync.start()
+        self._sync = sync
+        return sync
 
     def __exit__(self, *exc: object) -> None:
         if self._sync is not None:
             self._sync.close()
         self._closed = True
 
-    async def run(self, code: str, *, timeout: float | None = None) -> str:
-        """Runs Python ``code`` (``python3 -c``) and returns its stdout.
 
-        Code that raises still returns its stdout, as ``CodeBox.run`` does; the traceback and
-        exit code are in :meth:`exec`'s result (``await box.exec("python3", "-c", code)``).
-        Raises :class:`BoxTimeoutError` (a TimeoutError) past ``timeout`` (default: the
-        box's), :class:`BoxError` when the code ran out of memory or the box failed.
-        """
-        limit = timeout if timeout is not None else self._options["exec_timeout"]
-        return _run_result(await self.exec("python3", "-c", code, timeout=timeout), limit)
-
-    async def exec(
-        self,
-        *cmd: Any,
-        env: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        stdin: str | bytes | None = None,
-        on_stdout: Callback = None,
-        on_stderr: Callback = None,
-    ) -> ExecResult:
-        """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
-
-        ``env`` (a mapping or (name, value) pairs) adds to the box's environment, ``cwd``
-        defaults to the workdir (relative paths are under it), ``timeout`` in seconds
-        overrides the box's (``math.inf``: no limit; at least 0.001), ``stdin`` is fed to the
-        process (else it reads /dev/null); ``None`` is the default of each. They are checked
-        here, as the box options are (TypeError, ValueError naming the argument). A timeout is
-        reported as ``timed_out=True``.
-
-        ``on_stdout`` / ``on_stderr`` are called with each piece of output as it comes (str,
-        decoded as UTF-8), on the event loop's thread, in order, all before ``exec`` returns;
-        the result still holds the whole output. If one raises, the command is killed and
-        ``exec`` raises that exception.
-        Cancelling the awaiting task does not stop the command; closing the box does.
-        """
-        call, finish = self._exec_call(
-            cmd, env, cwd, timeout, stdin, on_stdout, on_stderr, asyncio.get_running_loop()
-        )
-        return finish(await self._call(call))
-
-    async def run_code(
-        self,
-        code: str,
-        *,
-        timeout: float | None = None,
-        on_stdout: Callback = None,
-        on_stderr: Callback = None,
-        on_result: Optional[Callable[[Result], Any]] = None,
-    ) -> Execution:
-        """Runs ``code`` as one cell of this box's code-interpreter session: a long-lived
-        IPython kernel, started on first use, in which variables persist from cell to cell.
-
-        ::
-
-            await box.run_code("import pandas as pd; df = pd.read_csv('in.csv')")
-            e = await box.run_code("df.describe()")
-            e.text, e.results[0].html      # the last expression's value
-            e = await box.run_code("df.plot()")
-            png = base64.b64decode(e.results[0].png)
-
-        An exception in the cell is a result (``Execution.error``), not a raised exception;
-        raised are errors of the box (:class:`BoxError`: no IPython in the image, box gone).
-        ``timeout`` (seconds; default the box's; ``math.inf`` none) interrupts the cell with
-        KeyboardInterrupt and keeps the state (``timed_out``); a cell that ignores it gets its
-        kernel restarted (``kernel_restarted``: state lost). ``on_stdout`` / ``on_stderr``
-        (str) and ``on_result`` (:class:`Result`) are called as output comes, on the event
-        loop's thread, in order, all before this returns; if one raises, the cell is
-        interrupted and this raises that exception. Cells of one box run one at a time. Cancelling the
-        awaiting task interrupts the cell (and waits for it to stop).
-        """
-        loop = asyncio.get_running_loop()
-        box = self._live()
-        call, finish = _cell_call(box, code, timeout, on_stdout, on_stderr, on_result, loop)
-        if self._cells is None:
-            self._cells = asyncio.Lock()
-        # One cell at a time from this CodeBox, so that a cancelled task interrupts its own.
-        async with self._cells:
-            return await _await_cell(loop, box, call, finish)
-
-    async def restart(self) -> None:
-        """Ends the session's kernel: the next :meth:`run_code` starts a fresh one (variables
-        gone, files kept)."""
-        await self._call(self._live().restart_kernel)
-
-    async def interrupt(self) -> None:
-        """Interrupts the cell running now (KeyboardInterrupt, as its timeout would); nothing
-        happens when none runs."""
-        await self._call(self._live().interrupt_code)
-
-    @property
-    def files(self) -> Files:
-        """The box's files in memory: ``write``, ``read``, ``read_text``, ``list``, ``remove``
-        (coroutines)."""
-        return Files(self)
-
-    async def copy_in(self, host_path: str | os.PathLike[str], box_path: str) -> None:
-        """Copies a host file or directory (recursively) into the box (relative: under workdir)."""
-        await self._call(self._copy_call("in", host_path, box_path))
-
-    async def copy_out(
-        self, box_path: str, host_path: str | os.PathLike[str], *, max_bytes: int | None = None
-    ) -> None:
-        """Copies a file or directory (recursively) from the box to the host.
-
-        Only regular files and directories come out, with permission bits only (no setuid,
-        setgid or sticky); symlinks, FIFOs, sockets and devices are skipped. ``max_bytes`` caps
-        the file data of the whole copy (default: the box's disk size); over it the copy raises
-        BoxLimitExceededError and leaves nothing behind.
-        """
-        await self._call(self._copy_call("out", box_path, host_path, max_bytes))
+def _shielded(call: Callable[[], T]) -> Awaitable[T]:
+    """close's step, awaited: it runs to its end even if the awaiting task is cancelled."""
+    return asyncio.shield(asyncio.get_running_loop().run_in_executor(_EXECUTOR, call))
 
 
 def _create(options: dict[str, Any], local: bool) -> Any:

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Union
 
+from ._twins import AsyncTwin, BlockingTwin, Steps, Twins, twin
 from ._values import _not_found_as_file_error
 
 Data = Union[str, bytes, bytearray, memoryview]
@@ -65,13 +66,14 @@ def _max_bytes(max_bytes: Optional[int]) -> int:
     return max_bytes
 
 
-class _FileCalls:
-    """The checked arguments and the blocking call of each operation, shared by both twins."""
+class _FileCalls(Twins):
+    """The file operations, each written once as steps (_twins.py): :class:`SyncFiles` has
+    them as blocking methods, :class:`Files` as coroutines."""
 
     def __init__(self, owner: Any) -> None:
         self._owner = owner  # the CodeBox / SyncCodeBox; its box is looked up at each call
 
-    def _blocking(self, op: str, *args: Any) -> Callable[[], Any]:
+    def _box_call(self, op: str, *args: Any) -> Callable[[], Any]:
         box = self._owner._live()
 
         def call() -> Any:
@@ -80,77 +82,45 @@ class _FileCalls:
 
         return call
 
-    def _write(self, path: Any, data: Any, mode: int) -> Callable[[], None]:
-        if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777:
-            raise ValueError(f"mode must be permission bits from 0 to 0o7777, got {mode!r}")
-        return self._blocking("write_file", _path(path), _data(data), mode)
-
-    def _read(self, path: Any, max_bytes: Optional[int]) -> Callable[[], bytes]:
-        return self._blocking("read_file", _path(path), _max_bytes(max_bytes))
-
-    def _list(self, path: Any) -> Callable[[], List[EntryInfo]]:
-        call = self._blocking("list_dir", _path(path))
-        return lambda: [EntryInfo(*entry) for entry in call()]
-
-    def _remove(self, path: Any) -> Callable[[], None]:
-        return self._blocking("remove", _path(path))
-
-
-class SyncFiles(_FileCalls):
-    """``SyncCodeBox.files``: the blocking file calls."""
-
-    def write(self, path: str, data: Data, *, mode: int = 0o644) -> None:
+    @twin
+    def write(self, path: str, data: Data, *, mode: int = 0o644) -> Steps[None]:
         """Writes ``data`` (str as UTF-8, or bytes) to ``path``, making parent directories.
         The file appears whole or not at all."""
-        self._write(path, data, mode)()
+        if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777:
+            raise ValueError(f"mode must be permission bits from 0 to 0o7777, got {mode!r}")
+        yield self._box_call("write_file", _path(path), _data(data), mode)
 
-    def read(self, path: str, *, max_bytes: Optional[int] = None) -> bytes:
+    @twin
+    def read(self, path: str, *, max_bytes: Optional[int] = None) -> Steps[bytes]:
         """The file's bytes. Over ``max_bytes`` (default: the box's disk size) it raises
         :class:`BoxLimitExceededError`. Symlinks, FIFOs and devices are refused."""
-        return self._read(path, max_bytes)()
+        return (yield self._box_call("read_file", _path(path), _max_bytes(max_bytes)))
 
+    @twin
     def read_text(
         self, path: str, encoding: str = "utf-8", errors: str = "strict", *,
         max_bytes: Optional[int] = None,
-    ) -> str:
+    ) -> Steps[str]:
         """The file decoded as text (``bytes.decode(encoding, errors)``)."""
-        return self._read(path, max_bytes)().decode(encoding, errors)
+        data = yield from _FileCalls.read.body(self, path, max_bytes=max_bytes)
+        return data.decode(encoding, errors)
 
-    def list(self, path: str = ".") -> List[EntryInfo]:
+    @twin
+    def list(self, path: str = ".") -> Steps[List[EntryInfo]]:
         """The entries of a directory (not recursive; no "." or "..")."""
-        return self._list(path)()
+        call = self._box_call("list_dir", _path(path))
+        return (yield lambda: [EntryInfo(*entry) for entry in call()])
 
-    def remove(self, path: str) -> None:
+    @twin
+    def remove(self, path: str) -> Steps[None]:
         """Removes a file, or a directory with everything in it; never follows a symlink.
         Refuses "/" (and "." and "..")."""
-        self._remove(path)()
+        yield self._box_call("remove", _path(path))
 
 
-class Files(_FileCalls):
+class SyncFiles(_FileCalls, BlockingTwin):
+    """``SyncCodeBox.files``: the blocking file calls."""
+
+
+class Files(_FileCalls, AsyncTwin):
     """``CodeBox.files``: the file calls, as coroutines (each runs in a worker thread)."""
-
-    async def write(self, path: str, data: Data, *, mode: int = 0o644) -> None:
-        """Writes ``data`` (str as UTF-8, or bytes) to ``path``, making parent directories.
-        The file appears whole or not at all."""
-        await self._owner._call(self._write(path, data, mode))
-
-    async def read(self, path: str, *, max_bytes: Optional[int] = None) -> bytes:
-        """The file's bytes. Over ``max_bytes`` (default: the box's disk size) it raises
-        :class:`BoxLimitExceededError`. Symlinks, FIFOs and devices are refused."""
-        return await self._owner._call(self._read(path, max_bytes))
-
-    async def read_text(
-        self, path: str, encoding: str = "utf-8", errors: str = "strict", *,
-        max_bytes: Optional[int] = None,
-    ) -> str:
-        """The file decoded as text (``bytes.decode(encoding, errors)``)."""
-        return (await self._owner._call(self._read(path, max_bytes))).decode(encoding, errors)
-
-    async def list(self, path: str = ".") -> List[EntryInfo]:
-        """The entries of a directory (not recursive; no "." or "..")."""
-        return await self._owner._call(self._list(path))
-
-    async def remove(self, path: str) -> None:
-        """Removes a file, or a directory with everything in it; never follows a symlink.
-        Refuses "/" (and "." and "..")."""
-        await self._owner._call(self._remove(path))

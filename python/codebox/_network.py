@@ -1,16 +1,15 @@
 """A box's network from Python: installing packages with pip through its egress proxy
 (BoxLite's ``install_package`` / ``install_packages``) and its audit trail (``egress_log``).
 
-Mixed into both box twins; kept apart from ``_box.py`` so each twin states only its calling
-style (a coroutine or a blocking call) around one shared check of the arguments.
+Mixed into both box twins, each operation written once (_twins.py); kept apart from
+``_box.py`` to keep that file short.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Callable, Sequence
 
-from ._threads import _EXECUTOR
+from ._twins import Steps, Twins, twin
 from ._values import ExecResult
 from .errors import BoxError, BoxNetworkError
 
@@ -57,20 +56,22 @@ def _install_call(live: Callable[[], Any], options: dict[str, Any], packages: An
     return call
 
 
-class _SyncNetwork:
-    """install_package(s) and egress_log of :class:`SyncCodeBox`."""
+class _Network(Twins):
+    """install_package(s) and egress_log of both box twins."""
 
     _options: dict[str, Any]
     _live: Callable[[], Any]
 
+    @twin
     def install_package(self, name: str, *, index_url: str | None = None,
-                        timeout: float | None = None) -> ExecResult:
+                        timeout: float | None = None) -> Steps[ExecResult]:
         """``pip install --user NAME`` in the box, through its egress proxy; see
         :meth:`install_packages`."""
-        return self.install_packages([name], index_url=index_url, timeout=timeout)
+        return (yield _install_call(self._live, self._options, [name], index_url, timeout))
 
+    @twin
     def install_packages(self, names: Sequence[str], *, index_url: str | None = None,
-                         timeout: float | None = None) -> ExecResult:
+                         timeout: float | None = None) -> Steps[ExecResult]:
         """Installs packages with pip in the box (``pip install --user``; later ``python3``
         and ``run_code`` cells import them) and returns pip's :class:`ExecResult`.
 
@@ -81,37 +82,11 @@ class _SyncNetwork:
         non-zero ``exit_code`` with pip's reason in ``stderr``. ``timeout``: seconds
         (default 300).
         """
-        return _install_call(self._live, self._options, names, index_url, timeout)()
+        return (yield _install_call(self._live, self._options, names, index_url, timeout))
 
     def egress_log(self) -> list[dict[str, Any]]:
         """Every connection the box opened through its egress proxy so far, oldest first (the
         last 1000): dicts with host, port, allowed, reason, address, bytes_up, bytes_down.
-        Empty for a box without a network."""
-        return list(self._live().egress_log())
-
-
-class _AsyncNetwork:
-    """install_package(s) and egress_log of :class:`CodeBox` (coroutines)."""
-
-    _options: dict[str, Any]
-    _live: Callable[[], Any]
-
-    async def install_package(self, name: str, *, index_url: str | None = None,
-                              timeout: float | None = None) -> ExecResult:
-        """``pip install --user NAME`` in the box, through its egress proxy; see
-        :meth:`install_packages`."""
-        return await self.install_packages([name], index_url=index_url, timeout=timeout)
-
-    async def install_packages(self, names: Sequence[str], *, index_url: str | None = None,
-                               timeout: float | None = None) -> ExecResult:
-        """The coroutine form of :meth:`SyncCodeBox.install_packages` (same
-        arguments, result and errors)."""
-        call = _install_call(self._live, self._options, names, index_url, timeout)
-        return await asyncio.get_running_loop().run_in_executor(_EXECUTOR, call)
-
-    def egress_log(self) -> list[dict[str, Any]]:
-        """Every connection the box opened through its egress proxy so far, oldest first (the
-        last 1000): dicts with host, port, allowed, reason, address, bytes_up, bytes_down.
-        Empty for a box without a network. (Not a coroutine: a quick read, one request for a
-        box on a server.)"""
+        Empty for a box without a network. (Not a coroutine, on a CodeBox either: a quick
+        read, one request for a box on a server.)"""
         return list(self._live().egress_log())

@@ -71,24 +71,19 @@ def _cell_call(
     return call, finish
 
 
-async def _await_cell(
-    loop: asyncio.AbstractEventLoop,
-    box: Any,
-    call: Callable[[], Any],
-    finish: Callable[[Any], Execution],
-) -> Execution:
-    """Runs a cell's call in a worker thread. Cancelling the awaiting task interrupts the cell
-    and waits until it has stopped (at most the kernel's interrupt grace), so the next cell
-    starts clean; a second cancellation, or a box that is gone, ends that wait."""
+async def _await_cell(box: Any, call: Callable[[], Any]) -> Any:
+    """Runs a cell's call in a worker thread and returns its outcome. Cancelling the awaiting
+    task interrupts the cell and waits until it has stopped (at most the kernel's interrupt
+    grace), so the next cell starts clean; a second cancellation, or a box that is gone, ends
+    that wait."""
     cell = asyncio.wrap_future(_EXECUTOR.submit(call))
     try:
-        raw = await asyncio.shield(cell)
+        return await asyncio.shield(cell)
     except asyncio.CancelledError:
         if not cell.done():
             try:
-                await loop.run_in_executor(_EXECUTOR, box.interrupt_code)
+                await asyncio.get_running_loop().run_in_executor(_EXECUTOR, box.interrupt_code)
                 await asyncio.wait([cell])
             except (asyncio.CancelledError, BoxError):
                 pass
         raise
-    return finish(raw)
