@@ -21,6 +21,7 @@
 #include "codebox/egress.h"
 #include "codebox/execution.h"
 #include "codebox/options.h"
+#include "codebox/process.h"
 #include "codebox/status.h"
 
 namespace codebox {
@@ -89,31 +90,6 @@ struct PrewarmOptions {
   bool kernel = false;
 };
 
-// A program running in a box, started by Box::Start, that the caller talks to while it runs:
-// an interactive shell (ExecOptions::tty), a REPL, a server reading requests on stdin.
-// Every method may be called from any thread, also while another thread is in Wait().
-// Destroying it before Wait() returned kills the program and everything it started (as the
-// exec timeout would). Box::Destroy() (or the box's lifetime) ends it too: Wait() then fails.
-// The Process object must be destroyed before the Box object.
-class Process {
- public:
-  virtual ~Process() = default;
-  // Bytes for the program's stdin, in order. On a terminal they are typed: "\x03" is Ctrl-C
-  // (SIGINT to the foreground programs), "\x04" Ctrl-D, as the terminal's settings say.
-  virtual Status WriteStdin(std::string_view data) = 0;
-  // Ends stdin (the program reads end of file). On a terminal, types its end-of-file character
-  // (Ctrl-D) instead: the terminal stays, the program's output still comes.
-  virtual Status CloseStdin() = 0;
-  // The terminal's new size (each side 1..10000); its foreground programs get SIGWINCH.
-  // kInvalidArgument for a program started without ExecOptions::tty; kNotFound once it ended.
-  virtual Status Resize(TerminalSize size) = 0;
-  // Sends `sig` to the program's process group; kNotFound once it ended.
-  virtual Status Signal(int sig) = 0;
-  // Waits for the end and returns what Box::Exec would have (the output limit, timeout, OOM
-  // and ExecResult::driver alike). Call once.
-  virtual StatusOr<ExecResult> Wait() = 0;
-};
-
 class Box {
  public:
   static StatusOr<std::unique_ptr<Box>> Create(const BoxOptions& options);
@@ -127,10 +103,29 @@ class Box {
   // Starts argv as Exec would run it (the same environment, user, cwd, timeout, output limit
   // and box lifetime) and returns at once; stdin stays open for Process::WriteStdin until
   // CloseStdin. Output comes to options.on_stdout / on_stderr as it is written (and to the
-  // result). A box on a server cannot start one yet: kFailedPrecondition (the HTTP API has
-  // no route for it).
+  // result). With options.background the process outlives the handle (see Process) and has
+  // no timeout unless options.timeout sets one.
   StatusOr<std::unique_ptr<Process>> Start(const std::vector<std::string>& argv,
                                            const ExecOptions& options = {});
+  // Follows a process of this box by its pid (Process::pid, Processes): its output from what
+  // its rings still hold on comes to options.on_stdout / on_stderr (and the result, unless
+  // options.keep_output is false), then Wait() gives its exit. The handle detaches when it
+  // goes: the process runs on. Several handles may follow one process. kNotFound when the
+  // box has no such process in its table (only its own starts are; the last 32 that ended
+  // are kept).
+  StatusOr<std::unique_ptr<Process>> Attach(int pid, const ExecOptions& options = {});
+  // The processes started in the box (Exec, Start, RunPython, ...), running ones and the last
+  // that ended, oldest first.
+  StatusOr<std::vector<ProcessInfo>> Processes();
+  // Kills the process `pid` and everything it started (also what left its process group);
+  // kNotFound when it does not run.
+  Status KillProcess(int pid);
+  // Sends `sig` to the process group of `pid`; kNotFound when it does not run.
+  Status SignalProcess(int pid, int sig);
+  // Writes `data` to the stdin of `pid` (one started with its stdin kept open: Box::Start),
+  // then with `close` ends it. kNotFound when the box has no such process; to one that ended
+  // meanwhile the data is dropped.
+  Status SendStdin(int pid, std::string_view data, bool close = false);
   // `python3 -c code`, returning the whole result (through the waiting python3 of Prewarm
   // when there is one).
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options = {});

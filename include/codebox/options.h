@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -133,6 +134,8 @@ struct TerminalSize {
   bool operator==(const TerminalSize&) const = default;
 };
 
+class ExecCancel;  // codebox/process.h
+
 struct ExecOptions {
   std::map<std::string, std::string> env = {};  // added to BoxOptions::env
   std::string cwd = {};                         // empty = BoxOptions::workdir
@@ -154,6 +157,15 @@ struct ExecOptions {
   // terminal's "\r\n" line ends; stderr stays empty. Not on a box on a server yet
   // (kFailedPrecondition).
   std::optional<TerminalSize> tty = {};
+  // Box::Start only: the process belongs to the box, not to the handle: it runs until it
+  // exits, is killed or the box ends, and `timeout` is none unless set. Box::Attach follows
+  // it again from anywhere.
+  bool background = false;
+  // How much of each output stream the box keeps for Box::Attach (at most 64 MiB; a server
+  // may allow less).
+  uint64_t ring_bytes = 1u << 20;
+  // Exec and RunPython: lets another thread kill this call's processes (ExecCancel).
+  std::shared_ptr<ExecCancel> cancel = {};
 };
 
 struct ExecResult {
@@ -166,6 +178,10 @@ struct ExecResult {
   bool output_truncated = false;
   std::chrono::milliseconds duration{0};
   std::string driver;    // which isolation ran it: "jail", "vm/kvm", "vm/tcg"
+  // Box::Attach: bytes of each stream that had fallen out of the box's ring before this
+  // handle could see them.
+  uint64_t dropped_stdout = 0;
+  uint64_t dropped_stderr = 0;
 
   bool ok() const { return exit_code == 0 && !timed_out && !out_of_memory; }
 };

@@ -271,4 +271,8 @@ std::optional<Status> UserSwitchFailure(int switch_report, const protocol::msg::
   return IoError(message);
 }
 
+void SignalExec(pid_t pid, int sig) {
+  if (::kill(-pid, sig) != 0) ::kill(pid, sig);
+}
+
 }  // namespace codebox::agent

@@ -68,6 +68,12 @@ std::optional<Status> UserSwitchFailure(int switch_report, const protocol::msg::
 // to its foreground process group).
 Status SetTerminalSize(int master, protocol::msg::TerminalSize size);
 
+// Signals the process group of an exec's process `pid`. Right after fork the child may not
+// have called setsid() yet, so there is no such group: then the process itself gets it (while
+// it still has the agent's signals blocked, so the signal waits, pending, until it unblocks
+// them).
+void SignalExec(pid_t pid, int sig);
+
 // The exit status of a child whose execve failed with `err`: 127 not found, 126 not runnable.
 int ExecFailureStatus(int err);
 

@@ -60,18 +60,21 @@ int Server::Run() {
     fds.push_back({conn_.get(), conn_events, 0});
     slots.push_back({0, 0});
     const bool backed_up = OutputBackedUp();
-    for (auto& [stream, exec] : execs_) {
-      if (!backed_up && exec.out.valid()) {
+    for (auto& [pid, exec] : execs_) {
+      // A foreground exec's pipes wait while the host is behind; a background one's never.
+      const bool read = !backed_up || !exec.stream;
+      const auto key = static_cast<uint32_t>(pid);
+      if (read && exec.out.valid()) {
         fds.push_back({exec.out.get(), POLLIN, 0});
-        slots.push_back({stream, 2});
+        slots.push_back({key, 2});
       }
-      if (!backed_up && exec.err.valid()) {
+      if (read && exec.err.valid()) {
         fds.push_back({exec.err.get(), POLLIN, 0});
-        slots.push_back({stream, 3});
+        slots.push_back({key, 3});
       }
       if (exec.in.valid() && !exec.stdin_pending.empty()) {
         fds.push_back({exec.in.get(), POLLOUT, 0});
-        slots.push_back({stream, 4});
+        slots.push_back({key, 4});
       }
     }
     AddEgressPolls(fds, slots);
@@ -103,19 +106,20 @@ int Server::Run() {
         continue;
       }
       // The exec may have been finished by an earlier slot of this round.
-      auto it = execs_.find(slot.stream);
+      auto it = execs_.find(static_cast<pid_t>(slot.stream));
       if (it == execs_.end()) continue;
       Exec& exec = it->second;
-      if (slot.which == 2) DrainPipe(slot.stream, exec, exec.out, FrameType::kStdout);
-      if (slot.which == 3) DrainPipe(slot.stream, exec, exec.err, FrameType::kStderr);
+      if (slot.which == 2) DrainPipe(exec, exec.out, FrameType::kStdout);
+      if (slot.which == 3) DrainPipe(exec, exec.err, FrameType::kStderr);
       if (slot.which == 4) PumpStdin(exec);
     }
     if (quit_) break;
     Clock::time_point now = Clock::now();
     CheckDeadlines(now);
     FinishExecs(now);
+    PumpAttachers();
     PumpDownloads();
-    if (shutdown_stream_ && (execs_.empty() || now >= shutdown_deadline_)) {
+    if (shutdown_stream_ && (!AnyRunning() || now >= shutdown_deadline_)) {
       SendEvent(*shutdown_stream_, protocol::msg::Done{});
       quit_ = true;
     }
@@ -133,9 +137,9 @@ int Server::PollTimeoutMs(Clock::time_point now) const {
   auto consider = [&next](Clock::time_point t) {
     if (!next || t < *next) next = t;
   };
-  for (const auto& [stream, exec] : execs_) {
+  for (const auto& [pid, exec] : execs_) {
     if (!exec.exited && exec.deadline && !exec.timed_out) consider(*exec.deadline);
-    if (exec.exited) consider(exec.exited_at + kDrainGrace);
+    if (exec.exited && exec.running()) consider(exec.exited_at + kDrainGrace);
   }
   if (shutdown_stream_) consider(shutdown_deadline_);
   if (!next) return -1;
@@ -212,8 +216,12 @@ void Server::ReadConnection() {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      Fatal(1, base::ErrnoStatus("read from host"));
-      return;
+      // A host that hangs up with frames of ours unread resets a unix socket: a hang-up too.
+      if (errno != ECONNRESET) {
+        Fatal(1, base::ErrnoStatus("read from host"));
+        return;
+      }
+      n = 0;
     }
     if (n == 0) {
       Status end = decoder_.CheckEndOfStream();
@@ -316,7 +324,7 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
   }
   // An ack is the one request sent on an open stream (its egress stream) rather than a new one.
   if (*op == "ack") return HandleEgressAck(stream, request);
-  if (execs_.count(stream) || uploads_.count(stream) || downloads_.count(stream) ||
+  if (streams_.count(stream) || uploads_.count(stream) || downloads_.count(stream) ||
       egress_.count(stream)) {
     SendError(stream, InvalidArgument("stream " + std::to_string(stream) + " is already in use"));
     return;
@@ -342,6 +350,11 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
   if (auto* cancel = std::get_if<m::Cancel>(&*decoded)) return HandleCancel(stream, *cancel);
   if (auto* list = std::get_if<m::ListDir>(&*decoded)) return SendListing(stream, list->path);
   if (std::holds_alternative<m::EgressAccept>(*decoded)) return StartEgress(stream);
+  if (auto* attach = std::get_if<m::Attach>(&*decoded)) return HandleAttach(stream, *attach);
+  if (std::holds_alternative<m::ListProcesses>(*decoded)) return SendProcessList(stream);
+  if (auto* signal = std::get_if<m::SignalProcess>(&*decoded)) {
+    return HandleSignalProcess(stream, *signal);
+  }
   if (auto* mkdir = std::get_if<m::MakeDir>(&*decoded)) {
     Status st = agent::MakeDir(mkdir->path, mkdir->mode, mkdir->parents);
     if (st.ok() && mkdir->owner) {
@@ -429,9 +442,11 @@ void Server::HandleAwaitHello(uint32_t stream) {
   if (!guest_setup_) {
     return SendError(stream, InvalidArgument("await_hello: only a vm box's agent is a template"));
   }
-  if (!execs_.empty() || !uploads_.empty() || !downloads_.empty() || !egress_.empty()) {
+  if (AnyRunning() || !streams_.empty() || !uploads_.empty() || !downloads_.empty() ||
+      !egress_.empty()) {
     return SendError(stream, InvalidArgument("await_hello: requests are still running"));
   }
+  execs_.clear();  // no clone lists the warm-up's processes
   // Nothing of the warm-up may live on in every clone: a process it left behind (a daemon of the
   // image's python3) is ended and reaped before the template is saved.
   KillEverything();

@@ -21,6 +21,7 @@
 
 #include "agent/exec.h"
 #include "agent/files.h"
+#include "agent/output_ring.h"
 #include "base/unique_fd.h"
 #include "codebox/status.h"
 #include "protocol/frame.h"
@@ -59,11 +60,27 @@ class Server {
   int Run();
 
  private:
+  // A stream that follows a process of the table (attach): from its cursors in the rings on.
+  struct Attacher {
+    uint32_t stream = 0;
+    bool output = true;  // false: only the exit
+    uint64_t out_cursor = 0, err_cursor = 0;
+    uint64_t dropped_out = 0, dropped_err = 0;  // fell out of the ring before it was sent
+  };
+  // One process of the table: running, or ended and kept for listing and attaching.
   struct Exec {
     pid_t pid = -1;
     // With a tty, `in` and `out` are the terminal's master side and `err` is never open.
     base::UniqueFd in, out, err;
     bool tty = false;
+    bool background = false;
+    std::vector<std::string> listed_argv;  // cut to what a `processes` event may hold
+    int64_t started_unix_ms = 0;
+    // The exec stream that waits for the exit (foreground); its output goes there directly,
+    // under output_limit, and past the connection's high water the pipes wait.
+    std::optional<uint32_t> stream;
+    std::vector<Attacher> attachers;
+    OutputRing out_ring, err_ring;
     std::string stdin_pending;
     bool stdin_close_requested = false;
     uint64_t output_limit = 0;
@@ -79,6 +96,8 @@ class Server {
     Clock::time_point exited_at;
     std::optional<protocol::msg::User> user;
     base::UniqueFd switch_report;  // with a user: SpawnedExec::switch_report
+    std::optional<protocol::msg::Exit> exit;  // once it ended and its pipes were drained
+    bool running() const { return !exit.has_value(); }
   };
   struct Upload {
     std::optional<FileWriter> writer;
@@ -98,7 +117,7 @@ class Server {
   };
   // What one pollfd of the loop stands for.
   struct PollSlot {
-    uint32_t stream;
+    uint32_t stream;  // the stream, or for 2, 3 and 4 the process's pid
     // 0 connection, 1 signalfd, 2 stdout, 3 stderr, 4 stdin, 5 egress listener, 6 egress socket
     int which;
   };
@@ -147,10 +166,25 @@ class Server {
   // One read (at most kDataChunk bytes) from one of the exec's outputs: the loop takes one
   // from each ready output in turn, so that output written to stdout and stderr alternately
   // keeps its order as far as two pipes can tell it.
-  void DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, protocol::FrameType type);
+  void DrainPipe(Exec& exec, base::UniqueFd& fd, protocol::FrameType type);
   void ReapChildren();
   void HandleSignals();
-  void KillExecTree(uint32_t stream, Exec& exec);
+  void KillExecTree(Exec& exec);
+  // The process a stream stands for (its exec stream or an attach stream), or null.
+  Exec* ExecOfStream(uint32_t stream);
+  bool AnyRunning() const;
+
+  // The process table (server_processes.cc).
+  void HandleAttach(uint32_t stream, const protocol::msg::Attach& request);
+  void SendProcessList(uint32_t stream);
+  void HandleSignalProcess(uint32_t stream, const protocol::msg::SignalProcess& request);
+  // Detaches `stream` from its process; false when it is no attach stream.
+  bool Detach(uint32_t stream);
+  // Sends each attacher what its cursors have not reached, while the connection has room,
+  // and the exit to those that caught up with a process that ended.
+  void PumpAttachers();
+  // Forgets the oldest ended processes past kKeptEnded (those nobody is attached to).
+  void TrimTable();
   void KillEverything();
   void CheckDeadlines(Clock::time_point now);
   void SendHello();
@@ -165,6 +199,8 @@ class Server {
   ssize_t CompleteLine(int fd, size_t have, bool* ended);
 
   static constexpr size_t kHighWater = 4u << 20;
+  // Ended processes the table keeps (for `processes` and late attachers), newest first.
+  static constexpr size_t kKeptEnded = 32;
   static constexpr auto kLineWait = std::chrono::milliseconds(10);
   static constexpr auto kDrainGrace = std::chrono::milliseconds(100);
 
@@ -176,7 +212,8 @@ class Server {
   std::string out_;
   size_t out_sent_ = 0;
   std::string read_buf_;
-  std::map<uint32_t, Exec> execs_;
+  std::map<pid_t, Exec> execs_;        // the process table
+  std::map<uint32_t, pid_t> streams_;  // exec and attach streams -> their process
   std::map<uint32_t, Upload> uploads_;
   std::map<uint32_t, base::UniqueFd> downloads_;
   std::map<uint32_t, Egress> egress_;

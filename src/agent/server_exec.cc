@@ -45,27 +45,45 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   exec.user = spec->user;
   exec.switch_report = std::move(spawned->switch_report);
   exec.output_limit = spec->output_limit;
+  exec.background = request.background;
+  exec.out_ring = OutputRing(request.ring_bytes);
+  exec.err_ring = OutputRing(request.ring_bytes);
+  exec.started_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  for (size_t i = 0; i < request.argv.size() && i < protocol::msg::kMaxListedArgs; ++i) {
+    exec.listed_argv.push_back(request.argv[i].substr(0, protocol::msg::kMaxListedArgBytes));
+  }
   if (spec->timeout_ms > 0)
     exec.deadline = exec.start + std::chrono::milliseconds(spec->timeout_ms);
-  execs_.emplace(stream, std::move(exec));
+  SendEvent(stream, protocol::msg::Started{exec.pid});
+  // A background process belongs to no stream: `started` was its stream's last word.
+  if (!exec.background) {
+    exec.stream = stream;
+    streams_[stream] = exec.pid;
+  }
+  // A pid is unique among live processes; one of an ended entry may be reused.
+  execs_.erase(exec.pid);
+  execs_.emplace(exec.pid, std::move(exec));
 }
 
-namespace {
-
-// Signals the exec's process group. Right after fork the child may not have called setsid()
-// yet, so there is no such group: then the process itself gets it (while it still has the
-// agent's signals blocked, so the signal waits, pending, until it unblocks them).
-void SignalExec(pid_t pid, int sig) {
-  if (::kill(-pid, sig) != 0) ::kill(pid, sig);
+Server::Exec* Server::ExecOfStream(uint32_t stream) {
+  auto s = streams_.find(stream);
+  if (s == streams_.end()) return nullptr;
+  auto it = execs_.find(s->second);
+  return it == execs_.end() ? nullptr : &it->second;
 }
 
-}  // namespace
+bool Server::AnyRunning() const {
+  return std::any_of(execs_.begin(), execs_.end(),
+                     [](const auto& entry) { return entry.second.running(); });
+}
 
 void Server::HandleStdin(uint32_t stream, std::string_view payload) {
-  auto it = execs_.find(stream);
+  Exec* found = ExecOfStream(stream);
   // Stdin for an exec that ended (or never asked for it, or closed it) has nowhere to go.
-  if (it == execs_.end() || !it->second.in.valid() || it->second.stdin_close_requested) return;
-  Exec& exec = it->second;
+  if (found == nullptr || !found->in.valid() || found->stdin_close_requested) return;
+  Exec& exec = *found;
   if (payload.empty()) {
     // A terminal is not closed by its user's end of input: what they type is Ctrl-D, the
     // terminal's VEOF (end of file, at the start of a line, for a program that reads lines).
@@ -100,8 +118,9 @@ void Server::PumpStdin(Exec& exec) {
   if (exec.stdin_close_requested && !exec.tty) exec.in.reset();
 }
 
-void Server::DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, FrameType type) {
-  if (!fd.valid() || OutputBackedUp()) return;
+void Server::DrainPipe(Exec& exec, base::UniqueFd& fd, FrameType type) {
+  // A background process's output goes to its rings only: it is read whatever the host does.
+  if (!fd.valid() || (exec.stream && OutputBackedUp())) return;
   ssize_t n;
   do {
     n = ::read(fd.get(), read_buf_.data(), read_buf_.size());
@@ -114,16 +133,20 @@ void Server::DrainPipe(uint32_t stream, Exec& exec, base::UniqueFd& fd, FrameTyp
   }
   bool ended = false;
   if (!exec.tty) n = CompleteLine(fd.get(), static_cast<size_t>(n), &ended);
-  uint64_t& sent = type == FrameType::kStdout ? exec.sent_out : exec.sent_err;
+  const bool is_out = type == FrameType::kStdout;
+  (is_out ? exec.out_ring : exec.err_ring)
+      .Append(std::string_view(read_buf_.data(), static_cast<size_t>(n)));
+  if (ended) fd.reset();
+  if (!exec.stream) return;
+  uint64_t& sent = is_out ? exec.sent_out : exec.sent_err;
   uint64_t room = exec.output_limit - std::min(sent, exec.output_limit);
   uint64_t keep = std::min<uint64_t>(room, static_cast<uint64_t>(n));
   // Past the limit the bytes are still read (so the program never blocks) and dropped.
   if (keep < static_cast<uint64_t>(n)) exec.truncated = true;
   if (keep > 0) {
-    Send(type, stream, std::string_view(read_buf_.data(), static_cast<size_t>(keep)));
+    Send(type, *exec.stream, std::string_view(read_buf_.data(), static_cast<size_t>(keep)));
     sent += keep;
   }
-  if (ended) fd.reset();
 }
 
 ssize_t Server::CompleteLine(int fd, size_t have, bool* ended) {
@@ -154,7 +177,7 @@ void Server::HandleSignals() {
       child = true;
     } else if (is_init_) {
       // PID 1: the box is being asked to stop; pass it on, the host decides what follows.
-      for (auto& [stream, exec] : execs_) {
+      for (auto& [pid, exec] : execs_) {
         if (!exec.exited) SignalExec(exec.pid, sig);
       }
     } else {
@@ -172,25 +195,23 @@ void Server::ReapChildren() {
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) return;
     // Orphans reparented to the agent (subreaper or PID 1) are reaped and forgotten.
-    for (auto& [stream, exec] : execs_) {
-      if (exec.pid == pid && !exec.exited) {
-        exec.exited = true;
-        exec.wait_status = status;
-        exec.exited_at = Clock::now();
-        break;
-      }
+    auto it = execs_.find(pid);
+    if (it != execs_.end() && !it->second.exited) {
+      it->second.exited = true;
+      it->second.wait_status = status;
+      it->second.exited_at = Clock::now();
     }
   }
 }
 
-void Server::KillExecTree(uint32_t stream, Exec& exec) {
+void Server::KillExecTree(Exec& exec) {
   exec.killed_by_agent = true;
   if (!exec.exited) SignalExec(exec.pid, SIGKILL);
-  // Processes of the other running execs stay: their sessions and process groups, and the
-  // leaders themselves, are spared.
+  // Processes of the other running execs (background ones too) stay: their sessions and
+  // process groups, and the leaders themselves, are spared.
   std::set<pid_t> others;
-  for (const auto& [other_stream, other] : execs_) {
-    if (other_stream != stream && !other.exited) others.insert(other.pid);
+  for (const auto& [pid, other] : execs_) {
+    if (pid != exec.pid && !other.exited) others.insert(other.pid);
   }
   const pid_t self = ::getpid();
   KillMatching([&](const ProcInfo& p, const std::vector<ProcInfo>& all) {
@@ -206,7 +227,7 @@ void Server::KillExecTree(uint32_t stream, Exec& exec) {
 }
 
 void Server::KillEverything() {
-  for (auto& [stream, exec] : execs_) {
+  for (auto& [pid, exec] : execs_) {
     exec.killed_by_agent = true;
     if (!exec.exited) SignalExec(exec.pid, SIGKILL);
   }
@@ -222,10 +243,10 @@ void Server::KillEverything() {
 }
 
 void Server::CheckDeadlines(Clock::time_point now) {
-  for (auto& [stream, exec] : execs_) {
+  for (auto& [pid, exec] : execs_) {
     if (exec.exited || exec.timed_out || !exec.deadline || now < *exec.deadline) continue;
     exec.timed_out = true;
-    KillExecTree(stream, exec);
+    KillExecTree(exec);
   }
 }
 
@@ -234,20 +255,27 @@ void Server::FinishExecs(Clock::time_point now) {
     Exec& exec = it->second;
     bool drained = !exec.out.valid() && !exec.err.valid();
     // A background child holding the pipes open must not hold the result back for long.
-    if (!exec.exited || (!drained && now < exec.exited_at + kDrainGrace)) {
+    if (!exec.running() || !exec.exited || (!drained && now < exec.exited_at + kDrainGrace)) {
       ++it;
       continue;
     }
     // Whatever is already in the pipes belongs to the result (a few reads: a background
     // child that keeps writing must not hold it back).
     for (int round = 0; round < 8 && (exec.out.valid() || exec.err.valid()); ++round) {
-      DrainPipe(it->first, exec, exec.out, FrameType::kStdout);
-      DrainPipe(it->first, exec, exec.err, FrameType::kStderr);
+      DrainPipe(exec, exec.out, FrameType::kStdout);
+      DrainPipe(exec, exec.err, FrameType::kStderr);
     }
+    exec.out.reset();
+    exec.err.reset();
+    exec.in.reset();
     // A child that could not become the exec's user ran nothing: the request failed.
     if (exec.user) {
       if (std::optional<Status> failed = UserSwitchFailure(exec.switch_report.get(), *exec.user)) {
-        SendError(it->first, *failed);
+        if (exec.stream) SendError(*exec.stream, *failed);
+        for (const Attacher& a : exec.attachers) SendError(a.stream, *failed);
+        for (auto s = streams_.begin(); s != streams_.end();) {
+          s = s->second == exec.pid ? streams_.erase(s) : std::next(s);
+        }
         it = execs_.erase(it);
         continue;
       }
@@ -263,43 +291,49 @@ void Server::FinishExecs(Clock::time_point now) {
     exit.exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
     exit.signal = sig;
     exit.timed_out = exec.timed_out;
-    exit.output_truncated = exec.truncated;
     exit.duration_ms = std::max<int64_t>(0, duration.count());
     exit.out_of_memory = oom;
-    SendEvent(it->first, exit);
-    it = execs_.erase(it);
+    exec.exit = exit;
+    if (exec.stream) {
+      exit.output_truncated = exec.truncated;
+      SendEvent(*exec.stream, exit);
+      streams_.erase(*exec.stream);
+      exec.stream.reset();
+    }
+    ++it;
   }
+  TrimTable();
 }
 
 void Server::HandleKill(uint32_t stream, const protocol::msg::Kill& request) {
   if (request.signal < 0 || request.signal >= NSIG) {
     return SendError(stream, InvalidArgument("kill: bad \"signal\""));
   }
-  auto it = execs_.find(request.target);
-  if (it == execs_.end() || it->second.exited) {
+  Exec* exec = ExecOfStream(request.target);
+  if (exec == nullptr || exec->exited) {
     return SendError(stream,
                      NotFound("kill: no running exec on stream " + std::to_string(request.target)));
   }
   // Signal 0 is the host's liveness probe: "does this exec still run?"
   if (request.signal == 0) return SendEvent(stream, protocol::msg::Done{});
-  if (request.signal == SIGKILL) it->second.killed_by_agent = true;
-  SignalExec(it->second.pid, request.signal);
+  if (request.signal == SIGKILL) exec->killed_by_agent = true;
+  SignalExec(exec->pid, request.signal);
   SendEvent(stream, protocol::msg::Done{});
 }
 
 void Server::HandleResize(uint32_t stream, const protocol::msg::Resize& request) {
-  auto it = execs_.find(request.target);
+  Exec* exec = ExecOfStream(request.target);
   // A terminal whose programs all closed it (`out` read EIO) has nobody left to resize for.
-  if (it == execs_.end() || it->second.exited || !it->second.out.valid()) {
+  if (exec == nullptr || exec->exited || !exec->out.valid()) {
     return SendError(
         stream, NotFound("resize: no running exec on stream " + std::to_string(request.target)));
   }
-  if (!it->second.tty) {
+  if (!exec->tty) {
     return SendError(
         stream, InvalidArgument("resize: the exec on stream " + std::to_string(request.target) +
                                 " has no terminal (it was started without tty)"));
   }
-  Status st = SetTerminalSize(it->second.out.get(), request.size);
+  Status st = SetTerminalSize(exec->out.get(), request.size);
   st.ok() ? SendEvent(stream, protocol::msg::Done{}) : SendError(stream, st);
 }
 
@@ -308,8 +342,11 @@ void Server::HandleCancel(uint32_t stream, const protocol::msg::Cancel& request)
   downloads_.erase(request.target);
   uploads_.erase(request.target);  // the writer removes its temp file
   CancelEgress(request.target);    // the program's connection is reset
-  auto it = execs_.find(request.target);
-  if (it != execs_.end() && !it->second.exited) KillExecTree(request.target, it->second);
+  // An attacher leaves; the process runs on. The exec stream's own process is killed.
+  if (!Detach(request.target)) {
+    Exec* exec = ExecOfStream(request.target);
+    if (exec != nullptr && !exec->exited) KillExecTree(*exec);
+  }
   SendEvent(stream, protocol::msg::Done{});
 }
 

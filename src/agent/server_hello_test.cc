@@ -140,7 +140,10 @@ TEST_F(GuestHelloTest, AwaitHelloEndsWhatTheWarmUpLeftAndTakesTheAgentBackToItsH
     auto frame = Next();
     ASSERT_TRUE(frame.has_value());
     if (frame->type == FrameType::kStdout) daemon += frame->payload;
-    if (frame->type == FrameType::kControl) break;  // its exit
+    if (frame->type != FrameType::kControl) continue;
+    auto event = m::DecodeEventPayload(frame->payload);
+    ASSERT_TRUE(event.ok());
+    if (std::holds_alternative<m::Exit>(*event)) break;  // after `started`, its exit
   }
   const pid_t daemon_pid = static_cast<pid_t>(std::stol(daemon));
   ASSERT_EQ(::kill(daemon_pid, 0), 0) << "the daemon runs";

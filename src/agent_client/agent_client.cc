@@ -41,6 +41,9 @@ void AgentClient::set_idle_timeout(std::chrono::milliseconds idle) { impl_->set_
 struct RunningExec::State {
   uint64_t limit = 0;
   bool tty = false;  // the agent may send stdout only; set before the stream opens, never changed
+  bool attach = false;  // an attach stream: `done` means detached; set before it opens
+  std::atomic<int32_t> pid{0};  // from `started` (exec) or the request (attach)
+  bool output_seen = false;     // a frame after which `started` may no longer come
   bool keep_output = true;
   std::function<void(std::string_view)> on_stdout, on_stderr;
   ExecResult result;
@@ -96,6 +99,18 @@ Status CheckExecRequest(const ExecRequest& request) {
 
 FrameHandler ExecHandler(std::shared_ptr<RunningExec::State> state) {
   return [state](const Frame& frame, const msg::Event* event) -> Verdict {
+    if (event != nullptr && std::holds_alternative<msg::Started>(*event)) {
+      // Once, first, and only on the exec's own stream.
+      if (state->attach || state->output_seen || state->pid.load() != 0) {
+        return Unexpected(frame, event, "exec");
+      }
+      state->pid = std::get<msg::Started>(*event).pid;
+      return Continue();
+    }
+    state->output_seen = true;
+    if (event != nullptr && state->attach && std::holds_alternative<msg::Done>(*event)) {
+      return Done(FailedPrecondition("detached from process " + std::to_string(state->pid)));
+    }
     if (frame.type == FrameType::kStderr && state->tty) {
       // A terminal has one output stream: the agent made this up.
       return {Verdict::kViolation, ProtocolError(Violation("stderr on tty exec stream " +
@@ -127,6 +142,8 @@ FrameHandler ExecHandler(std::shared_ptr<RunningExec::State> state) {
       r.output_truncated = e.output_truncated || state->host_truncated;
       r.out_of_memory = e.out_of_memory;
       r.duration = std::chrono::milliseconds(e.duration_ms);
+      r.dropped_stdout = e.dropped_stdout;
+      r.dropped_stderr = e.dropped_stderr;
       return Done();
     }
     return Unexpected(frame, event, "exec");
@@ -151,6 +168,7 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
   exec.user = request.user;
   exec.tty = request.tty;
+  exec.ring_bytes = std::min(request.ring_bytes, msg::kMaxRingBytes);
   std::string what = "exec " + request.argv[0].substr(0, 256);
   // Encoded once: measured here, sent below.
   const std::string encoded = msg::EncodeRequest(exec);
@@ -179,6 +197,83 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   return running;
 }
 
+StatusOr<int32_t> AgentClient::StartBackground(const ExecRequest& request) {
+  RETURN_IF_ERROR(CheckExecRequest(request));
+  const std::string what = "start " + request.argv[0].substr(0, 256);
+  if (request.stdin_data) return InvalidArgument(what + ": a background process takes no stdin data");
+  msg::Exec exec;
+  exec.argv = request.argv;
+  exec.env = request.env;
+  exec.cwd = request.cwd;
+  exec.stdin_stream = request.interactive_stdin;
+  exec.timeout_ms = std::max<int64_t>(0, request.timeout.count());
+  exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
+  exec.user = request.user;
+  exec.tty = request.tty;
+  exec.background = true;
+  exec.ring_bytes = std::min(request.ring_bytes, msg::kMaxRingBytes);
+  if (msg::EncodeRequest(exec).size() > kMaxPayload) {
+    return InvalidArgument(what + ": argv and environment take more than " +
+                           std::to_string(kMaxPayload) + " bytes (JSON-encoded)");
+  }
+  int32_t pid = 0;
+  auto on_frame = [&pid](const Frame& frame, const msg::Event* event) -> Verdict {
+    if (event != nullptr && std::holds_alternative<msg::Started>(*event)) {
+      pid = std::get<msg::Started>(*event).pid;
+      return Done();
+    }
+    return Unexpected(frame, event, "background exec");
+  };
+  RETURN_IF_ERROR(
+      impl_->Call(exec, on_frame, IdleWait(impl_->idle()), nullptr).WithContext(what));
+  return pid;
+}
+
+StatusOr<std::unique_ptr<RunningExec>> AgentClient::Attach(const AttachRequest& request) {
+  const std::string what = "attach to process " + std::to_string(request.pid);
+  if (request.pid <= 0) return InvalidArgument(what + ": no such pid");
+  auto state = std::make_shared<RunningExec::State>();
+  state->limit = request.output_limit;
+  state->keep_output = request.keep_output;
+  state->attach = true;
+  state->pid = request.pid;
+  state->on_stdout = request.on_stdout;
+  state->on_stderr = request.on_stderr;
+  uint32_t stream = impl_->NewStream();
+  auto pending = impl_->Register(stream, ExecHandler(state));
+  if (!pending.ok()) return pending.status().WithContext(what);
+  std::unique_ptr<RunningExec> running(new RunningExec(
+      impl_.get(), stream, what, std::chrono::milliseconds(0), state, *pending));
+  Status st = impl_->Send(FrameType::kControl, stream,
+                          msg::EncodeRequest(msg::Attach{request.pid, request.output}));
+  if (!st.ok()) return st.WithContext(what);
+  return running;
+}
+
+StatusOr<std::vector<msg::ProcessEntry>> AgentClient::ListProcesses() {
+  std::vector<msg::ProcessEntry> list;
+  auto on_frame = [&list](const Frame& frame, const msg::Event* event) -> Verdict {
+    if (event != nullptr && std::holds_alternative<msg::Processes>(*event)) {
+      list = std::get<msg::Processes>(*event).processes;
+      return Done();
+    }
+    return Unexpected(frame, event, "list_processes");
+  };
+  RETURN_IF_ERROR(impl_->Call(msg::ListProcesses{}, on_frame, IdleWait(impl_->idle()), nullptr)
+                      .WithContext("list processes"));
+  return list;
+}
+
+Status AgentClient::SignalProcess(int32_t pid, int sig, bool tree) {
+  const std::string what = "signal " + std::to_string(sig) + " to process " + std::to_string(pid);
+  if (pid <= 0) return InvalidArgument(what + ": no such pid");
+  if (sig < 0 || sig > msg::kMaxSignal) return InvalidArgument(what + ": no such signal");
+  return impl_
+      ->Call(msg::SignalProcess{pid, sig, tree}, ExpectDone("signal_process"),
+             IdleWait(impl_->idle()), nullptr)
+      .WithContext(what);
+}
+
 RunningExec::RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
                          std::chrono::milliseconds timeout, std::shared_ptr<State> state,
                          std::shared_ptr<Pending> pending)
@@ -190,7 +285,17 @@ RunningExec::RunningExec(AgentClient::Impl* client, uint32_t stream, std::string
       pending_(std::move(pending)) {}
 
 RunningExec::~RunningExec() {
-  if (!waited_) client_->Abandon(stream_);
+  if (waited_) return;
+  // An attacher that leaves detaches (the agent answers done); an exec's handle cancels.
+  client_->Abandon(stream_);
+}
+
+bool RunningExec::attached() const { return state_->attach; }
+
+int32_t RunningExec::pid() const { return state_->pid.load(); }
+
+void RunningExec::Detach() {
+  if (attached()) client_->SendCancel(stream_);
 }
 
 Status RunningExec::WriteStdin(std::string_view data) {
@@ -219,7 +324,11 @@ Status RunningExec::Resize(msg::TerminalSize size) {
       .WithContext(what);
 }
 
-void RunningExec::Kill() { client_->SendCancel(stream_); }
+void RunningExec::Kill() {
+  if (!attached()) return client_->SendCancel(stream_);
+  // The attach stream's cancel would only detach.
+  client_->SendAndForget(msg::SignalProcess{state_->pid.load(), 9, /*tree=*/true});
+}
 
 StatusOr<ExecResult> RunningExec::Wait() {
   // The agent enforces the timeout; the host waits for it plus a grace, and while the exec

@@ -55,6 +55,18 @@ struct ExecRequest {
   // false: output goes to the callbacks only and ExecResult's stdout_data / stderr_data stay
   // empty, so a long-lived process (the code-interpreter kernel) does not grow host memory.
   bool keep_output = true;
+  // How much of each output stream the agent keeps for attachers (0..msg::kMaxRingBytes).
+  uint64_t ring_bytes = msg::kDefaultRingBytes;
+};
+
+// What an attacher wants of a process of the agent's table (AgentClient::Attach).
+struct AttachRequest {
+  int32_t pid = 0;
+  bool output = true;  // false: no output, only the exit (and the handle's stdin, signals)
+  uint64_t output_limit = 16ull << 20;  // per stream, enforced here
+  std::function<void(std::string_view)> on_stdout;
+  std::function<void(std::string_view)> on_stderr;
+  bool keep_output = true;
 };
 
 class RunningExec;
@@ -83,6 +95,20 @@ class AgentClient {
   // Starts a process and returns at once; talk to it and wait for it through the handle,
   // which must not outlive this client. Exec is StartExec + Wait.
   StatusOr<std::unique_ptr<RunningExec>> StartExec(const ExecRequest& request);
+  // Starts a process that belongs to no request (docs/protocol.md, "Processes"): its output
+  // goes to the agent's rings only; returns its pid once the agent started it. Its timeout is
+  // the request's (0: none); stdin stays open when interactive_stdin (write it by Attach).
+  StatusOr<int32_t> StartBackground(const ExecRequest& request);
+  // Follows a process of the agent's table: the handle gets what its rings hold, then its
+  // output as it comes, then its exit (Wait). Destroying the handle, or Detach(), leaves the
+  // process running. Kill() kills its whole tree.
+  StatusOr<std::unique_ptr<RunningExec>> Attach(const AttachRequest& request);
+  // The agent's table: running processes and the last ones that ended (host-checked bounds:
+  // msg::kMaxListed*).
+  StatusOr<std::vector<msg::ProcessEntry>> ListProcesses();
+  // Signals a process of the table by pid (its process group); with `tree` (SIGKILL only)
+  // kills every process it started. kNotFound when no such process runs.
+  Status SignalProcess(int32_t pid, int sig, bool tree = false);
   Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode = 0644);
   // Streams a host file into the box without loading it whole.
   Status WriteFileFromHost(const std::string& host_path, const std::string& box_path);
@@ -150,8 +176,15 @@ class RunningExec {
   // exec without a tty.
   Status Resize(msg::TerminalSize size);
   // Has the agent kill the exec's whole process tree, also what left its process group (the
-  // cancel op); returns at once. Its exit still comes to Wait().
+  // cancel op, or for an attached handle signal_process with tree); returns at once. Its
+  // exit still comes to Wait().
   void Kill();
+  // An attached handle (AgentClient::Attach) stops following the process, which runs on:
+  // Wait() then fails with kFailedPrecondition ("detached"). A no-op for an exec's own handle.
+  void Detach();
+  // The process's pid in the box once the agent said it (0 before; an agent that predates
+  // `started` never says it).
+  int32_t pid() const;
   // Waits for the exit (the request's timeout plus a grace; while the exec is silent the agent
   // is asked every idle period whether it still runs, so an idle process is never ended by
   // the idle deadline). Call once.
@@ -165,6 +198,8 @@ class RunningExec {
   RunningExec(AgentClient::Impl* client, uint32_t stream, std::string what,
               std::chrono::milliseconds timeout, std::shared_ptr<State> state,
               std::shared_ptr<Pending> pending);
+  // Frames and destruction of an attached handle detach rather than kill.
+  bool attached() const;
   AgentClient::Impl* client_;
   const uint32_t stream_;
   const std::string what_;

@@ -110,16 +110,22 @@ void AgentClient::Impl::Abandon(uint32_t stream) {
   if (cancel) SendCancel(stream);
 }
 
-void AgentClient::Impl::SendCancel(uint32_t target) {
+void AgentClient::Impl::SendCancel(uint32_t target) { SendAndForget(msg::Cancel{target}); }
+
+void AgentClient::Impl::SendAndForget(const msg::Request& request) {
   uint32_t stream = NewStream();
-  auto pending = Register(stream, [](const Frame& frame, const msg::Event* event) -> Verdict {
-    if (event != nullptr && std::holds_alternative<msg::Done>(*event)) return Done();
-    return {Verdict::kViolation,
-            ProtocolError(Violation(Describe(frame, event) + " on cancel stream " +
-                                    std::to_string(frame.stream)))};
+  const std::string name(msg::RequestName(request));
+  auto pending = Register(stream, [name](const Frame& frame, const msg::Event* event) -> Verdict {
+    // An error (signal_process: the process just ended) is an answer nobody waits for.
+    if (event != nullptr &&
+        (std::holds_alternative<msg::Done>(*event) || std::holds_alternative<msg::Error>(*event))) {
+      return Done();
+    }
+    return {Verdict::kViolation, ProtocolError(Violation(Describe(frame, event) + " on " + name +
+                                                         " stream " + std::to_string(frame.stream)))};
   });
   if (!pending.ok()) return;
-  if (!Send(FrameType::kControl, stream, msg::EncodeRequest(msg::Cancel{target})).ok()) {
+  if (!Send(FrameType::kControl, stream, msg::EncodeRequest(request)).ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.erase(stream);
   }

@@ -173,6 +173,8 @@ class AgentClient::Impl {
   // Fire and forget: the answer (done, or an error for a stream the agent already finished)
   // ends the cancel's own stream in the reader; nobody waits for it.
   void SendCancel(uint32_t target);
+  // The same for any request answered by done (or an error nobody needs).
+  void SendAndForget(const msg::Request& request);
 
   Status Send(FrameType type, uint32_t stream, std::string_view payload);
 

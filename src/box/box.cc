@@ -67,12 +67,67 @@ class LocalBox final : public Box::Impl {
 
   StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) override {
     ASSIGN_OR_RETURN(std::unique_ptr<Process> process, StartProcess(std::move(argv), options));
-    return process->Wait();
+    if (!options.cancel) return process->Wait();
+    options.cancel->Bind([p = process.get()] { (void)p->Kill(); });
+    auto result = process->Wait();
+    options.cancel->Unbind();
+    return result;
   }
 
   StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string> argv,
                                            const ExecOptions& options) override {
     return StartProcess(std::move(argv), options, /*keep_stdin=*/true);
+  }
+
+  StatusOr<std::unique_ptr<Process>> Attach(int pid, const ExecOptions& options) override {
+    RETURN_IF_ERROR(CheckUsable());
+    protocol::AttachRequest request;
+    request.pid = pid;
+    request.output_limit = options_.output_limit_bytes;
+    request.on_stdout = options.on_stdout;
+    request.on_stderr = options.on_stderr;
+    request.keep_output = options.keep_output;
+    const std::string what = "attach to process " + std::to_string(pid);
+    uint64_t oom_before = backend_->OomKillCount();
+    auto running = agent_->Attach(request);
+    if (!running.ok()) return Explain(running.status(), what);
+    return std::unique_ptr<Process>(std::make_unique<box::LocalProcess>(
+        std::move(*running), what, oom_before, ProcessHostFor()));
+  }
+
+  StatusOr<std::vector<ProcessInfo>> Processes() override {
+    RETURN_IF_ERROR(CheckUsable());
+    auto listed = agent_->ListProcesses();
+    if (!listed.ok()) return Explain(listed.status(), "list processes");
+    std::vector<ProcessInfo> out;
+    for (const protocol::msg::ProcessEntry& e : *listed) out.push_back(box::ProcessInfoOf(e));
+    return out;
+  }
+
+  Status SignalProcess(int pid, int sig, bool tree) override {
+    RETURN_IF_ERROR(CheckUsable());
+    return Explain(agent_->SignalProcess(pid, sig, tree), "");
+  }
+
+  Status SendStdin(int pid, std::string_view data, bool close) override {
+    RETURN_IF_ERROR(CheckUsable());
+    const std::string what = "stdin of process " + std::to_string(pid);
+    // An attacher that wants no output: the stdin frames follow its attach, then it leaves.
+    protocol::AttachRequest request;
+    request.pid = pid;
+    request.output = false;
+    auto running = agent_->Attach(request);
+    if (!running.ok()) return Explain(running.status(), what);
+    Status st = (*running)->WriteStdin(data);
+    if (st.ok() && close) st = (*running)->CloseStdin();
+    (*running)->Detach();
+    auto ended = (*running)->Wait();
+    if (!st.ok()) return Explain(st, what);
+    // Detached (kFailedPrecondition), or the process ended meanwhile: the data went its way.
+    if (ended.ok() || ended.status().code() == StatusCode::kFailedPrecondition) {
+      return Status::Ok();
+    }
+    return Explain(ended.status(), what);
   }
 
   // Hands the program to the waiting python3 (Prewarm) when one waits and can run it as
@@ -277,11 +332,9 @@ class LocalBox final : public Box::Impl {
     request.on_stdout = options.on_stdout;
     request.keep_output = options.keep_output;
     request.on_stderr = options.on_stderr;
+    request.ring_bytes = options.ring_bytes;
 
-    box::ProcessHost host;
-    host.oom_kill_count = [this] { return backend_->OomKillCount(); };
-    host.explain = [this](Status st, const std::string& what) { return Explain(st, what); };
-    host.driver = info_.driver;
+    box::ProcessHost host = ProcessHostFor();
     if (program) {
       const std::string path = "/tmp/.codebox-program-" + std::to_string(next_program_++) + ".py";
       // The image's user must read it; it may be root's (a vm's agent writes as root), and a
@@ -294,10 +347,42 @@ class LocalBox final : public Box::Impl {
     }
     const std::string what = "exec " + request.argv[0];
     uint64_t oom_before = backend_->OomKillCount();
+    if (options.background) {
+      if (program) return InvalidArgument(what + ": a background python3 -c program is limited to " +
+                                          std::to_string(kInlineProgramBytes) + " bytes");
+      // Its own timeout only: not the box's default for execs.
+      request.timeout = options.timeout && *options.timeout != kNoTimeout
+                            ? std::min(*options.timeout, TimeLeft().value_or(*options.timeout))
+                            : std::chrono::milliseconds(0);
+      request.stdin_data.reset();
+      auto pid = agent_->StartBackground(request);
+      if (!pid.ok()) return Explain(pid.status(), what);
+      protocol::AttachRequest attach;
+      attach.pid = *pid;
+      attach.output_limit = request.output_limit;
+      attach.on_stdout = options.on_stdout;
+      attach.on_stderr = options.on_stderr;
+      attach.keep_output = options.keep_output;
+      auto running = agent_->Attach(attach);
+      if (!running.ok()) return Explain(running.status(), what);
+      auto process = std::make_unique<box::LocalProcess>(std::move(*running), what, oom_before,
+                                                         std::move(host));
+      if (options.stdin_data) RETURN_IF_ERROR(process->WriteStdin(*options.stdin_data));
+      return std::unique_ptr<Process>(std::move(process));
+    }
     auto running = agent_->StartExec(request);
     if (!running.ok()) return Explain(running.status(), what);
     return std::unique_ptr<Process>(std::make_unique<box::LocalProcess>(
         std::move(*running), what, oom_before, std::move(host)));
+  }
+
+  // What a LocalProcess of this box needs of it.
+  box::ProcessHost ProcessHostFor() {
+    box::ProcessHost host;
+    host.oom_kill_count = [this] { return backend_->OomKillCount(); };
+    host.explain = [this](Status st, const std::string& what) { return Explain(st, what); };
+    host.driver = info_.driver;
+    return host;
   }
 
   // What every process in the box starts with (image_run.h: defaults < image < network <

@@ -17,6 +17,16 @@ StatusOr<std::unique_ptr<Process>> Box::Start(const std::vector<std::string>& ar
   return impl_->Start(argv, options);
 }
 
+StatusOr<std::unique_ptr<Process>> Box::Attach(int pid, const ExecOptions& options) {
+  return impl_->Attach(pid, options);
+}
+StatusOr<std::vector<ProcessInfo>> Box::Processes() { return impl_->Processes(); }
+Status Box::KillProcess(int pid) { return impl_->SignalProcess(pid, 9, /*tree=*/true); }
+Status Box::SignalProcess(int pid, int sig) { return impl_->SignalProcess(pid, sig, false); }
+Status Box::SendStdin(int pid, std::string_view data, bool close) {
+  return impl_->SendStdin(pid, data, close);
+}
+
 StatusOr<ExecResult> Box::RunPython(std::string_view code, const ExecOptions& options) {
   return impl_->RunPython(code, options);
 }

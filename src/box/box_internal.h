@@ -28,6 +28,11 @@ class Box::Impl {
   virtual StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) = 0;
   virtual StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string> argv,
                                                    const ExecOptions& options) = 0;
+  virtual StatusOr<std::unique_ptr<Process>> Attach(int pid, const ExecOptions& options) = 0;
+  virtual StatusOr<std::vector<ProcessInfo>> Processes() = 0;
+  // `tree`: SIGKILL to everything the process started (Box::KillProcess).
+  virtual Status SignalProcess(int pid, int sig, bool tree) = 0;
+  virtual Status SendStdin(int pid, std::string_view data, bool close) = 0;
   // `python3 -c code`; LocalBox hands it to a prewarmed interpreter when one waits.
   virtual StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) {
     return Exec({"python3", "-c", std::string(code)}, options);

@@ -16,4 +16,29 @@ StatusOr<ExecResult> LocalProcess::Wait() {
   return result;
 }
 
+ProcessInfo ProcessInfoOf(const protocol::msg::ProcessEntry& entry) {
+  ProcessInfo info;
+  info.pid = entry.pid;
+  info.argv = entry.argv;
+  info.tty = entry.tty;
+  info.background = entry.background;
+  info.started = std::chrono::system_clock::time_point(
+      std::chrono::milliseconds(entry.started_unix_ms));
+  info.running = entry.running;
+  if (entry.exit) {
+    ExecResult r;
+    r.exit_code = entry.exit->exit_code;
+    r.signal = entry.exit->signal;
+    r.timed_out = entry.exit->timed_out;
+    r.out_of_memory = entry.exit->out_of_memory;
+    r.duration = std::chrono::milliseconds(entry.exit->duration_ms);
+    info.exit = std::move(r);
+  }
+  info.stdout_bytes = entry.stdout_bytes;
+  info.stderr_bytes = entry.stderr_bytes;
+  info.dropped_stdout = entry.dropped_stdout;
+  info.dropped_stderr = entry.dropped_stderr;
+  return info;
+}
+
 }  // namespace codebox::box

@@ -26,6 +26,8 @@ struct ProcessHost {
   std::function<void()> after_exit;
 };
 
+// A handle on an attach stream (Box::Attach, a background Box::Start) detaches when it goes;
+// one on the exec's own stream kills it.
 class LocalProcess final : public Process {
  public:
   // `running` has been started; `oom_before` is the box's OOM count from just before.
@@ -44,6 +46,12 @@ class LocalProcess final : public Process {
     return host_.explain(running_->Resize({size.rows, size.cols}), "");
   }
   Status Signal(int sig) override { return host_.explain(running_->Signal(sig), ""); }
+  Status Kill() override {
+    running_->Kill();
+    return Status::Ok();
+  }
+  int pid() const override { return running_->pid(); }
+  void Detach() override { running_->Detach(); }
   StatusOr<ExecResult> Wait() override;
 
  private:
@@ -52,6 +60,9 @@ class LocalProcess final : public Process {
   const uint64_t oom_before_;
   ProcessHost host_;
 };
+
+// What the agent's table says of one process, in the public words.
+ProcessInfo ProcessInfoOf(const protocol::msg::ProcessEntry& entry);
 
 }  // namespace codebox::box
 

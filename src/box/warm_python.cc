@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "codebox/process.h"
 #include "base/text.h"
 
 namespace codebox::box {
@@ -264,6 +265,9 @@ std::optional<StatusOr<ExecResult>> WarmPython::Waiter::Run(std::string_view cod
     run_ = &options;
   }
   const Clock::time_point start = Clock::now();
+  // Cancelled, the waiter dies with the program (and a cancel before it took it makes the
+  // cold run that follows die as it starts).
+  if (options.cancel) options.cancel->Bind([this] { Kill(); });
   // A failed send means the connection is gone: the exit (an error) says so below.
   Status sent = exec_->WriteStdin(payload);
   if (sent.ok() && options.stdin_data) sent = exec_->WriteStdin(*options.stdin_data);
@@ -295,6 +299,11 @@ std::optional<StatusOr<ExecResult>> WarmPython::Waiter::Run(std::string_view cod
   }
   // The callbacks are the caller's: none runs once this returns.
   run_ = nullptr;
+  if (options.cancel) {
+    lock.unlock();  // a running kill takes mu_
+    options.cancel->Unbind();
+    lock.lock();
+  }
   cv_.wait(lock, [&] { return in_callback_ == 0; });
   if (!exited_) {
     return StatusOr<ExecResult>(DeadlineExceeded(

@@ -10,6 +10,8 @@ namespace {
 
 // Error texts from a peer are shown to users; past this they are cut.
 constexpr size_t kMaxErrorText = 4096;
+// A pid in the box (pid_max is at most 2^22).
+constexpr int64_t kMaxPid = 1 << 22;
 
 // `field` as {"uid": U, "gid": G}, or nullopt when absent.
 StatusOr<std::optional<User>> DecodeUser(FieldReader& r, const char* field, std::string_view what) {
@@ -71,6 +73,10 @@ StatusOr<Request> DecodeExec(const Json& m) {
   e.output_limit = static_cast<uint64_t>(limit);
   ASSIGN_OR_RETURN(e.user, DecodeUser(r, "user", "exec request"));
   ASSIGN_OR_RETURN(e.tty, DecodeTty(r));
+  ASSIGN_OR_RETURN(e.background, r.Bool("background", false));
+  ASSIGN_OR_RETURN(int64_t ring, r.Int("ring_bytes", 0, static_cast<int64_t>(kMaxRingBytes),
+                                       static_cast<int64_t>(kDefaultRingBytes)));
+  e.ring_bytes = static_cast<uint64_t>(ring);
   RETURN_IF_ERROR(r.CheckNoUnknown());
   return Request(std::move(e));
 }
@@ -120,6 +126,89 @@ Json EntryJson(const DirEntry& d) {
   return Json{{"name", d.name}, {"type", d.type}, {"size", d.size}, {"mode", d.mode}};
 }
 
+// The exit fields shared by `exit` and a process entry's `exit`.
+Json ExitJson(const Exit& e) {
+  Json j{{"exit_code", e.exit_code},   {"signal", e.signal},
+         {"timed_out", e.timed_out},   {"output_truncated", e.output_truncated},
+         {"duration_ms", e.duration_ms}, {"out_of_memory", e.out_of_memory}};
+  // Only on attach streams, where bytes can fall out of a ring.
+  if (e.dropped_stdout > 0) j["dropped_stdout"] = e.dropped_stdout;
+  if (e.dropped_stderr > 0) j["dropped_stderr"] = e.dropped_stderr;
+  return j;
+}
+
+StatusOr<Exit> DecodeExitFields(FieldReader& r, const std::string& what) {
+  Exit e;
+  ASSIGN_OR_RETURN(int64_t code, r.Int("exit_code", kMinExitCode, kMaxExitCode));
+  ASSIGN_OR_RETURN(int64_t sig, r.Int("signal", 0, kMaxSignal));
+  ASSIGN_OR_RETURN(e.timed_out, r.Bool("timed_out"));
+  ASSIGN_OR_RETURN(e.output_truncated, r.Bool("output_truncated"));
+  ASSIGN_OR_RETURN(e.duration_ms, r.Int("duration_ms", 0, kInt64Max));
+  ASSIGN_OR_RETURN(e.out_of_memory, r.Bool("out_of_memory", false));
+  ASSIGN_OR_RETURN(int64_t dropped_out, r.Int("dropped_stdout", 0, kInt64Max, 0));
+  ASSIGN_OR_RETURN(int64_t dropped_err, r.Int("dropped_stderr", 0, kInt64Max, 0));
+  e.exit_code = static_cast<int32_t>(code);
+  e.signal = static_cast<int32_t>(sig);
+  e.dropped_stdout = static_cast<uint64_t>(dropped_out);
+  e.dropped_stderr = static_cast<uint64_t>(dropped_err);
+  if ((e.exit_code == -1) != (e.signal != 0)) {
+    return ProtocolError(what + ": exit_code " + std::to_string(code) + " with signal " +
+                         std::to_string(sig) + " (-1 goes with a signal, and only it)");
+  }
+  return e;
+}
+
+Json ProcessJson(const ProcessEntry& e) {
+  Json j{{"pid", e.pid},
+         {"argv", e.argv},
+         {"tty", e.tty},
+         {"background", e.background},
+         {"started_unix_ms", e.started_unix_ms},
+         {"running", e.running},
+         {"stdout_bytes", e.stdout_bytes},
+         {"stderr_bytes", e.stderr_bytes},
+         {"dropped_stdout", e.dropped_stdout},
+         {"dropped_stderr", e.dropped_stderr}};
+  if (e.exit) j["exit"] = ExitJson(*e.exit);
+  return j;
+}
+
+// One entry of a `processes` event; every bound of kMaxListed* is checked.
+StatusOr<ProcessEntry> DecodeProcess(const Json& j) {
+  if (!j.is_object()) return ProtocolError("processes event: an entry is not an object");
+  FieldReader r(j, "processes event: entry");
+  ProcessEntry e;
+  ASSIGN_OR_RETURN(int64_t pid, r.Int("pid", 1, kMaxPid));
+  e.pid = static_cast<int32_t>(pid);
+  ASSIGN_OR_RETURN(e.argv, StringArray(r, "argv", r.Find("argv")));
+  if (e.argv.size() > kMaxListedArgs) return r.Fault("argv", "has too many arguments");
+  for (const std::string& arg : e.argv) {
+    if (arg.size() > kMaxListedArgBytes) return r.Fault("argv", "holds a too long argument");
+  }
+  ASSIGN_OR_RETURN(e.tty, r.Bool("tty"));
+  ASSIGN_OR_RETURN(e.background, r.Bool("background"));
+  ASSIGN_OR_RETURN(e.started_unix_ms, r.Int("started_unix_ms", 0, kInt64Max));
+  ASSIGN_OR_RETURN(e.running, r.Bool("running"));
+  uint64_t* counters[] = {&e.stdout_bytes, &e.stderr_bytes, &e.dropped_stdout, &e.dropped_stderr};
+  const char* names[] = {"stdout_bytes", "stderr_bytes", "dropped_stdout", "dropped_stderr"};
+  for (size_t i = 0; i < 4; ++i) {
+    ASSIGN_OR_RETURN(int64_t n, r.Int(names[i], 0, kInt64Max));
+    *counters[i] = static_cast<uint64_t>(n);
+  }
+  if (const Json* exit = r.Find("exit")) {
+    if (!exit->is_object()) return r.Fault("exit", "is not an object");
+    FieldReader x(*exit, "processes event: entry: exit", /*nested=*/true);
+    ASSIGN_OR_RETURN(Exit parsed, DecodeExitFields(x, "processes event: entry: exit"));
+    RETURN_IF_ERROR(x.CheckNoUnknown());
+    e.exit = parsed;
+  }
+  RETURN_IF_ERROR(r.CheckNoUnknown());
+  if (e.running == e.exit.has_value()) {
+    return ProtocolError("processes event: entry: an exit goes with running false, and only it");
+  }
+  return e;
+}
+
 template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
@@ -133,13 +222,15 @@ std::string_view RequestName(const Request& request) {
   static constexpr std::string_view kNames[] = {"exec",   "write_file",    "read_file", "list_dir",
                                                 "mkdir",  "kill",          "shutdown",  "cancel",
                                                 "remove", "egress_accept", "ack",       "resize",
-                                                "await_hello"};
+                                                "await_hello", "attach",    "list_processes",
+                                                "signal_process"};
   return kNames[request.index()];
 }
 
 std::string_view EventName(const Event& event) {
-  static constexpr std::string_view kNames[] = {"exit",  "done",      "file", "entries",
-                                                "error", "connected", "ack"};
+  static constexpr std::string_view kNames[] = {"exit",  "done",      "file",    "entries",
+                                                "error", "connected", "ack",     "started",
+                                                "processes"};
   return kNames[event.index()];
 }
 
@@ -213,6 +304,8 @@ std::string EncodeRequest(const Request& request) {
             // Only when asked for: a peer that predates the field refuses it, and an exec
             // without it means pipes, as it always did.
             if (e.tty) j["tty"] = Json{{"rows", e.tty->rows}, {"cols", e.tty->cols}};
+            if (e.background) j["background"] = true;
+            if (e.ring_bytes != kDefaultRingBytes) j["ring_bytes"] = e.ring_bytes;
             return j;
           },
           [](const WriteFile& w) {
@@ -257,6 +350,16 @@ std::string EncodeRequest(const Request& request) {
                         {"rows", z.size.rows},
                         {"cols", z.size.cols}};
           },
+          [](const Attach& a) {
+            return Json{{"op", "attach"}, {"pid", a.pid}, {"output", a.output}};
+          },
+          [](const ListProcesses&) {
+            return Json{{"op", "list_processes"}};
+          },
+          [](const SignalProcess& k) {
+            return Json{
+                {"op", "signal_process"}, {"pid", k.pid}, {"signal", k.signal}, {"tree", k.tree}};
+          },
       },
       request);
   return DumpControl(j);
@@ -291,6 +394,29 @@ StatusOr<Request> DecodeRequest(const Json& m) {
     ASSIGN_OR_RETURN(TerminalSize size, ReadTerminalSize(r));
     RETURN_IF_ERROR(r.CheckNoUnknown());
     return Request(Resize{static_cast<uint32_t>(target), size});
+  }
+  if (op == "attach") {
+    FieldReader r(m, "attach request");
+    ASSIGN_OR_RETURN(int64_t pid, r.Int("pid", 1, kMaxPid));
+    ASSIGN_OR_RETURN(bool output, r.Bool("output", true));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Request(Attach{static_cast<int32_t>(pid), output});
+  }
+  if (op == "list_processes") {
+    FieldReader r(m, "list_processes request");
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Request(ListProcesses{});
+  }
+  if (op == "signal_process") {
+    FieldReader r(m, "signal_process request");
+    SignalProcess k;
+    ASSIGN_OR_RETURN(int64_t pid, r.Int("pid", 1, kMaxPid));
+    ASSIGN_OR_RETURN(int64_t sig, r.Int("signal", 0, kMaxSignal, 9));
+    ASSIGN_OR_RETURN(k.tree, r.Bool("tree", false));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    k.pid = static_cast<int32_t>(pid);
+    k.signal = static_cast<int32_t>(sig);
+    return Request(k);
   }
   if (op == "cancel") {
     FieldReader r(m, "cancel request");
@@ -331,13 +457,9 @@ std::string EncodeEvent(const Event& event) {
   Json j =
       std::visit(Overloaded{
                      [](const Exit& e) {
-                       return Json{{"event", "exit"},
-                                   {"exit_code", e.exit_code},
-                                   {"signal", e.signal},
-                                   {"timed_out", e.timed_out},
-                                   {"output_truncated", e.output_truncated},
-                                   {"duration_ms", e.duration_ms},
-                                   {"out_of_memory", e.out_of_memory}};
+                       Json j = ExitJson(e);
+                       j["event"] = "exit";
+                       return j;
                      },
                      [](const Done&) {
                        return Json{{"event", "done"}};
@@ -361,6 +483,14 @@ std::string EncodeEvent(const Event& event) {
                      [](const Ack& a) {
                        return Json{{"event", "ack"}, {"bytes", a.bytes}};
                      },
+                     [](const Started& s) {
+                       return Json{{"event", "started"}, {"pid", s.pid}};
+                     },
+                     [](const Processes& p) {
+                       Json list = Json::array();
+                       for (const ProcessEntry& e : p.processes) list.push_back(ProcessJson(e));
+                       return Json{{"event", "processes"}, {"processes", std::move(list)}};
+                     },
                  },
                  event);
   return DumpControl(j);
@@ -376,21 +506,28 @@ StatusOr<Event> DecodeEvent(const Json& m) {
   std::string what = base::TerminalSafe(name, 64) + " event";
   FieldReader r(m, what);
   if (name == "exit") {
-    Exit e;
-    ASSIGN_OR_RETURN(int64_t code, r.Int("exit_code", kMinExitCode, kMaxExitCode));
-    ASSIGN_OR_RETURN(int64_t sig, r.Int("signal", 0, kMaxSignal));
-    ASSIGN_OR_RETURN(e.timed_out, r.Bool("timed_out"));
-    ASSIGN_OR_RETURN(e.output_truncated, r.Bool("output_truncated"));
-    ASSIGN_OR_RETURN(e.duration_ms, r.Int("duration_ms", 0, kInt64Max));
-    ASSIGN_OR_RETURN(e.out_of_memory, r.Bool("out_of_memory", false));
+    ASSIGN_OR_RETURN(Exit e, DecodeExitFields(r, what));
     RETURN_IF_ERROR(r.CheckNoUnknown());
-    e.exit_code = static_cast<int32_t>(code);
-    e.signal = static_cast<int32_t>(sig);
-    if ((e.exit_code == -1) != (e.signal != 0)) {
-      return ProtocolError(what + ": exit_code " + std::to_string(code) + " with signal " +
-                           std::to_string(sig) + " (-1 goes with a signal, and only it)");
-    }
     return Event(e);
+  }
+  if (name == "started") {
+    ASSIGN_OR_RETURN(int64_t pid, r.Int("pid", 1, kMaxPid));
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    return Event(Started{static_cast<int32_t>(pid)});
+  }
+  if (name == "processes") {
+    const Json* list = r.Find("processes");
+    if (list == nullptr || !list->is_array()) return r.Fault("processes", "is not an array");
+    RETURN_IF_ERROR(r.CheckNoUnknown());
+    if (list->size() > kMaxListedProcesses) {
+      return r.Fault("processes", "lists more than " + std::to_string(kMaxListedProcesses));
+    }
+    Processes p;
+    for (const Json& j : *list) {
+      ASSIGN_OR_RETURN(ProcessEntry e, DecodeProcess(j));
+      p.processes.push_back(std::move(e));
+    }
+    return Event(std::move(p));
   }
   if (name == "done") {
     RETURN_IF_ERROR(r.CheckNoUnknown());

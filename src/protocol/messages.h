@@ -47,6 +47,16 @@ inline constexpr uint64_t kEgressWindow = 1u << 20;
 // A terminal's rows and columns are each 1..kMaxTerminalSide (TIOCSWINSZ takes 16 bits; no
 // screen is larger, and 0 would mean "unknown" to programs).
 inline constexpr int64_t kMaxTerminalSide = 10000;
+// Each stream of a process keeps its last output in a ring of this many bytes (exec's
+// `ring_bytes`), so that an attacher can replay it (docs/protocol.md, "Processes").
+inline constexpr uint64_t kDefaultRingBytes = 1u << 20;
+inline constexpr uint64_t kMaxRingBytes = 64u << 20;
+// What a `processes` event may hold: the agent lists at most kMaxListedProcesses (the newest),
+// and of each argv at most kMaxListedArgs arguments of at most kMaxListedArgBytes bytes; the
+// host refuses more (one event stays well under a frame).
+inline constexpr size_t kMaxListedProcesses = 256;
+inline constexpr size_t kMaxListedArgs = 8;
+inline constexpr size_t kMaxListedArgBytes = 128;
 
 // What the host of a vm box tells its agent in the hello, applied before any exec runs
 // (docs/protocol.md, "Handshake"). A vm box restored from a template is a copy of one booted
@@ -99,6 +109,27 @@ struct Exec {
   // nullopt: pipes. Else the process runs on a pseudo-terminal of this size made in the box:
   // all its output comes as stdout frames, and closing stdin writes the terminal's VEOF.
   std::optional<TerminalSize> tty = std::nullopt;
+  // The process outlives this stream: the agent answers `started` at once and keeps the
+  // output in the rings only (`attach` to see it); the stream's cancel does not concern it.
+  bool background = false;
+  uint64_t ring_bytes = kDefaultRingBytes;  // per stream, 0..kMaxRingBytes
+};
+// Streams a process of the table to this stream: what its rings hold, then its output as it
+// comes, then its `exit` (at once for one that ended). With output false, nothing but the exit.
+// Stdin frames, kill and resize on this stream go to the process; cancel detaches (`done`),
+// the process runs on. Several streams may attach to one process.
+struct Attach {
+  int32_t pid = 0;
+  bool output = true;
+};
+// Asks for the table: answered by one `processes` event.
+struct ListProcesses {};
+// Signals a process of the table by its pid: its process group, or with `tree` every process
+// it started (as cancel kills an exec's). Answered by done, or not_found once it ended.
+struct SignalProcess {
+  int32_t pid = 0;
+  int32_t signal = 9;
+  bool tree = false;
 };
 struct WriteFile {
   std::string path;
@@ -151,7 +182,8 @@ struct Resize {
 // and then waits for a new hello (the next host's, a clone's; GuestSetup::resend_hello).
 struct AwaitHello {};
 using Request = std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel,
-                             Remove, EgressAccept, EgressAck, Resize, AwaitHello>;
+                             Remove, EgressAccept, EgressAck, Resize, AwaitHello, Attach,
+                             ListProcesses, SignalProcess>;
 
 // Events.
 struct Exit {
@@ -161,6 +193,32 @@ struct Exit {
   bool output_truncated = false;
   int64_t duration_ms = 0;  // >= 0
   bool out_of_memory = false;
+  // On an attach stream: the bytes of each stream that had fallen out of the ring before
+  // this attacher could see them.
+  uint64_t dropped_stdout = 0;
+  uint64_t dropped_stderr = 0;
+  bool operator==(const Exit&) const = default;
+};
+// A process of the table was started: the first event of every exec stream (the last of a
+// background one).
+struct Started {
+  int32_t pid = 0;
+};
+// One process of the table (`processes`).
+struct ProcessEntry {
+  int32_t pid = 0;
+  std::vector<std::string> argv;  // at most kMaxListedArgs, each at most kMaxListedArgBytes
+  bool tty = false;
+  bool background = false;
+  int64_t started_unix_ms = 0;
+  bool running = true;
+  std::optional<Exit> exit;  // once it ended
+  uint64_t stdout_bytes = 0, stderr_bytes = 0;      // written by the process in all
+  uint64_t dropped_stdout = 0, dropped_stderr = 0;  // no longer in the rings
+  bool operator==(const ProcessEntry&) const = default;
+};
+struct Processes {
+  std::vector<ProcessEntry> processes;  // at most kMaxListedProcesses, oldest first
 };
 struct Done {};
 struct File {
@@ -182,7 +240,7 @@ struct Connected {};
 struct Ack {
   uint64_t bytes = 0;
 };
-using Event = std::variant<Exit, Done, File, Entries, Error, Connected, Ack>;
+using Event = std::variant<Exit, Done, File, Entries, Error, Connected, Ack, Started, Processes>;
 
 std::string_view RequestName(const Request& request);  // "exec", "write_file", ...
 std::string_view EventName(const Event& event);        // "exit", "done", ...

@@ -289,6 +289,65 @@ TEST(MessagesTest, HostileTerminalSizesAreCleanDecodeErrors) {
   expect(DecodeRequestPayload(R"({"op":"kill","target":3,"rows":1})"), "unknown field \"rows\"");
 }
 
+TEST(MessagesTest, ProcessTableMessagesRoundTrip) {
+  Exec e;
+  e.argv = {"sleep", "9"};
+  e.background = true;
+  e.ring_bytes = 4096;
+  Exec back = RoundTripRequest(e);
+  EXPECT_TRUE(back.background);
+  EXPECT_EQ(back.ring_bytes, 4096u);
+  Exec plain;
+  plain.argv = {"true"};
+  EXPECT_EQ(RoundTripRequest(plain).ring_bytes, kDefaultRingBytes);
+  Attach a = RoundTripRequest(Attach{42, false});
+  EXPECT_EQ(a.pid, 42);
+  EXPECT_FALSE(a.output);
+  RoundTripRequest(ListProcesses{});
+  SignalProcess k = RoundTripRequest(SignalProcess{42, 15, true});
+  EXPECT_EQ(k.pid, 42);
+  EXPECT_EQ(k.signal, 15);
+  EXPECT_TRUE(k.tree);
+  EXPECT_EQ(RoundTripEvent(Started{77}).pid, 77);
+  ProcessEntry running;
+  running.pid = 5;
+  running.argv = {"sh"};
+  running.background = true;
+  running.started_unix_ms = 9;
+  ProcessEntry ended = running;
+  ended.pid = 6;
+  ended.running = false;
+  ended.exit = Exit();
+  ended.exit->exit_code = -1;
+  ended.exit->signal = 9;
+  ended.exit->duration_ms = 3;
+  ended.dropped_stdout = 10;
+  Processes p = RoundTripEvent(Processes{{running, ended}});
+  ASSERT_EQ(p.processes.size(), 2u);
+  EXPECT_EQ(p.processes[0], running);
+  EXPECT_EQ(p.processes[1], ended);
+  Exit dropped;
+  dropped.dropped_stdout = 5;
+  dropped.dropped_stderr = 6;
+  Exit x = RoundTripEvent(dropped);
+  EXPECT_EQ(x.dropped_stdout, 5u);
+  EXPECT_EQ(x.dropped_stderr, 6u);
+}
+
+TEST(MessagesTest, HostileProcessTableValuesAreErrors) {
+  ExpectError(DecodeRequestPayload(R"({"op":"exec","argv":["x"],"ring_bytes":67108865})"),
+              "ring_bytes");
+  ExpectError(DecodeRequestPayload(R"({"op":"attach","pid":0})"), "pid");
+  ExpectError(DecodeRequestPayload(R"({"op":"attach","pid":4194305})"), "pid");
+  ExpectError(DecodeRequestPayload(R"({"op":"signal_process","pid":3,"signal":65})"), "signal");
+  ExpectError(DecodeRequestPayload(R"({"op":"list_processes","all":true})"), "all");
+  ExpectError(DecodeEventPayload(R"({"event":"started","pid":-3})"), "pid");
+  ExpectError(DecodeEventPayload(R"({"event":"processes","processes":{}})"), "processes");
+  ExpectError(DecodeEventPayload(R"({"event":"exit","exit_code":0,"signal":0,"timed_out":false,)"
+                                 R"("output_truncated":false,"duration_ms":0,"dropped_stdout":-1})"),
+              "dropped_stdout");
+}
+
 TEST(MessagesTest, DeepNestingIsAnErrorNotACrash) {
   std::string deep(kMaxPayload / 2, '[');
   EXPECT_FALSE(DecodeEventPayload(deep).ok());

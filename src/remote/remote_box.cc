@@ -166,6 +166,18 @@ class RemoteBox final : public Box::Impl {
   StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string>, const ExecOptions&) override {
     return NotOnServerYet("start an interactive process (Box::Start)");
   }
+  StatusOr<std::unique_ptr<Process>> Attach(int, const ExecOptions&) override {
+    return NotOnServerYet("attach to a process (Box::Attach)");
+  }
+  StatusOr<std::vector<ProcessInfo>> Processes() override {
+    return NotOnServerYet("list processes (Box::Processes)");
+  }
+  Status SignalProcess(int, int, bool) override {
+    return NotOnServerYet("signal a process (Box::SignalProcess)");
+  }
+  Status SendStdin(int, std::string_view, bool) override {
+    return NotOnServerYet("write a process's stdin (Box::SendStdin)");
+  }
 
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) override {
     RETURN_IF_ERROR(CheckExec(options));

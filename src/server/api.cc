@@ -18,7 +18,7 @@ using nlohmann::json;
 
 struct Route {
   std::string_view method;
-  std::string_view pattern;  // segments; "{id}" is a box id
+  std::string_view pattern;  // segments; "{id}" is a box id, "{pid}" a process's pid
   void (*handle)(Call&);
 };
 
@@ -42,6 +42,12 @@ constexpr Route kRoutes[] = {
     {"PUT", "/v1/boxes/{id}/files", PutFile},
     {"GET", "/v1/boxes/{id}/files", GetFile},
     {"DELETE", "/v1/boxes/{id}/files", DeleteFile},
+    {"POST", "/v1/boxes/{id}/processes", StartProcessInBox},
+    {"GET", "/v1/boxes/{id}/processes", ListProcessesInBox},
+    {"DELETE", "/v1/boxes/{id}/processes/{pid}", KillProcessInBox},
+    {"GET", "/v1/boxes/{id}/processes/{pid}/events", AttachToProcess},
+    {"POST", "/v1/boxes/{id}/processes/{pid}/stdin", WriteProcessStdin},
+    {"POST", "/v1/boxes/{id}/processes/{pid}/signal", SignalProcessInBox},
     {"POST", "/v1/ask", Ask},
     {"GET", "/", PlaygroundFile},
     {"GET", "/playground/playground.js", PlaygroundFile},
@@ -67,9 +73,21 @@ bool IsBoxId(std::string_view s) { return ParseBoxId(s).has_value(); }
 
 enum class Match { kNo, kBadId, kYes };
 
-// Whether `path` has the shape of `pattern`; *id gets the {id} segment.
+// A pid in a box: 1..2^22 (the kernel's pid_max at most), in decimal without a sign or
+// leading zero; else 0.
+int ParsePid(std::string_view s) {
+  if (s.empty() || s.size() > 7 || s[0] == '0') return 0;
+  int pid = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return 0;
+    pid = pid * 10 + (c - '0');
+  }
+  return pid <= (1 << 22) ? pid : 0;
+}
+
+// Whether `path` has the shape of `pattern`; *id gets the {id} segment, *pid the {pid} one.
 Match MatchPattern(std::string_view pattern, const std::vector<std::string_view>& path,
-                   std::string* id) {
+                   std::string* id, int* pid) {
   std::vector<std::string_view> want = Segments(pattern);
   if (want.size() != path.size()) return Match::kNo;
   Match result = Match::kYes;
@@ -77,6 +95,9 @@ Match MatchPattern(std::string_view pattern, const std::vector<std::string_view>
     if (want[i] == "{id}") {
       if (!IsBoxId(path[i])) result = Match::kBadId;
       *id = std::string(path[i]);
+    } else if (want[i] == "{pid}") {
+      *pid = ParsePid(path[i]);
+      if (*pid == 0) return Match::kNo;
     } else if (want[i] != path[i]) {
       return Match::kNo;
     }
@@ -210,9 +231,10 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   bool path_known = false;
   bool bad_id = false;
   std::string id;
+  int pid = 0;
   std::string allowed;
   for (const Route& route : kRoutes) {
-    Match m = MatchPattern(route.pattern, path, &id);
+    Match m = MatchPattern(route.pattern, path, &id, &pid);
     if (m == Match::kNo) continue;
     if (m == Match::kBadId) {
       bad_id = true;
@@ -227,7 +249,7 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   }
   std::string_view route_name = found ? found->pattern : "unmatched";
   Call call{*context_, request, recording, found ? id : std::string(), Status::Ok(),
-            CallerOf(*context_, request)};
+            CallerOf(*context_, request), found ? pid : 0};
   // A tenant's share of the requests in flight (only where there are tenants to share among).
   std::shared_ptr<void> in_flight;
   if (found && context_->options.tokens_required && !IsUncounted(found->pattern)) {

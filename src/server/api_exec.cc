@@ -17,32 +17,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// Each exec started for a request carries this variable (inherited by its children) so that
-// the request's processes can be found and killed in the box when its client goes away: Box
-// has no handle on one running exec. A process that clears its environment escapes the sweep
-// and runs on to its timeout.
-constexpr char kRequestMarker[] = "CODEBOX_REQUEST";
-
-// Kills the processes in `box` whose environment holds `marker` ("NAME=value"), and with
-// `warm_waiter` also the box's prewarmed python3 (Box::Prewarm): a program handed to it runs
-// in that process, whose /proc environ still shows its start-up environment, not the marker.
-// A box has at most one waiter and a /python request takes it, so it is this request's.
-void KillMarkedProcesses(Box& box, const std::string& marker, bool warm_waiter) {
-  ExecOptions options;
-  options.timeout = std::chrono::seconds(5);
-  // /proc/PID/environ is NUL-separated: grep -z matches the whole "NAME=value" entry. The
-  // waiter's source (its command line) holds "codebox-warm:ack"; the sweep gets it in two
-  // pieces so that its own command line does not match.
-  static constexpr char kSweep[] =
-      "w=\"$2$3\"; for d in /proc/[0-9]*; do "
-      "if grep -qzxF \"$1\" \"$d/environ\" 2>/dev/null || "
-      "{ [ -n \"$2\" ] && grep -qaF \"$w\" \"$d/cmdline\" 2>/dev/null; }; then "
-      "kill -9 \"${d#/proc/}\" 2>/dev/null; fi; done; exit 0";
-  std::vector<std::string> argv = {"sh", "-c", kSweep, "sh", marker};
-  if (warm_waiter) argv.insert(argv.end(), {"codebox-warm", ":ack"});
-  (void)box.Exec(argv, options);
-}
-
 void ReportStreamError(Call& call, EventSink& sink, const Status& status) {
   call.NoteError(status);
   sink.Send("error", ErrorJson(status));
@@ -80,18 +54,18 @@ void AnswerExec(Call& call, std::string_view kind, ExecOptions options, const Ex
   call.RespondJson(200, body);
 }
 
-// Exec or RunPython in the call's box, with the request marker set.
+// Exec or RunPython in the call's box; a client gone mid-call kills exactly this call's
+// processes, through its ExecCancel.
 void AnswerBoxExec(Call& call, std::string_view kind, ExecOptions options,
                    const std::function<StatusOr<ExecResult>(Box&, const ExecOptions&)>& run) {
   auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   Box& box = lease->box();
-  std::string marker =
-      std::string(kRequestMarker) + "=" + call.box_id + "/" + call.request.request_id;
-  options.env[kRequestMarker] = marker.substr(sizeof kRequestMarker);
+  auto cancel = std::make_shared<ExecCancel>();
+  options.cancel = cancel;
   AnswerExec(
       call, kind, std::move(options), [&](const ExecOptions& o) { return run(box, o); },
-      [&] { KillMarkedProcesses(box, marker, kind == "python"); });
+      [&cancel] { cancel->Cancel(); });
 }
 
 }  // namespace

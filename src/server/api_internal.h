@@ -34,6 +34,7 @@ struct Call {
   std::string box_id;  // the route's {id}, already checked; "" when the route has none
   Status error;        // the error answered, for the report
   Caller caller;       // who sent it (a tenant sees and touches only its own)
+  int pid = 0;         // the route's {pid}, 1..2^22; 0 when the route has none
 
   // What a box this call makes belongs to: the caller's tenant, within its quota.
   BoxOwner Owner() const;
@@ -63,6 +64,13 @@ void RunCodeInBox(Call& call);
 void RestartKernel(Call& call);
 void InterruptCode(Call& call);
 void RunOneShot(Call& call);
+// api_processes.cc
+void StartProcessInBox(Call& call);
+void ListProcessesInBox(Call& call);
+void AttachToProcess(Call& call);
+void WriteProcessStdin(Call& call);
+void SignalProcessInBox(Call& call);
+void KillProcessInBox(Call& call);
 // api_files.cc
 void PutFile(Call& call);
 void GetFile(Call& call);

@@ -23,6 +23,7 @@ std::string UtcSeconds(std::chrono::system_clock::time_point t);
 
 nlohmann::json ExecResultJson(const ExecResult& result);
 nlohmann::json CellResultJson(const CellResult& result);
+nlohmann::json ProcessInfoJson(const ProcessInfo& process);
 nlohmann::json ExecutionJson(const Execution& execution);
 nlohmann::json BoxJson(const BoxRecord& record);
 nlohmann::json PoolJson(const PoolStatus& pool);

@@ -14,6 +14,9 @@ namespace {
 
 using nlohmann::json;
 
+// A ring larger than this the agent refuses (protocol::msg::kMaxRingBytes).
+constexpr uint64_t kMaxRingBytes = 64ull << 20;
+
 // A body field that is not an option (argv, code), as a schema entry so that unknown-field
 // errors can suggest it (ClosestOptionName).
 OptionSpec Field(std::string_view name) { return OptionSpec{.name = name}; }
@@ -26,6 +29,19 @@ OptionSchema WithFields(const OptionSchema& base, std::initializer_list<std::str
 
 const OptionSchema& ExecFields() {
   static const OptionSchema schema = WithFields(ExecOptionSchema(), {"argv"});
+  return schema;
+}
+const OptionSchema& StartFields() {
+  static const OptionSchema schema =
+      WithFields(ExecOptionSchema(), {"argv", "background", "ring_bytes"});
+  return schema;
+}
+const OptionSchema& StdinFields() {
+  static const OptionSchema schema = WithFields({}, {"text", "close"});
+  return schema;
+}
+const OptionSchema& SignalFields() {
+  static const OptionSchema schema = WithFields({}, {"signal"});
   return schema;
 }
 const OptionSchema& PythonFields() {
@@ -111,6 +127,26 @@ Status CapTimeout(std::chrono::milliseconds* timeout, std::chrono::milliseconds 
   return OverCeiling(option, Seconds(*timeout), Seconds(ceiling), flag);
 }
 
+// "argv": a non-empty list of strings.
+StatusOr<std::vector<std::string>> DecodeArgv(const json& object) {
+  auto argv = object.find("argv");
+  if (argv == object.end() || argv->is_null()) {
+    return InvalidArgument("the field 'argv' is required: a non-empty list of strings");
+  }
+  if (!argv->is_array() || argv->empty()) {
+    return InvalidArgument("'argv' must be a non-empty list of strings");
+  }
+  std::vector<std::string> out;
+  for (const json& arg : *argv) {
+    if (!arg.is_string()) {
+      return InvalidArgument(std::string("'argv' must hold strings only, got a ") +
+                             arg.type_name());
+    }
+    out.push_back(arg.get<std::string>());
+  }
+  return out;
+}
+
 Status CapExecTimeout(ExecOptions* options, const Ceilings& ceilings) {
   if (!options->timeout) return Status::Ok();  // the box's exec_timeout, capped at its create
   return CapTimeout(&*options->timeout, ceilings.exec_timeout, "timeout", "--max-exec-timeout");
@@ -186,23 +222,79 @@ StatusOr<BoxOptions> DecodeBoxOptions(const json& object, const BoxOptions& defa
 StatusOr<ExecRequest> DecodeExecRequest(const json& object, const Ceilings& ceilings) {
   RETURN_IF_ERROR(CheckFields(object, ExecFields()));
   ExecRequest request;
-  auto argv = object.find("argv");
-  if (argv == object.end() || argv->is_null()) {
-    return InvalidArgument("the field 'argv' is required: a non-empty list of strings");
-  }
-  if (!argv->is_array() || argv->empty()) {
-    return InvalidArgument("'argv' must be a non-empty list of strings");
-  }
-  for (const json& arg : *argv) {
-    if (!arg.is_string()) {
-      return InvalidArgument(std::string("'argv' must hold strings only, got a ") +
-                             arg.type_name());
-    }
-    request.argv.push_back(arg.get<std::string>());
-  }
+  ASSIGN_OR_RETURN(request.argv, DecodeArgv(object));
   ASSIGN_OR_RETURN(request.options, box::ExecOptionsFromJson(Without(object, {"argv"})));
   RETURN_IF_ERROR(CapExecTimeout(&request.options, ceilings));
   return request;
+}
+
+StatusOr<ExecRequest> DecodeStartRequest(const json& object, const Ceilings& ceilings) {
+  RETURN_IF_ERROR(CheckFields(object, StartFields()));
+  ExecRequest request;
+  ASSIGN_OR_RETURN(request.argv, DecodeArgv(object));
+  if (auto background = object.find("background"); background != object.end()) {
+    if (!background->is_boolean() || !background->get<bool>()) {
+      return InvalidArgument(
+          "'background' must be true here (or left out): a process that ends with the request "
+          "is POST /v1/boxes/{id}/exec");
+    }
+  }
+  request.options.background = true;
+  const uint64_t ring_ceiling = std::min<uint64_t>(ceilings.output_limit_bytes, kMaxRingBytes);
+  if (auto ring = object.find("ring_bytes"); ring != object.end()) {
+    if (!ring->is_number_unsigned()) {
+      return InvalidArgument("'ring_bytes' must be a whole number of bytes, 0.." +
+                             std::to_string(ring_ceiling));
+    }
+    if (ring->get<uint64_t>() > ring_ceiling) {
+      return OverCeiling("ring_bytes", std::to_string(ring->get<uint64_t>()),
+                         std::to_string(ring_ceiling), "--max-output-limit");
+    }
+    request.options.ring_bytes = ring->get<uint64_t>();
+  }
+  request.options.ring_bytes = std::min(request.options.ring_bytes, ring_ceiling);
+  ASSIGN_OR_RETURN(ExecOptions options,
+                   box::ExecOptionsFromJson(Without(object, {"argv", "background", "ring_bytes"})));
+  options.background = true;
+  options.ring_bytes = request.options.ring_bytes;
+  request.options = std::move(options);
+  RETURN_IF_ERROR(CapExecTimeout(&request.options, ceilings));
+  return request;
+}
+
+StatusOr<StdinRequest> DecodeStdinRequest(const json& object) {
+  RETURN_IF_ERROR(CheckFields(object, StdinFields()));
+  StdinRequest request;
+  if (auto text = object.find("text"); text != object.end()) {
+    if (!text->is_string()) return InvalidArgument("'text' must be a string");
+    request.data = text->get<std::string>();
+  }
+  if (auto close = object.find("close"); close != object.end()) {
+    if (!close->is_boolean()) return InvalidArgument("'close' must be true or false");
+    request.close = close->get<bool>();
+  }
+  return request;
+}
+
+StatusOr<int> DecodeSignalRequest(const json& object) {
+  RETURN_IF_ERROR(CheckFields(object, SignalFields()));
+  auto signal = object.find("signal");
+  if (signal == object.end()) return InvalidArgument("the field 'signal' is required");
+  if (signal->is_number_unsigned()) {
+    uint64_t n = signal->get<uint64_t>();
+    if (n >= 1 && n <= 64) return static_cast<int>(n);
+  } else if (signal->is_string()) {
+    std::string name = signal->get<std::string>();
+    if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+    static constexpr std::pair<std::string_view, int> kNames[] = {
+        {"HUP", 1},   {"INT", 2},   {"QUIT", 3},  {"KILL", 9},  {"USR1", 10},
+        {"USR2", 12}, {"TERM", 15}, {"CONT", 18}, {"STOP", 19}, {"WINCH", 28}};
+    for (const auto& [known, number] : kNames) {
+      if (name == known) return number;
+    }
+  }
+  return InvalidArgument("'signal' must be a signal number 1..64 or a name such as \"SIGTERM\", "
+                         "\"INT\", \"KILL\"");
 }
 
 StatusOr<PythonRequest> DecodePythonRequest(const json& object, const Ceilings& ceilings) {

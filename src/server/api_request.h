@@ -56,6 +56,20 @@ struct ExecRequest {
 // The exec's timeout within ceilings.exec_timeout, as for every exec-like request below.
 StatusOr<ExecRequest> DecodeExecRequest(const nlohmann::json& object, const Ceilings& ceilings);
 
+// POST .../processes: an exec request with "background": true (or left out) and "ring_bytes"
+// (at most --max-output-limit and 64 MiB); its timeout is none unless given.
+StatusOr<ExecRequest> DecodeStartRequest(const nlohmann::json& object, const Ceilings& ceilings);
+
+// POST .../processes/{pid}/stdin: {"text": "...", "close": false}.
+struct StdinRequest {
+  std::string data;
+  bool close = false;  // end the process's stdin after the text
+};
+StatusOr<StdinRequest> DecodeStdinRequest(const nlohmann::json& object);
+
+// POST .../processes/{pid}/signal: {"signal": 15} or {"signal": "SIGTERM"}.
+StatusOr<int> DecodeSignalRequest(const nlohmann::json& object);
+
 // POST .../python: {"code", "stdin", "env", "cwd", "timeout"}.
 struct PythonRequest {
   std::string code;

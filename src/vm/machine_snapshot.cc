@@ -100,7 +100,10 @@ StatusOr<std::string> Machine::SaveState(const std::string& state_path,
     for (;;) {
       ASSIGN_OR_RETURN(protocol::Frame frame, next_frame());
       if (frame.stream != stream || frame.type != protocol::FrameType::kControl) continue;
-      return protocol::msg::DecodeEventPayload(frame.payload);
+      auto event = protocol::msg::DecodeEventPayload(frame.payload);
+      // An exec's `started` comes before its end.
+      if (event.ok() && std::holds_alternative<protocol::msg::Started>(*event)) continue;
+      return event;
     }
   };
   ASSIGN_OR_RETURN(protocol::Frame hello, next_frame());

@@ -116,6 +116,9 @@ TEST_F(AgentFaultTest, UnknownOpAndBadRequestsKeepServing) {
   // Still serving.
   peer_.SendJson(FrameType::kControl, 7,
                  Json{{"op", "exec"}, {"argv", {"/bin/echo", "alive"}}, {"env", Json::object()}});
+  auto started = peer_.Next();
+  ASSERT_TRUE(started.has_value());
+  EXPECT_EQ((*protocol::ParseControl(started->payload))["event"], "started");
   auto out = peer_.Next();
   ASSERT_TRUE(out.has_value());
   EXPECT_EQ(out->type, FrameType::kStdout);
@@ -127,10 +130,12 @@ TEST_F(AgentFaultTest, KillOpSignalsTheExec) {
                  Json{{"op", "exec"}, {"argv", {"/bin/sleep", "100"}}, {"env", Json::object()}});
   peer_.SendJson(FrameType::kControl, 3, Json{{"op", "kill"}, {"target", 1}, {"signal", 15}});
   std::map<uint32_t, Json> events;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     auto frame = peer_.Next();
     ASSERT_TRUE(frame.has_value());
-    events[frame->stream] = *protocol::ParseControl(frame->payload);
+    Json event = *protocol::ParseControl(frame->payload);
+    if (event["event"] == "started") continue;  // the exec's first word: its pid
+    events[frame->stream] = event;
   }
   EXPECT_EQ(events[3]["event"], "done");
   EXPECT_EQ(events[1]["event"], "exit");
@@ -147,7 +152,7 @@ TEST_F(AgentFaultTest, HangUpKillsEverythingAndExits) {
   fd_.reset();
   int status = agent_->WaitExit(2000);
   ASSERT_NE(status, -1);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << agent_->StderrText();
 }
 
 TEST(AgentGarbageThroughClientTest, ClientReportsTheAgentsProtocolError) {

@@ -164,6 +164,39 @@ TEST_P(ApiStreamTest, ClientGoneMidExecLeavesTheBoxIdle) {
   EXPECT_EQ(Json(ps)["stdout"], "0\n") << "the exec's processes were killed";
 }
 
+// The processes of a gone client's exec or /python die through the call's own handle, not a
+// sweep of /proc for a variable in their environment: clearing it saves none of them.
+TEST_P(ApiStreamTest, ClientGoneKillsProcessesThatClearedTheirEnvironment) {
+  std::string id = CreateBox();
+  ASSERT_FALSE(id.empty());
+  json exec = {{"argv", {"env", "-i", "/bin/sh", "-c", "echo started; setsid sleep 60 & sleep 60"}},
+               {"timeout", 120}};
+  DisconnectAfterFirstEvent("/v1/boxes/" + id + "/exec", exec.dump());
+  EXPECT_TRUE(BecomesIdle(id));
+  json python = {{"code",
+                  "import os, subprocess, time\n"
+                  "os.environ.clear()\n"
+                  "subprocess.Popen(['/bin/sleep', '60'], env={}, start_new_session=True)\n"
+                  "print('started', flush=True)\n"
+                  "time.sleep(60)"},
+                 {"timeout", 120}};
+  DisconnectAfterFirstEvent("/v1/boxes/" + id + "/python", python.dump());
+  EXPECT_TRUE(BecomesIdle(id));
+  json count = {{"code",
+                 "import os\n"
+                 "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and "
+                 "open('/proc/' + p + '/comm').read().strip() == 'sleep'))"}};
+  // The kill is sent as the client goes; its last processes take a moment to die.
+  std::string left;
+  for (int i = 0; i < 50; ++i) {
+    auto ps = Call("POST", "/v1/boxes/" + id + "/python", "/v1/boxes/{id}/python", count.dump());
+    left = Json(ps)["stdout"];
+    if (left == "0\n") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(left, "0\n") << "every process of the two calls was killed";
+}
+
 TEST_P(ApiStreamTest, ClientGoneMidPlainExecKillsIt) {
   std::string id = CreateBox();
   ASSERT_FALSE(id.empty());
