@@ -21,6 +21,11 @@ int OptionsCommand(const std::vector<std::string>& args); // codebox options [--
 int ServeCommand(const std::vector<std::string>& args);   // codebox serve (serve_command.cc)
 int StatusCommand(const std::vector<std::string>& args);  // codebox status (status_command.cc)
 int McpCommand(const std::vector<std::string>& args);     // codebox mcp (mcp_command.cc)
+// A server box's processes (process_commands.cc).
+int StartCommand(const std::vector<std::string>& args);   // codebox start
+int PsCommand(const std::vector<std::string>& args);      // codebox ps
+int AttachCommand(const std::vector<std::string>& args);  // codebox attach
+int KillCommand(const std::vector<std::string>& args);    // codebox kill
 
 }  // namespace codebox::cli
 

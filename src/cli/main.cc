@@ -28,6 +28,10 @@ commands:
   options [--markdown]           every box and exec option (docs/options.md)
   serve [options]                serve the HTTP API with warm pools
   status [--server ADDR]         a server's boxes and pools
+  start BOX -- CMD ARGS...       start a process in a server's box; it runs on
+  ps BOX                         a server box's processes
+  attach BOX PID                 follow a process of a server's box to its exit
+  kill BOX PID [--signal SIG]    kill a server box's process and its children
   mcp [options]                  an MCP server on stdio for agents
   help [COMMAND]                 this text, or a command's options
 
@@ -58,6 +62,10 @@ constexpr Command kCommands[] = {
     {"serve", codebox::cli::ServeCommand},
     {"status", codebox::cli::StatusCommand},
     {"mcp", codebox::cli::McpCommand},
+    {"start", codebox::cli::StartCommand},
+    {"ps", codebox::cli::PsCommand},
+    {"attach", codebox::cli::AttachCommand},
+    {"kill", codebox::cli::KillCommand},
     {"version", Version},
 };
 

@@ -1,17 +1,13 @@
 // `codebox status`: a codebox server's boxes and pools (GET /v1/status), as a table or JSON.
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "base/json.h"
 #include "base/text.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
-#include "http/address.h"
-#include "http/client.h"
+#include "cli/server_flags.h"
 
 namespace codebox::cli {
 namespace {
@@ -22,25 +18,10 @@ constexpr const char kStatusHelp[] =
 Lists a codebox server's boxes and pools (`codebox serve`).
 
 options:
-  --server ADDR    the server: unix:PATH or http://HOST:PORT (default
-                   $CODEBOX_SERVER, else the default socket)
-  --token-file F   the bearer token: the first token line of F (default
-                   $CODEBOX_TOKEN)
   --json           print the server's answer (GET /v1/status) as JSON
 )";
 
 using nlohmann::json;
-
-StatusOr<std::string> FirstToken(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("--token-file " + path + ": cannot be read");
-  for (std::string line; std::getline(in, line);) {
-    size_t b = line.find_first_not_of(" \t\r");
-    size_t e = line.find_last_not_of(" \t\r");
-    if (b != std::string::npos && line[b] != '#') return line.substr(b, e - b + 1);
-  }
-  return InvalidArgument("--token-file " + path + " holds no token");
-}
 
 // Box-derived text (images, errors) is made terminal-safe before it is printed.
 std::string Text(const json& j, const char* key) {
@@ -108,56 +89,27 @@ void PrintTable(const json& status) {
 }  // namespace
 
 int StatusCommand(const std::vector<std::string>& args) {
-  std::string server;
-  std::string token_file;
+  ServerFlags flags;
   bool as_json = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::fputs(kStatusHelp, stdout);
+      std::fputs(kServerFlagsHelp, stdout);
       return 0;
     } else if (a == "--json") {
       as_json = true;
-    } else if ((a == "--server" || a == "--token-file") && i + 1 < args.size()) {
-      (a == "--server" ? server : token_file) = args[++i];
-    } else if (a.rfind("--server=", 0) == 0) {
-      server = a.substr(9);
-    } else if (a.rfind("--token-file=", 0) == 0) {
-      token_file = a.substr(13);
-    } else {
+    } else if (!flags.Take(args, &i)) {
       PrintError("status", InvalidArgument("unknown or incomplete option '" + a +
                                            "' (see codebox status --help)"));
       return kExitUsage;
     }
   }
-  if (server.empty()) {
-    const char* env = std::getenv("CODEBOX_SERVER");
-    server = env != nullptr && *env != '\0' ? env : "unix:" + http::DefaultSocketPath();
-  }
-  auto address = http::ParseAddress(server);
-  if (!address.ok()) return PrintError("status", address.status()), kExitUsage;
-  http::ClientOptions options;
-  if (!token_file.empty()) {
-    auto token = FirstToken(token_file);
-    if (!token.ok()) return PrintError("status", token.status()), kExitUsage;
-    options.token = *token;
-  } else if (const char* env = std::getenv("CODEBOX_TOKEN"); env != nullptr) {
-    options.token = env;
-  }
-  http::Client client(*address, options);
-  http::ClientRequest request;
-  request.target = "/v1/status";
-  request.timeout = std::chrono::seconds(10);
-  auto response = client.Send(request);
-  if (!response.ok()) return PrintError("status", response.status()), kExitCodeboxError;
-  if (response->status != 200) {
-    return PrintError("status", http::StatusFromErrorResponse(*response)), kExitCodeboxError;
-  }
-  json status = base::ParseJsonOrDiscarded(response->body);
-  if (!status.is_object()) {
-    PrintError("status", ProtocolError("the server's /v1/status answer is not a JSON object"));
-    return kExitCodeboxError;
-  }
+  auto api = flags.Open();
+  if (!api.ok()) return PrintError("status", api.status()), kExitUsage;
+  auto answer = api->CallJson("GET", "/v1/status", "", std::chrono::seconds(10), "status");
+  if (!answer.ok()) return PrintError("status", answer.status()), kExitCodeboxError;
+  const json& status = *answer;
   if (as_json) {
     std::printf("%s\n", status.dump(2, ' ', false, json::error_handler_t::replace).c_str());
   } else {

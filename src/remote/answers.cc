@@ -15,6 +15,7 @@ using nlohmann::json;
 namespace {
 
 constexpr int64_t kMaxMillis = int64_t{1} << 50;  // ~35,000 years: a number, not a bug
+constexpr int64_t kMaxBytes = int64_t{1} << 62;  // a byte count from the server
 
 std::string TypeOf(const json& j) { return j.type_name(); }
 
@@ -176,6 +177,63 @@ StatusOr<ExecResult> ExecResultFromJson(const json& j) {
   ASSIGN_OR_RETURN(r.driver, f.String("driver", false));
   r.driver = base::TerminalSafe(r.driver, 64);
   return r;
+}
+
+StatusOr<ExecResult> ProcessResultFromJson(const json& j) {
+  ASSIGN_OR_RETURN(ExecResult r, ExecResultFromJson(j));
+  Fields f(j, "the server's process result");
+  ASSIGN_OR_RETURN(int64_t out, f.Integer("dropped_stdout", 0, kMaxBytes, false));
+  ASSIGN_OR_RETURN(int64_t err, f.Integer("dropped_stderr", 0, kMaxBytes, false));
+  r.dropped_stdout = static_cast<uint64_t>(out);
+  r.dropped_stderr = static_cast<uint64_t>(err);
+  return r;
+}
+
+StatusOr<std::vector<ProcessInfo>> ProcessListFromJson(const json& j) {
+  Fields f(j, "the server's process list");
+  const json* list = f.Find("processes");
+  if (list == nullptr || !list->is_array()) return f.Error("processes", "is not a list");
+  if (list->size() > 256) return f.Error("processes", "has more than 256 entries");
+  std::vector<ProcessInfo> out;
+  for (const json& item : *list) {
+    if (!item.is_object()) return f.Error("processes", "holds an entry that is not an object");
+    Fields e(item, "the server's process entry");
+    ProcessInfo p;
+    ASSIGN_OR_RETURN(int64_t pid, e.Integer("pid", 1, 1 << 22));
+    p.pid = static_cast<int>(pid);
+    ASSIGN_OR_RETURN(p.argv, e.Strings("argv"));
+    if (p.argv.size() > 8) return e.Error("argv", "has more than 8 arguments");
+    for (std::string& arg : p.argv) arg = base::TerminalSafe(arg, 128);
+    ASSIGN_OR_RETURN(p.tty, e.Bool("tty", false));
+    ASSIGN_OR_RETURN(p.background, e.Bool("background", false));
+    ASSIGN_OR_RETURN(int64_t started, e.Integer("started_unix_ms", 0, kMaxMillis, false));
+    p.started = std::chrono::system_clock::time_point(std::chrono::milliseconds(started));
+    ASSIGN_OR_RETURN(std::string state, e.String("state"));
+    if (state != "running" && state != "exited") {
+      return e.Error("state", "is neither \"running\" nor \"exited\"");
+    }
+    p.running = state == "running";
+    if (!p.running) {
+      ExecResult r;
+      ASSIGN_OR_RETURN(int64_t code, e.Integer("exit_code", -1, 255));
+      ASSIGN_OR_RETURN(int64_t sig, e.Integer("signal", 0, 64, false));
+      ASSIGN_OR_RETURN(r.timed_out, e.Bool("timed_out", false));
+      ASSIGN_OR_RETURN(r.out_of_memory, e.Bool("out_of_memory", false));
+      ASSIGN_OR_RETURN(int64_t ms, e.Integer("duration_ms", 0, kMaxMillis, false));
+      r.exit_code = static_cast<int>(code);
+      r.signal = static_cast<int>(sig);
+      r.duration = std::chrono::milliseconds(ms);
+      p.exit = std::move(r);
+    }
+    uint64_t* counts[] = {&p.stdout_bytes, &p.stderr_bytes, &p.dropped_stdout, &p.dropped_stderr};
+    const char* names[] = {"stdout_bytes", "stderr_bytes", "dropped_stdout", "dropped_stderr"};
+    for (size_t i = 0; i < 4; ++i) {
+      ASSIGN_OR_RETURN(int64_t n, e.Integer(names[i], 0, kMaxBytes, false));
+      *counts[i] = static_cast<uint64_t>(n);
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 StatusOr<CellResult> CellResultFromJson(const json& j, std::string_view what) {

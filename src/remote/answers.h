@@ -56,6 +56,11 @@ StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const nlohmann::json& box)
 
 // ExecResultJson (exec, python, run, and an exec stream's `done` event).
 StatusOr<ExecResult> ExecResultFromJson(const nlohmann::json& j);
+// An attach's result (GET .../processes/{pid}/events): ExecResultJson plus the dropped counts.
+StatusOr<ExecResult> ProcessResultFromJson(const nlohmann::json& j);
+// GET .../processes: at most 256 entries, each argv at most 8 arguments of 128 bytes (made
+// terminal-safe), as the server's own host side bounds them.
+StatusOr<std::vector<ProcessInfo>> ProcessListFromJson(const nlohmann::json& j);
 // ExecutionJson (run_code and its `done` event) and one `result` event.
 StatusOr<Execution> ExecutionFromJson(const nlohmann::json& j);
 StatusOr<CellResult> CellResultFromJson(const nlohmann::json& j, std::string_view what);

@@ -1,5 +1,6 @@
 #include "remote/remote_box.h"
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -138,6 +139,70 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
   return result;
 }
 
+// A process of a box on a server (a background Box::Start, Box::Attach): every call is a
+// request of its own; Wait() attaches (the events route) and returns its result. The process
+// belongs to the box: destroying the handle ends nothing; Detach() before Wait() makes Wait()
+// fail at once (a Wait() already streaming runs to the end).
+class RemoteProcess final : public Process {
+ public:
+  RemoteProcess(ServerApi api, std::string target, int pid, ExecOptions options)
+      : api_(std::move(api)), target_(std::move(target)), pid_(pid), options_(std::move(options)) {}
+
+  static Status Signal(const ServerApi& api, const std::string& target, int sig, bool tree) {
+    const std::string what = "signal " + std::to_string(sig) + " to " + target;
+    if (tree) return api.CallNoContent("DELETE", target, "", kControlTimeout, what);
+    return api.CallNoContent("POST", target + "/signal", json({{"signal", sig}}).dump(),
+                             kControlTimeout, what);
+  }
+  static Status Stdin(const ServerApi& api, const std::string& target, std::string_view data,
+                      bool close) {
+    const std::string what = "stdin of " + target;
+    ASSIGN_OR_RETURN(std::string body, DumpJson(json({{"text", data}, {"close", close}}), what));
+    return api.CallNoContent("POST", target + "/stdin", body, kControlTimeout, what);
+  }
+
+  Status WriteStdin(std::string_view data) override { return Stdin(api_, target_, data, false); }
+  Status CloseStdin() override { return Stdin(api_, target_, "", true); }
+  Status Resize(TerminalSize) override {
+    return NotOnServerYet("resize a process's terminal (Process::Resize)");
+  }
+  Status Signal(int sig) override { return Signal(api_, target_, sig, false); }
+  Status Kill() override { return Signal(api_, target_, 9, true); }
+  int pid() const override { return pid_; }
+  void Detach() override { detached_ = true; }
+
+  StatusOr<ExecResult> Wait() override {
+    if (detached_) return FailedPrecondition("detached from process " + std::to_string(pid_));
+    http::ClientRequest request;
+    request.method = "GET";
+    request.target = target_ + "/events";
+    request.timeout = kStreamIdleTimeout;
+    std::string out, err;
+    auto keep = [&](std::string* kept, const std::function<void(std::string_view)>& next) {
+      return [this, kept, &next](std::string_view chunk) {
+        if (options_.keep_output) kept->append(chunk);
+        if (next) next(chunk);
+      };
+    };
+    const std::string what = "attach to process " + std::to_string(pid_);
+    ASSIGN_OR_RETURN(ExecResult result,
+                     ReadStream<ExecResult>(api_, std::move(request),
+                                            keep(&out, options_.on_stdout),
+                                            keep(&err, options_.on_stderr), ProcessResultFromJson,
+                                            nullptr, what));
+    result.stdout_data = std::move(out);
+    result.stderr_data = std::move(err);
+    return result;
+  }
+
+ private:
+  const ServerApi api_;
+  const std::string target_;
+  const int pid_;
+  const ExecOptions options_;
+  std::atomic<bool> detached_{false};
+};
+
 class RemoteBox final : public Box::Impl {
  public:
   // `asked`: when the create request was sent, so that this box's end comes no later than the
@@ -163,20 +228,51 @@ class RemoteBox final : public Box::Impl {
                     "exec " + body["argv"][0].get<std::string>());
   }
 
-  StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string>, const ExecOptions&) override {
-    return NotOnServerYet("start an interactive process (Box::Start)");
+  // A background process only: the HTTP API has no request that a process lives as long as.
+  StatusOr<std::unique_ptr<Process>> Start(std::vector<std::string> argv,
+                                           const ExecOptions& options) override {
+    if (!options.background) {
+      return NotOnServerYet(
+          "start an interactive process (Box::Start without ExecOptions::background)");
+    }
+    if (argv.empty()) return InvalidArgument("start: argv is empty; name the program to run");
+    if (options.tty) return NotOnServerYet("start a process on a terminal (ExecOptions::tty)");
+    RETURN_IF_ERROR(CheckExec(options));
+    json body = box::ExecOptionsToJson(options);
+    body["argv"] = std::move(argv);
+    body["ring_bytes"] = options.ring_bytes;
+    const std::string what = "start " + body["argv"][0].get<std::string>();
+    ASSIGN_OR_RETURN(std::string text, DumpJson(body, what));
+    ASSIGN_OR_RETURN(json started,
+                     api_.CallJson("POST", base_ + "/processes", text, kControlTimeout, what));
+    Fields f(started, "the server's started process");
+    ASSIGN_OR_RETURN(int64_t pid, f.Integer("pid", 1, 1 << 22));
+    return Attach(static_cast<int>(pid), options);
   }
-  StatusOr<std::unique_ptr<Process>> Attach(int, const ExecOptions&) override {
-    return NotOnServerYet("attach to a process (Box::Attach)");
+
+  StatusOr<std::unique_ptr<Process>> Attach(int pid, const ExecOptions& options) override {
+    RETURN_IF_ERROR(CheckUsable());
+    if (pid <= 0) return InvalidArgument("attach: no process " + std::to_string(pid));
+    return std::unique_ptr<Process>(
+        std::make_unique<RemoteProcess>(api_, base_ + "/processes/" + std::to_string(pid), pid,
+                                        options));
   }
+
   StatusOr<std::vector<ProcessInfo>> Processes() override {
-    return NotOnServerYet("list processes (Box::Processes)");
+    RETURN_IF_ERROR(CheckUsable());
+    ASSIGN_OR_RETURN(json j, api_.CallJson("GET", base_ + "/processes", "", kControlTimeout,
+                                           "list processes"));
+    return ProcessListFromJson(j);
   }
-  Status SignalProcess(int, int, bool) override {
-    return NotOnServerYet("signal a process (Box::SignalProcess)");
+
+  Status SignalProcess(int pid, int sig, bool tree) override {
+    RETURN_IF_ERROR(CheckUsable());
+    return RemoteProcess::Signal(api_, base_ + "/processes/" + std::to_string(pid), sig, tree);
   }
-  Status SendStdin(int, std::string_view, bool) override {
-    return NotOnServerYet("write a process's stdin (Box::SendStdin)");
+
+  Status SendStdin(int pid, std::string_view data, bool close) override {
+    RETURN_IF_ERROR(CheckUsable());
+    return RemoteProcess::Stdin(api_, base_ + "/processes/" + std::to_string(pid), data, close);
   }
 
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) override {

@@ -17,6 +17,7 @@
 #include "base/subprocess.h"
 #include "base/unique_fd.h"
 #include "codebox/box.h"
+#include "remote/server_api.h"
 #include "remote/server_choice.h"
 
 namespace codebox {
@@ -233,6 +234,69 @@ TEST_F(RemoteServerTest, CliRunExecAndLocal) {
   auto local = Cli({"run", "--local", "--image", "no-such-image-here", "print(1)"},
                    {"CODEBOX_SERVER=" + serve->address});
   EXPECT_EQ(local.exit_code, 125);
+}
+
+// Processes that outlive a request, on a box of a server: through Box (RemoteBox) and
+// through the CLI's start, ps, attach and kill.
+// What a CLI run said on stderr (its last lines).
+std::string Said(const base::RunResult& r) {
+  std::string text;
+  for (const std::string& line : r.tail) text += line + "\n";
+  return text;
+}
+
+TEST_F(RemoteServerTest, ProcessesThroughBoxAndCli) {
+  auto box = Create();
+  ASSERT_TRUE(box);
+  ExecOptions background;
+  background.background = true;
+  background.ring_bytes = 4096;
+  auto started = box->Start({"sh", "-c", "echo up; read x; echo \"got $x\"; exit 5"}, background);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  const int pid = (*started)->pid();
+  ASSERT_GT(pid, 0);
+  auto listed = box->Processes();
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  bool running = false;
+  for (const ProcessInfo& p : *listed) running |= p.pid == pid && p.running && p.background;
+  EXPECT_TRUE(running);
+  ASSERT_TRUE(box->SendStdin(pid, "hi\n", /*close=*/true).ok());
+  auto result = (*started)->Wait();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->stdout_data, "up\ngot hi\n");
+  EXPECT_EQ(result->exit_code, 5);
+  EXPECT_EQ(box->KillProcess(pid).code(), StatusCode::kNotFound) << "it has ended";
+
+  // The CLI, on a box the server holds (made here through the API).
+  auto api = remote::ServerApi::Open(serve->address, "");
+  ASSERT_TRUE(api.ok());
+  auto made = api->CallJson("POST", "/v1/boxes", "{}", std::chrono::seconds(60), "create");
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  const std::string id = (*made)["id"];
+  auto start = Cli({"start", "--server", serve->address, id, "--", "sh", "-c",
+                    "echo ready; exec sleep 600"});
+  ASSERT_EQ(start.exit_code, 0) << Said(start);
+  const std::string cli_pid = start.out.substr(0, start.out.find('\n'));
+  auto ps = Cli({"ps", "--server", serve->address, id});
+  EXPECT_EQ(ps.exit_code, 0) << Said(ps);
+  EXPECT_NE(ps.out.find(cli_pid + " "), std::string::npos) << ps.out;
+  EXPECT_NE(ps.out.find("running"), std::string::npos) << ps.out;
+  // Killed from another CLI while one attaches: the attacher prints the output and exits as
+  // the process did (128 + 9).
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto kill = Cli({"kill", "--server", serve->address, id, cli_pid});
+    EXPECT_EQ(kill.exit_code, 0) << Said(kill);
+  });
+  auto attach = Cli({"attach", "--server", serve->address, id, cli_pid});
+  killer.join();
+  EXPECT_EQ(attach.out, "ready\n");
+  EXPECT_EQ(attach.exit_code, 128 + 9) << Said(attach);
+  auto gone = Cli({"kill", "--server", serve->address, id, cli_pid, "--signal", "TERM"});
+  EXPECT_EQ(gone.exit_code, 125);
+  EXPECT_NE(Said(gone).find("no running process"), std::string::npos) << Said(gone);
+  auto usage = Cli({"attach", "--server", serve->address, id, "twelve"});
+  EXPECT_EQ(usage.exit_code, 2);
 }
 
 }  // namespace
