@@ -37,6 +37,64 @@ ExecResult ExecBox(PyBox& box, const std::vector<std::string>& argv, ExecOptions
   return Blocking(box, [&](Box& b) { return b.Exec(argv, options); });
 }
 
+// A process that outlives the call (Box::Start with background): its pid; the handle lets go.
+int Spawn(PyBox& box, const std::vector<std::string>& argv, ExecOptions options,
+          uint64_t ring_bytes) {
+  options.background = true;
+  options.ring_bytes = ring_bytes;
+  // Its own timeout only (none unless given): the box's exec_timeout is for execs.
+  std::unique_ptr<Process> process =
+      Blocking(box, [&](Box& b) { return b.Start(argv, options); });
+  process->Detach();
+  return process->pid();
+}
+
+// Follows a process of the box's table to its end (Box::Attach).
+ExecResult Attach(PyBox& box, int pid, py::object on_stdout, py::object on_stderr) {
+  ExecOptions options;
+  options.on_stdout = BytesSink(std::move(on_stdout));
+  options.on_stderr = BytesSink(std::move(on_stderr));
+  return Blocking(box, [&](Box& b) -> StatusOr<ExecResult> {
+    ASSIGN_OR_RETURN(std::unique_ptr<Process> process, b.Attach(pid, options));
+    return process->Wait();
+  });
+}
+
+// The box's table as dicts (argv is the box's text: str with replacement characters).
+py::list Processes(PyBox& box) {
+  std::vector<ProcessInfo> listed = Blocking(box, [&](Box& b) { return b.Processes(); });
+  py::list out;
+  for (const ProcessInfo& p : listed) {
+    py::list argv;
+    for (const std::string& arg : p.argv) {
+      argv.append(py::reinterpret_steal<py::object>(
+          PyUnicode_DecodeUTF8(arg.data(), static_cast<Py_ssize_t>(arg.size()), "replace")));
+    }
+    py::dict d;
+    d["pid"] = p.pid;
+    d["argv"] = argv;
+    d["tty"] = p.tty;
+    d["background"] = p.background;
+    d["started"] = std::chrono::duration<double>(p.started.time_since_epoch()).count();
+    d["running"] = p.running;
+    d["exit"] = p.exit ? py::cast(*p.exit) : py::none();
+    d["stdout_bytes"] = p.stdout_bytes;
+    d["stderr_bytes"] = p.stderr_bytes;
+    d["dropped_stdout"] = p.dropped_stdout;
+    d["dropped_stderr"] = p.dropped_stderr;
+    out.append(d);
+  }
+  return out;
+}
+
+void SendStdin(PyBox& box, int pid, const py::bytes& data, bool close) {
+  char* bytes = nullptr;
+  Py_ssize_t size = 0;
+  if (PyBytes_AsStringAndSize(data.ptr(), &bytes, &size) != 0) throw py::error_already_set();
+  std::string_view view(bytes, static_cast<size_t>(size));
+  Blocking(box, [&](Box& b) { return b.SendStdin(pid, view, close); });
+}
+
 void WriteFile(PyBox& box, const std::string& path, const py::bytes& data, uint32_t mode) {
   char* bytes = nullptr;
   Py_ssize_t size = 0;
@@ -172,7 +230,9 @@ void BindBox(py::module_& m) {
       .def_readonly("output_truncated", &ExecResult::output_truncated)
       .def_property_readonly("duration",
                              [](const ExecResult& r) { return r.duration.count() / 1000.0; })
-      .def_readonly("driver", &ExecResult::driver);
+      .def_readonly("driver", &ExecResult::driver)
+      .def_readonly("dropped_stdout", &ExecResult::dropped_stdout)
+      .def_readonly("dropped_stderr", &ExecResult::dropped_stderr);
 
   m.def("choose_server", &ChooseServer, py::arg("server"), py::arg("token"), py::arg("local"));
 
@@ -180,6 +240,21 @@ void BindBox(py::module_& m) {
       .def_static("create", &CreateBox)
       .def("exec", &ExecBox, py::arg("argv"), py::arg("options"), py::arg("on_stdout") = py::none(),
            py::arg("on_stderr") = py::none())
+      .def("spawn", &Spawn, py::arg("argv"), py::arg("options"), py::arg("ring_bytes"))
+      .def("attach", &Attach, py::arg("pid"), py::arg("on_stdout") = py::none(),
+           py::arg("on_stderr") = py::none())
+      .def("processes", &Processes)
+      .def(
+          "signal_process",
+          [](PyBox& box, int pid, int sig) {
+            Blocking(box, [&](Box& b) { return b.SignalProcess(pid, sig); });
+          },
+          py::arg("pid"), py::arg("signal"))
+      .def(
+          "kill_process",
+          [](PyBox& box, int pid) { Blocking(box, [&](Box& b) { return b.KillProcess(pid); }); },
+          py::arg("pid"))
+      .def("send_stdin", &SendStdin, py::arg("pid"), py::arg("data"), py::arg("close"))
       .def(
           "run",
           [](PyBox& box, const std::string& code) {

@@ -26,6 +26,8 @@ from ._threads import _EXECUTOR, _destroy_when_created
 from ._values import (
     BoxInfo,
     ExecResult,
+    ProcessInfo,
+    _pid,
     _argv,
     _box_options,
     _core,
@@ -306,6 +308,101 @@ class _Base(_Network, Twins, Generic[_F]):
         BoxLimitExceededError and leaves nothing behind.
         """
         yield self._copy_call("out", box_path, host_path, max_bytes)
+
+    # Processes that outlive the call that started them (the box's process table).
+
+    @twin
+    def spawn(
+        self,
+        *cmd: Any,
+        env: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+        stdin: str | bytes | None = None,
+        ring_bytes: int = 1 << 20,
+    ) -> Steps[int]:
+        """Starts a command in the background and returns its pid in the box at once.
+
+        ::
+
+            pid = {await}box.spawn("python3", "-m", "http.server", "8000")
+            {await}box.processes()          # [ProcessInfo(pid=..., running=True, ...)]
+            r = {await}box.attach(pid)      # its output so far and to come, then its end
+            {await}box.kill(pid)
+
+        It runs until it exits, is killed or the box is closed; ``timeout`` (seconds) is none
+        unless given. ``env``, ``cwd`` and ``stdin`` are as for :meth:`exec`; stdin stays open
+        after ``stdin`` for :meth:`send_stdin`. The box keeps the last ``ring_bytes`` of each
+        of its output streams (at most 64 MiB) for :meth:`attach`.
+        """
+        argv = _argv(cmd)
+        options = _exec_options(env, cwd, timeout, stdin)
+        if isinstance(ring_bytes, bool) or not isinstance(ring_bytes, int):
+            raise TypeError(f"ring_bytes must be an int, got {ring_bytes!r}")
+        if not 0 <= ring_bytes <= 64 << 20:
+            raise ValueError(f"ring_bytes must be 0..{64 << 20}, got {ring_bytes}")
+        box = self._live()
+        return (yield functools.partial(box.spawn, argv, options, ring_bytes))
+
+    @twin
+    def processes(self) -> Steps[list[ProcessInfo]]:
+        """The box's processes: every one started in it (by :meth:`exec`, :meth:`spawn`,
+        :meth:`run`, ...) that still runs, and the last 32 that ended, oldest first."""
+        box = self._live()
+        raw = yield box.processes
+        return [ProcessInfo._from_core(p) for p in raw]
+
+    @twin
+    def attach(
+        self, pid: int, *, on_stdout: Callback = None, on_stderr: Callback = None
+    ) -> Steps[ExecResult]:
+        """Follows the process ``pid`` to its end and returns its :class:`ExecResult`: what the
+        box still holds of its output (``dropped_stdout`` / ``dropped_stderr`` count what fell
+        out before), then its output as it comes, to ``on_stdout`` / ``on_stderr`` too (as for
+        :meth:`exec`). A process that ended answers at once. Several may follow one process;
+        raises :class:`BoxError` (not_found) for a pid the box does not know."""
+        pid = _pid(pid)
+        out = _text_sink(on_stdout, self._loop(), "on_stdout")
+        err = _text_sink(on_stderr, self._loop(), "on_stderr")
+        box = self._live()
+
+        def call() -> Any:
+            try:
+                return box.attach(pid, out, err)
+            except BoxError:
+                _raise_first_error(out, err)
+                raise
+
+        raw = yield call
+        _end(out, err)
+        _raise_first_error(out, err)
+        return ExecResult._from_core(raw)
+
+    @twin
+    def kill(self, pid: int, signal: int | None = None) -> Steps[None]:
+        """Kills the process ``pid`` and everything it started (also what left its process
+        group); with ``signal`` (a number) sends only that signal to its process group.
+        Raises :class:`BoxError` (not_found) when it does not run."""
+        pid = _pid(pid)
+        box = self._live()
+        if signal is None:
+            yield functools.partial(box.kill_process, pid)
+            return
+        if isinstance(signal, bool) or not isinstance(signal, int) or not 1 <= signal <= 64:
+            raise ValueError(f"signal must be a signal number 1..64, got {signal!r}")
+        yield functools.partial(box.signal_process, pid, int(signal))
+
+    @twin
+    def send_stdin(self, pid: int, data: str | bytes, *, close: bool = False) -> Steps[None]:
+        """Writes ``data`` to the stdin of the process ``pid`` (one started by :meth:`spawn`),
+        then with ``close`` ends it. To a process that ended meanwhile the data is dropped."""
+        pid = _pid(pid)
+        if isinstance(data, str):
+            data = data.encode()
+        if not isinstance(data, bytes):
+            raise TypeError(f"data must be str or bytes, got {type(data).__name__}")
+        box = self._live()
+        yield functools.partial(box.send_stdin, pid, data, bool(close))
 
     async def _create_in_worker(self, create: Callable[[], Any]) -> Any:
         """start's step, awaited: the box may still come up in its thread after the awaiting

@@ -10,7 +10,7 @@ import contextlib
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from .errors import BoxError, BoxFileNotFoundError, BoxTimeoutError
 
@@ -61,6 +61,10 @@ class ExecResult:
     """Standard output as the raw bytes."""
     stderr_bytes: bytes = field(default=b"", repr=False)
     """Standard error as the raw bytes."""
+    dropped_stdout: int = 0
+    """:meth:`CodeBox.attach`: bytes of stdout that had fallen out of the box's ring before."""
+    dropped_stderr: int = 0
+    """The same for stderr."""
 
     @property
     def ok(self) -> bool:
@@ -82,6 +86,50 @@ class ExecResult:
             signal=r.signal,
             stdout_bytes=out,
             stderr_bytes=err,
+            dropped_stdout=r.dropped_stdout,
+            dropped_stderr=r.dropped_stderr,
+        )
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """One process of a box's table (:meth:`CodeBox.processes`). The box is the attacker: its
+    word is bounded by the host (256 entries, 8 arguments of 128 bytes) but no more."""
+
+    pid: int
+    """Its pid in the box (what :meth:`CodeBox.attach` and :meth:`CodeBox.kill` take)."""
+    argv: tuple[str, ...]
+    """Its first arguments, each cut short."""
+    running: bool
+    background: bool
+    """Started by :meth:`CodeBox.spawn`."""
+    tty: bool
+    started: float
+    """When it started, in seconds since the epoch by the box's clock."""
+    exit: Optional[ExecResult]
+    """Once it ended: its exit_code, signal, timed_out, out_of_memory, duration (no output)."""
+    stdout_bytes: int
+    """What it wrote in all."""
+    stderr_bytes: int
+    dropped_stdout: int
+    """What is no longer held for :meth:`CodeBox.attach`."""
+    dropped_stderr: int
+
+    @classmethod
+    def _from_core(cls, p: Mapping[str, Any]) -> ProcessInfo:
+        raw_exit = p["exit"]
+        return cls(
+            pid=p["pid"],
+            argv=tuple(p["argv"]),
+            running=p["running"],
+            background=p["background"],
+            tty=p["tty"],
+            started=p["started"],
+            exit=ExecResult._from_core(raw_exit) if raw_exit is not None else None,
+            stdout_bytes=p["stdout_bytes"],
+            stderr_bytes=p["stderr_bytes"],
+            dropped_stdout=p["dropped_stdout"],
+            dropped_stderr=p["dropped_stderr"],
         )
 
 
@@ -232,6 +280,13 @@ def _not_found_as_file_error() -> Iterator[None]:
         if e.code == "not_found" and not isinstance(e, FileNotFoundError):
             raise BoxFileNotFoundError(str(e), e.code) from None
         raise
+
+
+def _pid(pid: Any) -> int:
+    """A pid as the box's table takes it."""
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 1 <= pid <= 1 << 22:
+        raise ValueError(f"pid must be a process id 1..{1 << 22}, got {pid!r}")
+    return pid
 
 
 def _argv(cmd: Sequence[Any]) -> list[str]:

@@ -156,6 +156,10 @@ TEST_F(ApiProcessTest, TheServerBoundsWhatAClientAsks) {
   int pid = StartProcess(id, {{"argv", {"sh", "-c", "head -c 100000 /dev/zero | tr '\\0' x"}},
                               {"ring_bytes", 1000}});
   ASSERT_GT(pid, 0);
+  // Once it ended: an attacher that comes earlier gets the ring and then the rest live.
+  for (int i = 0; i < 200 && Entry(id, pid)["state"] == "running"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   json result = Wait(id, pid);
   EXPECT_EQ(result["stdout"].get<std::string>().size(), 1000u);
   EXPECT_EQ(result["dropped_stdout"], 99000);
