@@ -1,6 +1,7 @@
 #include "base/text.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 
@@ -140,6 +141,25 @@ std::string FormatSize(uint64_t bytes) {
   return buf;
 }
 
+namespace {
+
+constexpr int kBad = -1;
+constexpr int kSkip = -2;  // whitespace
+constexpr int kPad = -3;
+
+constexpr std::array<int, 256> MakeBase64Table() {
+  std::array<int, 256> t{};
+  for (int& v : t) v = kBad;
+  constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(kAlphabet[i])] = i;
+  for (char c : {' ', '\t', '\r', '\n'}) t[static_cast<unsigned char>(c)] = kSkip;
+  t['='] = kPad;
+  return t;
+}
+constexpr std::array<int, 256> kBase64Table = MakeBase64Table();
+
+}  // namespace
+
 std::string EncodeBase64(std::string_view bytes) {
   static constexpr char kAlphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -162,6 +182,59 @@ std::string EncodeBase64(std::string_view bytes) {
     out += kAlphabet[(v >> 12) & 63];
     out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
     out += '=';
+  }
+  return out;
+}
+
+StatusOr<std::string> DecodeBase64(std::string_view text, uint64_t max_bytes) {
+  // Every 4 characters give at most 3 bytes: refuse before allocating anything big.
+  if (text.size() / 4 * 3 > max_bytes + 3) {
+    return LimitExceeded("the data is bigger than its limit of " + std::to_string(max_bytes) +
+                         " bytes");
+  }
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  uint32_t group = 0;
+  int filled = 0;   // sextets in `group`
+  int padding = 0;  // '=' seen; only more '=' and whitespace may follow
+  for (size_t i = 0; i < text.size(); ++i) {
+    int v = kBase64Table[static_cast<unsigned char>(text[i])];
+    if (v == kSkip) continue;
+    if (v == kBad) {
+      return InvalidArgument("not valid base64 (a character outside its alphabet at offset " +
+                             std::to_string(i) + ")");
+    }
+    if (v == kPad) {
+      // "xx==" or "xxx=": padding fills the rest of a group that has 2 or 3 sextets.
+      if (padding > 0 && filled == 0) return InvalidArgument("not valid base64 (too much '=')");
+      if (filled + padding < 2) return InvalidArgument("not valid base64 (misplaced '=')");
+      ++padding;
+      if (filled + padding > 4) return InvalidArgument("not valid base64 (too much '=')");
+      if (filled + padding == 4) {
+        if (filled == 2) out.push_back(static_cast<char>(group >> 4));
+        if (filled == 3) {
+          out.push_back(static_cast<char>(group >> 10));
+          out.push_back(static_cast<char>(group >> 2));
+        }
+        filled = 0;
+        group = 0;
+      }
+      continue;
+    }
+    if (padding > 0) return InvalidArgument("not valid base64 (data after '=')");
+    group = group << 6 | static_cast<uint32_t>(v);
+    if (++filled == 4) {
+      out.push_back(static_cast<char>(group >> 16));
+      out.push_back(static_cast<char>(group >> 8));
+      out.push_back(static_cast<char>(group));
+      filled = 0;
+      group = 0;
+    }
+  }
+  if (filled != 0) return InvalidArgument("not valid base64 (its length is not a multiple of 4)");
+  if (out.size() > max_bytes) {
+    return LimitExceeded("the data is bigger than its limit of " + std::to_string(max_bytes) +
+                         " bytes");
   }
   return out;
 }

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "codebox/status.h"
+
 namespace codebox::base {
 
 // Returns `text` with every byte a terminal could act on written as a visible escape:
@@ -29,6 +31,10 @@ std::string FormatSize(uint64_t bytes);
 
 // Standard padded base64 (RFC 4648).
 std::string EncodeBase64(std::string_view bytes);
+// And back. Whitespace between the characters is skipped (base64.encodebytes breaks lines).
+// kInvalidArgument for any other character, a bad length or misplaced padding; kLimitExceeded
+// when the decoded data would pass max_bytes (checked before anything is decoded).
+StatusOr<std::string> DecodeBase64(std::string_view text, uint64_t max_bytes);
 
 // Lower-case hex, two digits a byte; and back (nullopt for odd lengths or non-hex digits).
 std::string HexEncode(std::string_view bytes);

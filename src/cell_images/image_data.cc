@@ -1,24 +1,8 @@
 #include "cell_images/image_data.h"
 
-#include <array>
 
 namespace codebox::cell_images {
 namespace {
-
-constexpr int kBad = -1;
-constexpr int kSkip = -2;  // whitespace
-constexpr int kPad = -3;
-
-constexpr std::array<int, 256> MakeTable() {
-  std::array<int, 256> t{};
-  for (int& v : t) v = kBad;
-  constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(kAlphabet[i])] = i;
-  for (char c : {' ', '\t', '\r', '\n'}) t[static_cast<unsigned char>(c)] = kSkip;
-  t['='] = kPad;
-  return t;
-}
-constexpr std::array<int, 256> kTable = MakeTable();
 
 uint32_t BigEndian32(std::string_view s, size_t at) {
   return static_cast<uint32_t>(static_cast<unsigned char>(s[at])) << 24 |
@@ -33,59 +17,6 @@ uint32_t BigEndian16(std::string_view s, size_t at) {
 }
 
 }  // namespace
-
-StatusOr<std::string> DecodeBase64(std::string_view text, uint64_t max_bytes) {
-  // Every 4 characters give at most 3 bytes: refuse before allocating anything big.
-  if (text.size() / 4 * 3 > max_bytes + 3) {
-    return LimitExceeded("the image is bigger than its limit of " + std::to_string(max_bytes) +
-                         " bytes");
-  }
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  uint32_t group = 0;
-  int filled = 0;   // sextets in `group`
-  int padding = 0;  // '=' seen; only more '=' and whitespace may follow
-  for (size_t i = 0; i < text.size(); ++i) {
-    int v = kTable[static_cast<unsigned char>(text[i])];
-    if (v == kSkip) continue;
-    if (v == kBad) {
-      return InvalidArgument("not valid base64 (a character outside its alphabet at offset " +
-                             std::to_string(i) + ")");
-    }
-    if (v == kPad) {
-      // "xx==" or "xxx=": padding fills the rest of a group that has 2 or 3 sextets.
-      if (padding > 0 && filled == 0) return InvalidArgument("not valid base64 (too much '=')");
-      if (filled + padding < 2) return InvalidArgument("not valid base64 (misplaced '=')");
-      ++padding;
-      if (filled + padding > 4) return InvalidArgument("not valid base64 (too much '=')");
-      if (filled + padding == 4) {
-        if (filled == 2) out.push_back(static_cast<char>(group >> 4));
-        if (filled == 3) {
-          out.push_back(static_cast<char>(group >> 10));
-          out.push_back(static_cast<char>(group >> 2));
-        }
-        filled = 0;
-        group = 0;
-      }
-      continue;
-    }
-    if (padding > 0) return InvalidArgument("not valid base64 (data after '=')");
-    group = group << 6 | static_cast<uint32_t>(v);
-    if (++filled == 4) {
-      out.push_back(static_cast<char>(group >> 16));
-      out.push_back(static_cast<char>(group >> 8));
-      out.push_back(static_cast<char>(group));
-      filled = 0;
-      group = 0;
-    }
-  }
-  if (filled != 0) return InvalidArgument("not valid base64 (its length is not a multiple of 4)");
-  if (out.size() > max_bytes) {
-    return LimitExceeded("the image is bigger than its limit of " + std::to_string(max_bytes) +
-                         " bytes");
-  }
-  return out;
-}
 
 StatusOr<std::optional<PixelSize>> PngSize(std::string_view png) {
   static constexpr std::string_view kSignature("\x89PNG\r\n\x1a\n", 8);

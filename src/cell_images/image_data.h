@@ -9,15 +9,13 @@
 #include <string>
 #include <string_view>
 
+#include "base/text.h"
 #include "codebox/status.h"
 
 namespace codebox::cell_images {
 
-// Standard base64 (RFC 4648, padded, as Jupyter sends image/png). Whitespace between the
-// characters is skipped (base64.encodebytes breaks lines). kInvalidArgument for any other
-// character, a bad length or misplaced padding; kLimitExceeded when the decoded data would
-// pass max_bytes (checked before anything is decoded).
-StatusOr<std::string> DecodeBase64(std::string_view text, uint64_t max_bytes);
+// Jupyter sends image/png as base64: base::DecodeBase64 (base/text.h).
+using base::DecodeBase64;
 
 struct PixelSize {
   uint32_t width = 0;

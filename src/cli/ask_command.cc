@@ -340,7 +340,7 @@ int AskCommand(const std::vector<std::string>& args) {
   if (f.json) {  // the transcript, with --json's common fields (docs/cli.md)
     nlohmann::json j = nlohmann::json::parse(
         (transcript.ok() ? *transcript : interpreter.partial()).ToJson(), nullptr, false);
-    j.update(JsonOutcome(status, error));
+    j.update(JsonOutcome(kAskJsonVersion, status, error));
     PrintJson(j);
   }
   if (!error.ok()) {

@@ -12,6 +12,8 @@
 #include "cli/box_flags.h"
 #include "cli/commands.h"
 #include "cli/server_flags.h"
+#include "api/exec_result.h"
+#include "api/process_info.h"
 #include "remote/answers.h"
 
 namespace codebox::cli {
@@ -61,7 +63,7 @@ int Start(const remote::ServerApi& api, const std::string& box, const json& body
   auto started = api.CallJson("POST", BoxTarget(box), body.dump(), std::chrono::seconds(60),
                               "start");
   if (!started.ok()) return PrintError("start", started.status()), kExitCodeboxError;
-  remote::Fields f(*started, "the server's started process");
+  base::JsonFields f(*started, "the server's started process");
   auto pid = f.Integer("pid", 1, 1 << 22);
   if (!pid.ok()) return PrintError("start", pid.status()), kExitCodeboxError;
   std::printf("%lld\n", static_cast<long long>(*pid));
@@ -71,7 +73,7 @@ int Start(const remote::ServerApi& api, const std::string& box, const json& body
 int Ps(const remote::ServerApi& api, const std::string& box, bool as_json) {
   auto answer = api.CallJson("GET", BoxTarget(box), "", std::chrono::seconds(60), "ps");
   if (!answer.ok()) return PrintError("ps", answer.status()), kExitCodeboxError;
-  auto list = remote::ProcessListFromJson(*answer);
+  auto list = api::ProcessListFromJson(*answer);
   if (!list.ok()) return PrintError("ps", list.status()), kExitCodeboxError;
   if (as_json) {
     std::printf("%s\n", answer->dump(2, ' ', false, json::error_handler_t::replace).c_str());
@@ -108,8 +110,8 @@ int Attach(const remote::ServerApi& api, const std::string& box, int pid) {
       return base::WriteAll(event == "stdout" ? 1 : 2, text);
     }
     if (event == "done") {
-      ASSIGN_OR_RETURN(json j, remote::ParseObject(data, "the server's done event"));
-      ASSIGN_OR_RETURN(result, remote::ProcessResultFromJson(j));
+      ASSIGN_OR_RETURN(json j, base::ParseJsonObject(data, "the server's done event"));
+      ASSIGN_OR_RETURN(result, api::ExecResultFromJson(j));
     } else if (event == "error") {
       failed = remote::ErrorEventFromJson(data);
     }

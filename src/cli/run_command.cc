@@ -8,6 +8,7 @@
 
 #include "base/fs.h"
 #include "base/text.h"
+#include "api/exec_result.h"
 #include "cli/box_flags.h"
 #include "cli/cell_output.h"
 #include "cli/commands.h"
@@ -171,8 +172,9 @@ void ReportLimits(const Invocation& inv, const ExecResult& result) {
 // --json: the one object, printed last, so its exit_code is the status the process exits
 // with whatever happened after the program (a failed --copy-out says so in "error").
 void PrintOutcomeJson(const Invocation& inv, const Outcome& outcome, const Box* box) {
-  nlohmann::json j = JsonOutcome(outcome.status, outcome.error);
-  if (outcome.result) AddExecJson(*outcome.result, &j);
+  nlohmann::json j = JsonOutcome(kRunJsonVersion, outcome.status, outcome.error);
+  // The program's result in the API's one shape (api/exec_result.h); null when it never ran.
+  j["result"] = outcome.result ? api::ExecResultToJson(*outcome.result) : nlohmann::json();
   AddNetworkJson(inv.box, box, inv.pip, &j);
   if (box != nullptr) j["user"] = box->info().user;  // who ran it (BoxInfo::user)
   PrintJson(j);

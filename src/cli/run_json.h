@@ -11,21 +11,14 @@
 
 namespace codebox::cli {
 
-// The version of the objects `--json` prints; raised when a field changes meaning or goes.
-inline constexpr int kJsonVersion = 1;
+// The versions of the objects `--json` prints; each is raised when a field changes meaning or
+// goes. run/exec's 2 holds the program's result as the API's exec result ("result").
+inline constexpr int kRunJsonVersion = 2;
+inline constexpr int kAskJsonVersion = 1;
 
-// An object with "version" and "exit_code" (the process's exit status), and "error" (null,
-// or {"message": why codebox failed}).
-nlohmann::json JsonOutcome(int exit_status, const Status& error);
-
-// The program's result: "program_exit_code" (its own; -1 when a signal ended it), "signal",
-// "stdout"/"stderr" with "stdout_encoding"/"stderr_encoding" ("utf-8", or "base64" for bytes
-// that are not UTF-8), "timed_out", "out_of_memory", "output_truncated", "duration_ms",
-// "driver".
-void AddExecJson(const ExecResult& result, nlohmann::json* out);
-
-// "utf-8" text as it is, anything else base64: the pair of fields for one output stream.
-void AddOutputJson(std::string_view name, std::string_view bytes, nlohmann::json* out);
+// An object with "version", "exit_code" (the process's exit status), and "error" (null, or
+// {"message": why codebox failed}).
+nlohmann::json JsonOutcome(int version, int exit_status, const Status& error);
 
 // Serializes straight to stdout, indented, with a newline.
 void PrintJson(const nlohmann::json& j);

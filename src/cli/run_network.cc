@@ -4,6 +4,7 @@
 
 #include "base/text.h"
 #include "cli/box_flags.h"
+#include "api/exec_result.h"
 #include "server/api_json.h"
 
 namespace codebox::cli {
@@ -81,7 +82,7 @@ void AddNetworkJson(const BoxOptions& options, const Box* box, const PipInstall&
                                                     : "open";
   (*out)["egress"] =
       server::EgressLogJson(box != nullptr ? box->EgressLog() : std::vector<EgressRecord>{});
-  if (pip.result) (*out)["install"] = server::ExecResultJson(*pip.result);
+  if (pip.result) (*out)["install"] = api::ExecResultToJson(*pip.result);
 }
 
 void ReportNetwork(const BoxOptions& options, const Box& box) {

@@ -21,90 +21,8 @@ std::string TypeOf(const json& j) { return j.type_name(); }
 
 }  // namespace
 
-StatusOr<json> ParseObject(std::string_view body, std::string_view what) {
-  json j = base::ParseJsonOrDiscarded(body);
-  if (j.is_discarded()) {
-    return ProtocolError(std::string(what) + " is not valid JSON (" + std::to_string(body.size()) +
-                         " bytes: " + base::TerminalSafe(body.substr(0, 120)) + ")");
-  }
-  if (!j.is_object()) {
-    return ProtocolError(std::string(what) + " is a JSON " + TypeOf(j) + ", not an object");
-  }
-  return j;
-}
-
-Status Fields::Error(std::string_view key, std::string_view problem) const {
-  return ProtocolError(what_ + ": field '" + std::string(key) + "' " + std::string(problem));
-}
-
-const json* Fields::Find(const char* key) const {
-  auto it = object_.find(key);
-  if (it == object_.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-const json* Fields::Get(const char* key, bool required, Status* missing) const {
-  const json* v = Find(key);
-  if (v == nullptr && required) *missing = Error(key, "is missing");
-  return v;
-}
-
-StatusOr<std::string> Fields::String(const char* key, bool required) const {
-  Status missing;
-  const json* v = Get(key, required, &missing);
-  if (!missing.ok()) return missing;
-  if (v == nullptr) return std::string();
-  if (!v->is_string()) return Error(key, "is a " + TypeOf(*v) + ", expected a string");
-  return v->get<std::string>();
-}
-
-StatusOr<int64_t> Fields::Integer(const char* key, int64_t min, int64_t max, bool required) const {
-  Status missing;
-  const json* v = Get(key, required, &missing);
-  if (!missing.ok()) return missing;
-  if (v == nullptr) return std::max<int64_t>(min, 0);
-  if (v->is_number_unsigned()) {
-    uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(max)) {
-      return Error(key, "is " + std::to_string(u) + ", over " + std::to_string(max));
-    }
-    return static_cast<int64_t>(u);
-  }
-  if (!v->is_number_integer()) return Error(key, "is a " + TypeOf(*v) + ", expected an integer");
-  int64_t i = v->get<int64_t>();
-  if (i < min || i > max) {
-    return Error(key, "is " + std::to_string(i) + ", outside " + std::to_string(min) + ".." +
-                          std::to_string(max));
-  }
-  return i;
-}
-
-StatusOr<bool> Fields::Bool(const char* key, bool required) const {
-  Status missing;
-  const json* v = Get(key, required, &missing);
-  if (!missing.ok()) return missing;
-  if (v == nullptr) return false;
-  if (!v->is_boolean()) return Error(key, "is a " + TypeOf(*v) + ", expected true or false");
-  return v->get<bool>();
-}
-
-StatusOr<std::vector<std::string>> Fields::Strings(const char* key, bool required) const {
-  Status missing;
-  const json* v = Get(key, required, &missing);
-  if (!missing.ok()) return missing;
-  std::vector<std::string> out;
-  if (v == nullptr) return out;
-  if (!v->is_array()) return Error(key, "is a " + TypeOf(*v) + ", expected a list of strings");
-  out.reserve(v->size());
-  for (const json& s : *v) {
-    if (!s.is_string()) return Error(key, "holds a " + TypeOf(s) + ", expected only strings");
-    out.push_back(s.get<std::string>());
-  }
-  return out;
-}
-
 StatusOr<CreatedBox> CreatedBoxFromJson(const json& j) {
-  Fields f(j, "the server's answer to create box");
+  JsonFields f(j, "the server's answer to create box");
   CreatedBox box;
   ASSIGN_OR_RETURN(box.id, f.String("id"));
   // The id goes into every later request's path: only the characters the API makes
@@ -131,7 +49,7 @@ StatusOr<CreatedBox> CreatedBoxFromJson(const json& j) {
 }
 
 StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const json& j) {
-  Fields box(j, "the server's box info");
+  JsonFields box(j, "the server's box info");
   const json* log = box.Find("egress");
   if (log == nullptr) return std::vector<EgressRecord>{};
   if (!log->is_array()) return box.Error("egress", "is not an array");
@@ -140,7 +58,7 @@ StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const json& j) {
   std::vector<EgressRecord> out;
   for (size_t i = skip; i < log->size(); ++i) {
     if (!(*log)[i].is_object()) return box.Error("egress", "holds a record that is not an object");
-    Fields f((*log)[i], "the server's egress record");
+    JsonFields f((*log)[i], "the server's egress record");
     EgressRecord r;
     ASSIGN_OR_RETURN(std::string host, f.String("host"));
     r.host = base::TerminalSafe(host, 300);
@@ -160,87 +78,11 @@ StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const json& j) {
   return out;
 }
 
-StatusOr<ExecResult> ExecResultFromJson(const json& j) {
-  Fields f(j, "the server's exec result");
-  ExecResult r;
-  ASSIGN_OR_RETURN(int64_t exit_code, f.Integer("exit_code", -1, 255));
-  ASSIGN_OR_RETURN(int64_t signal, f.Integer("signal", 0, 64, false));
-  r.exit_code = static_cast<int>(exit_code);
-  r.signal = static_cast<int>(signal);
-  ASSIGN_OR_RETURN(r.stdout_data, f.String("stdout"));
-  ASSIGN_OR_RETURN(r.stderr_data, f.String("stderr"));
-  ASSIGN_OR_RETURN(r.timed_out, f.Bool("timed_out"));
-  ASSIGN_OR_RETURN(r.out_of_memory, f.Bool("out_of_memory", false));
-  ASSIGN_OR_RETURN(r.output_truncated, f.Bool("output_truncated", false));
-  ASSIGN_OR_RETURN(int64_t ms, f.Integer("duration_ms", 0, kMaxMillis, false));
-  r.duration = std::chrono::milliseconds(ms);
-  ASSIGN_OR_RETURN(r.driver, f.String("driver", false));
-  r.driver = base::TerminalSafe(r.driver, 64);
-  return r;
-}
-
-StatusOr<ExecResult> ProcessResultFromJson(const json& j) {
-  ASSIGN_OR_RETURN(ExecResult r, ExecResultFromJson(j));
-  Fields f(j, "the server's process result");
-  ASSIGN_OR_RETURN(int64_t out, f.Integer("dropped_stdout", 0, kMaxBytes, false));
-  ASSIGN_OR_RETURN(int64_t err, f.Integer("dropped_stderr", 0, kMaxBytes, false));
-  r.dropped_stdout = static_cast<uint64_t>(out);
-  r.dropped_stderr = static_cast<uint64_t>(err);
-  return r;
-}
-
-StatusOr<std::vector<ProcessInfo>> ProcessListFromJson(const json& j) {
-  Fields f(j, "the server's process list");
-  const json* list = f.Find("processes");
-  if (list == nullptr || !list->is_array()) return f.Error("processes", "is not a list");
-  if (list->size() > 256) return f.Error("processes", "has more than 256 entries");
-  std::vector<ProcessInfo> out;
-  for (const json& item : *list) {
-    if (!item.is_object()) return f.Error("processes", "holds an entry that is not an object");
-    Fields e(item, "the server's process entry");
-    ProcessInfo p;
-    ASSIGN_OR_RETURN(int64_t pid, e.Integer("pid", 1, 1 << 22));
-    p.pid = static_cast<int>(pid);
-    ASSIGN_OR_RETURN(p.argv, e.Strings("argv"));
-    if (p.argv.size() > 8) return e.Error("argv", "has more than 8 arguments");
-    for (std::string& arg : p.argv) arg = base::TerminalSafe(arg, 128);
-    ASSIGN_OR_RETURN(p.tty, e.Bool("tty", false));
-    ASSIGN_OR_RETURN(p.background, e.Bool("background", false));
-    ASSIGN_OR_RETURN(int64_t started, e.Integer("started_unix_ms", 0, kMaxMillis, false));
-    p.started = std::chrono::system_clock::time_point(std::chrono::milliseconds(started));
-    ASSIGN_OR_RETURN(std::string state, e.String("state"));
-    if (state != "running" && state != "exited") {
-      return e.Error("state", "is neither \"running\" nor \"exited\"");
-    }
-    p.running = state == "running";
-    if (!p.running) {
-      ExecResult r;
-      ASSIGN_OR_RETURN(int64_t code, e.Integer("exit_code", -1, 255));
-      ASSIGN_OR_RETURN(int64_t sig, e.Integer("signal", 0, 64, false));
-      ASSIGN_OR_RETURN(r.timed_out, e.Bool("timed_out", false));
-      ASSIGN_OR_RETURN(r.out_of_memory, e.Bool("out_of_memory", false));
-      ASSIGN_OR_RETURN(int64_t ms, e.Integer("duration_ms", 0, kMaxMillis, false));
-      r.exit_code = static_cast<int>(code);
-      r.signal = static_cast<int>(sig);
-      r.duration = std::chrono::milliseconds(ms);
-      p.exit = std::move(r);
-    }
-    uint64_t* counts[] = {&p.stdout_bytes, &p.stderr_bytes, &p.dropped_stdout, &p.dropped_stderr};
-    const char* names[] = {"stdout_bytes", "stderr_bytes", "dropped_stdout", "dropped_stderr"};
-    for (size_t i = 0; i < 4; ++i) {
-      ASSIGN_OR_RETURN(int64_t n, e.Integer(names[i], 0, kMaxBytes, false));
-      *counts[i] = static_cast<uint64_t>(n);
-    }
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
 StatusOr<CellResult> CellResultFromJson(const json& j, std::string_view what) {
   if (!j.is_object()) {
     return ProtocolError(std::string(what) + " is a JSON " + TypeOf(j) + ", not an object");
   }
-  Fields f(j, std::string(what));
+  JsonFields f(j, std::string(what));
   CellResult r;
   const json* data = f.Find("data");
   if (data == nullptr) return f.Error("data", "is missing");
@@ -257,12 +99,12 @@ StatusOr<CellResult> CellResultFromJson(const json& j, std::string_view what) {
 }
 
 StatusOr<Execution> ExecutionFromJson(const json& j) {
-  Fields f(j, "the server's cell result");
+  JsonFields f(j, "the server's cell result");
   Execution e;
   if (const json* logs = f.Find("logs")) {
     if (!logs->is_object())
       return f.Error("logs", "is a " + TypeOf(*logs) + ", expected an object");
-    Fields l(*logs, f.what() + ": logs");
+    JsonFields l(*logs, f.what() + ": logs");
     ASSIGN_OR_RETURN(e.stdout_chunks, l.Strings("stdout", false));
     ASSIGN_OR_RETURN(e.stderr_chunks, l.Strings("stderr", false));
   }
@@ -282,7 +124,7 @@ StatusOr<Execution> ExecutionFromJson(const json& j) {
   if (const json* error = f.Find("error")) {
     if (!error->is_object())
       return f.Error("error", "is a " + TypeOf(*error) + ", expected an object");
-    Fields ef(*error, f.what() + ": error");
+    JsonFields ef(*error, f.what() + ": error");
     CellError ce;
     ASSIGN_OR_RETURN(ce.name, ef.String("name"));
     ASSIGN_OR_RETURN(ce.value, ef.String("value", false));
@@ -304,18 +146,18 @@ StatusOr<Execution> ExecutionFromJson(const json& j) {
 
 StatusOr<std::string> TextEventFromJson(std::string_view data, std::string_view event) {
   std::string what = "the server's " + std::string(event) + " event";
-  ASSIGN_OR_RETURN(json j, ParseObject(data, what));
-  return Fields(j, what).String("text");
+  ASSIGN_OR_RETURN(json j, base::ParseJsonObject(data, what));
+  return JsonFields(j, what).String("text");
 }
 
 Status ErrorEventFromJson(std::string_view data) {
-  auto j = ParseObject(data, "the server's error event");
+  auto j = base::ParseJsonObject(data, "the server's error event");
   if (!j.ok()) return j.status();
-  const json* error = Fields(*j, "").Find("error");
+  const json* error = JsonFields(*j, "").Find("error");
   if (error == nullptr || !error->is_object()) {
     return ProtocolError("the server's error event has no {\"error\": {...}} object");
   }
-  Fields f(*error, "the server's error event");
+  JsonFields f(*error, "the server's error event");
   ASSIGN_OR_RETURN(std::string code, f.String("code"));
   ASSIGN_OR_RETURN(std::string message, f.String("message", false));
   // The code names a StatusCode; one this client does not know is an internal error of the
@@ -333,7 +175,7 @@ Status ErrorEventFromJson(std::string_view data) {
 
 StatusOr<std::vector<FileEntry>> EntriesFromJson(const json& j, std::string_view dir) {
   std::string what = "the server's listing of " + box::ShowName(dir);
-  const json* list = Fields(j, what).Find("entries");
+  const json* list = JsonFields(j, what).Find("entries");
   if (list == nullptr || !list->is_array()) {
     return ProtocolError(what + ": no \"entries\" list");
   }
@@ -344,7 +186,7 @@ StatusOr<std::vector<FileEntry>> EntriesFromJson(const json& j, std::string_view
     if (!item.is_object()) {
       return ProtocolError(what + ": an entry is a JSON " + TypeOf(item) + ", not an object");
     }
-    Fields f(item, what);
+    JsonFields f(item, what);
     FileEntry e;
     ASSIGN_OR_RETURN(e.name, f.String("name"));
     // The same check as a local box's listing: the name is the box's.

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/json_fields.h"
 #include "codebox/box.h"
 #include "codebox/execution.h"
 #include "codebox/options.h"
@@ -18,30 +19,8 @@
 
 namespace codebox::remote {
 
-// The body as a JSON object; `what` names the answer in errors ("the server's exec answer").
-StatusOr<nlohmann::json> ParseObject(std::string_view body, std::string_view what);
-
-// Checked reads of one JSON object's fields. Absent or null optional fields give the default.
-class Fields {
- public:
-  Fields(const nlohmann::json& object, std::string what)
-      : object_(object), what_(std::move(what)) {}
-
-  StatusOr<std::string> String(const char* key, bool required = true) const;
-  StatusOr<int64_t> Integer(const char* key, int64_t min, int64_t max, bool required = true) const;
-  StatusOr<bool> Bool(const char* key, bool required = true) const;
-  StatusOr<std::vector<std::string>> Strings(const char* key, bool required = true) const;
-  // The field's value, or nullptr when absent or null.
-  const nlohmann::json* Find(const char* key) const;
-  // kProtocolError "<what>: field '<key>' <problem>".
-  Status Error(std::string_view key, std::string_view problem) const;
-  const std::string& what() const { return what_; }
-
- private:
-  const nlohmann::json* Get(const char* key, bool required, Status* missing) const;
-  const nlohmann::json& object_;
-  std::string what_;
-};
+// The server's answers are read with base/json_fields.h's checked reads.
+using base::JsonFields;
 
 // What POST /v1/boxes answers (BoxJson): the id and what the box enforces.
 struct CreatedBox {
@@ -54,13 +33,7 @@ StatusOr<CreatedBox> CreatedBoxFromJson(const nlohmann::json& j);
 // text (host, reason, address) made terminal-safe, at most the last 1000; absent: none.
 StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const nlohmann::json& box);
 
-// ExecResultJson (exec, python, run, and an exec stream's `done` event).
-StatusOr<ExecResult> ExecResultFromJson(const nlohmann::json& j);
-// An attach's result (GET .../processes/{pid}/events): ExecResultJson plus the dropped counts.
-StatusOr<ExecResult> ProcessResultFromJson(const nlohmann::json& j);
-// GET .../processes: at most 256 entries, each argv at most 8 arguments of 128 bytes (made
-// terminal-safe), as the server's own host side bounds them.
-StatusOr<std::vector<ProcessInfo>> ProcessListFromJson(const nlohmann::json& j);
+// Exec results and process lists: api/exec_result.h, api/process_info.h.
 // ExecutionJson (run_code and its `done` event) and one `result` event.
 StatusOr<Execution> ExecutionFromJson(const nlohmann::json& j);
 StatusOr<CellResult> CellResultFromJson(const nlohmann::json& j, std::string_view what);

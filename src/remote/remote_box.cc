@@ -8,6 +8,8 @@
 
 #include "box/host_files.h"
 #include "box/options_json.h"
+#include "api/exec_result.h"
+#include "api/process_info.h"
 #include "remote/answers.h"
 #include "remote/remote_copy.h"
 #include "remote/server_api.h"
@@ -76,7 +78,7 @@ StatusOr<Result> ReadStream(
       return Deliver(event == "stdout" ? on_stdout : on_stderr, std::string_view(text));
     }
     if (event == "done") {
-      ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's done event"));
+      ASSIGN_OR_RETURN(json j, base::ParseJsonObject(data, "the server's done event"));
       ASSIGN_OR_RETURN(result, decode(j));
       return StopAfterDone();
     }
@@ -92,7 +94,7 @@ StatusOr<Result> ReadStream(
   if (!response.ok()) return response.status();
   if (!response->body.empty()) {  // the server answered without a stream
     ASSIGN_OR_RETURN(json j,
-                     ParseObject(response->body, "the server's answer to " + std::string(what)));
+                     base::ParseJsonObject(response->body, "the server's answer to " + std::string(what)));
     return decode(j);
   }
   return ProtocolError(std::string(what) + ": the server's event stream ended without a result");
@@ -113,8 +115,8 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
     ASSIGN_OR_RETURN(http::ClientResponse response,
                      api.Call(request, http::ClientOptions{}.max_response_bytes, what));
     ASSIGN_OR_RETURN(json j,
-                     ParseObject(response.body, "the server's answer to " + std::string(what)));
-    return ExecResultFromJson(j);
+                     base::ParseJsonObject(response.body, "the server's answer to " + std::string(what)));
+    return api::ExecResultFromJson(j);
   }
   // The server sends the output as events only (its `done` has it empty): kept here, as the
   // caller's own options say. A `done` that carries output of its own (a server that sent no
@@ -130,7 +132,7 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
   };
   ASSIGN_OR_RETURN(ExecResult result,
                    ReadStream<ExecResult>(api, std::move(request), keep(&out, options.on_stdout),
-                                          keep(&err, options.on_stderr), ExecResultFromJson,
+                                          keep(&err, options.on_stderr), api::ExecResultFromJson,
                                           nullptr, what));
   if (streamed || !options.keep_output) {
     result.stdout_data = options.keep_output ? std::move(out) : std::string();
@@ -188,7 +190,7 @@ class RemoteProcess final : public Process {
     ASSIGN_OR_RETURN(ExecResult result,
                      ReadStream<ExecResult>(api_, std::move(request),
                                             keep(&out, options_.on_stdout),
-                                            keep(&err, options_.on_stderr), ProcessResultFromJson,
+                                            keep(&err, options_.on_stderr), api::ExecResultFromJson,
                                             nullptr, what));
     result.stdout_data = std::move(out);
     result.stderr_data = std::move(err);
@@ -245,7 +247,7 @@ class RemoteBox final : public Box::Impl {
     ASSIGN_OR_RETURN(std::string text, DumpJson(body, what));
     ASSIGN_OR_RETURN(json started,
                      api_.CallJson("POST", base_ + "/processes", text, kControlTimeout, what));
-    Fields f(started, "the server's started process");
+    JsonFields f(started, "the server's started process");
     ASSIGN_OR_RETURN(int64_t pid, f.Integer("pid", 1, 1 << 22));
     return Attach(static_cast<int>(pid), options);
   }
@@ -262,7 +264,7 @@ class RemoteBox final : public Box::Impl {
     RETURN_IF_ERROR(CheckUsable());
     ASSIGN_OR_RETURN(json j, api_.CallJson("GET", base_ + "/processes", "", kControlTimeout,
                                            "list processes"));
-    return ProcessListFromJson(j);
+    return api::ProcessListFromJson(j);
   }
 
   Status SignalProcess(int pid, int sig, bool tree) override {
@@ -301,7 +303,7 @@ class RemoteBox final : public Box::Impl {
     }
     auto on_result = [&](std::string_view event, std::string_view data) -> Status {
       if (event != "result") return Status::Ok();
-      ASSIGN_OR_RETURN(json j, ParseObject(data, "the server's result event"));
+      ASSIGN_OR_RETURN(json j, base::ParseJsonObject(data, "the server's result event"));
       ASSIGN_OR_RETURN(CellResult r, CellResultFromJson(j, "the server's result event"));
       return Deliver(options.on_result, r);
     };
@@ -438,7 +440,7 @@ class RemoteBox final : public Box::Impl {
     ASSIGN_OR_RETURN(
         json j, api_.CallJson("POST", base_ + "/packages", std::move(text),
                               RequestTimeout(options.timeout, kExecMargin), "install packages"));
-    return ExecResultFromJson(j);
+    return api::ExecResultFromJson(j);
   }
 
  private:

@@ -60,7 +60,7 @@ StatusOr<json> ServerApi::CallJson(std::string method, std::string target, std::
   request.body = std::move(body);
   request.timeout = timeout;
   ASSIGN_OR_RETURN(http::ClientResponse response, Call(request, kMaxJsonAnswerBytes, what));
-  return ParseObject(response.body, "the server's answer to " + std::string(what));
+  return base::ParseJsonObject(response.body, "the server's answer to " + std::string(what));
 }
 
 Status ServerApi::CallNoContent(std::string method, std::string target, std::string body,

@@ -48,7 +48,7 @@ void AnswerExec(Call& call, std::string_view kind, ExecOptions options, const Ex
     if (streaming) return ReportStreamError(call, sink, result.status());
     return call.RespondError(result.status());
   }
-  json body = ExecResultJson(*result);
+  json body = api::ExecResultToJson(*result);
   body.update(extra);
   if (streaming) return sink.Send("done", body);
   call.RespondJson(200, body);

@@ -15,43 +15,6 @@ std::string UtcSeconds(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
-json ExecResultJson(const ExecResult& r) {
-  return {{"exit_code", r.exit_code},
-          {"signal", r.signal},
-          {"stdout", r.stdout_data},
-          {"stderr", r.stderr_data},
-          {"timed_out", r.timed_out},
-          {"out_of_memory", r.out_of_memory},
-          {"output_truncated", r.output_truncated},
-          {"duration_ms", r.duration.count()},
-          {"driver", r.driver}};
-}
-
-json ProcessInfoJson(const ProcessInfo& p) {
-  json j = {{"pid", p.pid},
-            {"argv", p.argv},
-            {"tty", p.tty},
-            {"background", p.background},
-            {"started_unix_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    p.started.time_since_epoch())
-                                    .count()},
-            {"state", p.running ? "running" : "exited"},
-            {"exit_code", nullptr},
-            {"signal", nullptr},
-            {"stdout_bytes", p.stdout_bytes},
-            {"stderr_bytes", p.stderr_bytes},
-            {"dropped_stdout", p.dropped_stdout},
-            {"dropped_stderr", p.dropped_stderr}};
-  if (p.exit) {
-    j["exit_code"] = p.exit->exit_code;
-    j["signal"] = p.exit->signal;
-    j["timed_out"] = p.exit->timed_out;
-    j["out_of_memory"] = p.exit->out_of_memory;
-    j["duration_ms"] = p.exit->duration.count();
-  }
-  return j;
-}
-
 json CellResultJson(const CellResult& r) {
   json data = json::object();
   for (const auto& [mime, value] : r.data) data[mime] = value;

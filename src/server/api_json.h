@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "api/exec_result.h"
+#include "api/process_info.h"
 #include "codebox/box.h"
 #include "codebox/execution.h"
 #include "codebox/options.h"
@@ -21,9 +23,7 @@ namespace codebox::server {
 // RFC 3339 UTC with seconds: "2026-12-03T12:00:00Z".
 std::string UtcSeconds(std::chrono::system_clock::time_point t);
 
-nlohmann::json ExecResultJson(const ExecResult& result);
 nlohmann::json CellResultJson(const CellResult& result);
-nlohmann::json ProcessInfoJson(const ProcessInfo& process);
 nlohmann::json ExecutionJson(const Execution& execution);
 nlohmann::json BoxJson(const BoxRecord& record);
 nlohmann::json PoolJson(const PoolStatus& pool);

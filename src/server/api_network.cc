@@ -66,7 +66,7 @@ void InstallPackagesInBox(Call& call) {
   auto result = lease->box().InstallPackages(request->packages, request->options);
   call.ObserveExec("install", start);
   if (!result.ok()) return call.RespondError(result.status());
-  call.RespondJson(200, ExecResultJson(*result));
+  call.RespondJson(200, api::ExecResultToJson(*result));
 }
 
 void ReportEgress(Api::Context& context, const std::string& box_id,

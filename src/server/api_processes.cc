@@ -35,9 +35,7 @@ void ListProcessesInBox(Call& call) {
   if (!lease.ok()) return call.RespondError(lease.status());
   auto listed = lease->box().Processes();
   if (!listed.ok()) return call.RespondError(listed.status());
-  json processes = json::array();
-  for (const ProcessInfo& p : *listed) processes.push_back(ProcessInfoJson(p));
-  call.RespondJson(200, {{"processes", std::move(processes)}});
+  call.RespondJson(200, api::ProcessListToJson(*listed));
 }
 
 void AttachToProcess(Call& call) {
@@ -73,7 +71,7 @@ void AttachToProcess(Call& call) {
     }
     return call.RespondError(result.status());
   }
-  json body = ExecResultJson(*result);
+  json body = api::ExecResultToJson(*result);
   body["pid"] = call.pid;
   body["dropped_stdout"] = result->dropped_stdout;
   body["dropped_stderr"] = result->dropped_stderr;

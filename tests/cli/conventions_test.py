@@ -127,23 +127,25 @@ def run_and_exec(work):
 def json_interface(work):
     r = codebox("run", *JAIL, "--json", "import sys; print('hi'); sys.exit(3)")
     j = json.loads(r.stdout)
-    check(r.returncode == 3 and j["version"] == 1 and j["exit_code"] == 3 and
-          j["program_exit_code"] == 3 and j["stdout"] == "hi\n" and
-          j["stdout_encoding"] == "utf-8" and j["error"] is None and j["driver"] == "jail",
-          "--json: version, exit_code, stdout", r)
+    check(r.returncode == 3 and j["version"] == 2 and j["exit_code"] == 3 and
+          j["result"]["exit_code"] == 3 and j["result"]["stdout"] == "hi\n" and
+          j["result"]["stdout_encoding"] == "utf-8" and j["error"] is None and
+          j["result"]["driver"] == "jail",
+          "--json: version, exit_code, the result in the API's shape", r)
     r = codebox("exec", *JAIL, "--json", "--", "sh", "-c", r"printf '\377\376\000x'; exit 0")
     j = json.loads(r.stdout)
-    check(j["stdout_encoding"] == "base64" and
-          base64.b64decode(j["stdout"]) == b"\xff\xfe\x00x" and j["stderr_encoding"] == "utf-8",
+    check(j["result"]["stdout_encoding"] == "base64" and
+          base64.b64decode(j["result"]["stdout"]) == b"\xff\xfe\x00x" and
+          j["result"]["stderr_encoding"] == "utf-8",
           "--json: bytes that are not UTF-8 come as base64, never replaced", r)
     r = codebox("exec", *JAIL, "--json", "--timeout", "1", "sleep", "30")
     j = json.loads(r.stdout)
-    check(r.returncode == 124 and j["exit_code"] == 124 and j["timed_out"] is True,
+    check(r.returncode == 124 and j["exit_code"] == 124 and j["result"]["timed_out"] is True,
           "--json: a timeout is 124 in both", r)
     out = os.path.join(work, "copied")
     r = codebox("run", *JAIL, "--json", "--copy-out", "/work/missing:" + out, "print(1)")
     j = json.loads(r.stdout)
-    check(r.returncode == 125 and j["exit_code"] == 125 and j["program_exit_code"] == 0 and
+    check(r.returncode == 125 and j["exit_code"] == 125 and j["result"]["exit_code"] == 0 and
           j["error"] and "missing" in j["error"]["message"],
           "--json: a failed copy-out is 125 in the JSON and the process alike", r)
     r = codebox("run", "--json", "--image", "no-such-image-x", "print(1)")

@@ -64,7 +64,8 @@ def main():
                 fetch_code(f"http://{host}/", "http://blocked.example.org/"))
         check(r.returncode == 0, "run --json with --allow-host", r)
         j = json.loads(r.stdout)
-        check(j["stdout"].startswith("hello\nfailed"), "the allowed host answers, the other not", r)
+        check(j["result"]["stdout"].startswith("hello\nfailed"),
+              "the allowed host answers, the other not", r)
         check(j["network"] == "allow", "--json says network allow", r)
         egress = j["egress"]
         check(len(egress) == 2 and egress[0]["allowed"] and egress[0]["port"] ==
@@ -92,7 +93,7 @@ def main():
         r = run("--json", "--pip", "surely-not-a-package-codebox", *index, "print(1)")
         check(r.returncode == 126, "a failed install exits 126 with --json", r)
         j = json.loads(r.stdout)
-        check(j["install"]["exit_code"] != 0 and j["network"] == "allow" and "stdout" not in j,
+        check(j["install"]["exit_code"] != 0 and j["network"] == "allow" and j["result"] is None,
               "--json holds pip's result only", r)
 
         # Flag errors name the flag; doctor explains the modes and shows the box's.

@@ -99,7 +99,7 @@ TEST_F(RemoteCliTest, RunJsonPrintsTheResult) {
   EXPECT_EQ(r.exit_code, 0) << Stderr(r);
   json j = json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.out;
-  EXPECT_EQ(j["stdout"], "42\n");
+  EXPECT_EQ(j["result"]["stdout"], "42\n");
 }
 
 TEST_F(RemoteCliTest, ExecGoesThroughCodeboxServer) {

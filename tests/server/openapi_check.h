@@ -22,9 +22,10 @@ class OpenApiChecker {
   std::string CheckValue(const nlohmann::json& schema, const nlohmann::json& value,
                          const std::string& where) const;
   const nlohmann::json& Schema(const std::string& name) const;
+  // A schema with its $ref followed.
+  const nlohmann::json& Resolve(const nlohmann::json& schema) const;
 
  private:
-  const nlohmann::json& Resolve(const nlohmann::json& schema) const;
   nlohmann::json doc_;
 };
 
