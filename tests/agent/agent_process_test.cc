@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -47,6 +48,14 @@ class AgentProcessTest : public ConnectedAgentTest {
     }
     return std::nullopt;
   }
+  // Attaches to `pid` and waits for its end.
+  StatusOr<ExecResult> Follow(int32_t pid, bool output = true) {
+    AttachRequest attach;
+    attach.pid = pid;
+    attach.output = output;
+    ASSIGN_OR_RETURN(std::unique_ptr<protocol::RunningExec> running, client_->Attach(attach));
+    return running->Wait();
+  }
   // Waits (bounded) until the process wrote at least `bytes` to stdout.
   void AwaitStdout(int32_t pid, uint64_t bytes) {
     for (int i = 0; i < 500; ++i) {
@@ -69,11 +78,7 @@ TEST_F(AgentProcessTest, BackgroundProcessOutlivesItsRequestAndReplaysOnAttach) 
   EXPECT_TRUE(entry->background);
   EXPECT_EQ(entry->argv, (std::vector<std::string>{
                              "/bin/sh", "-c", "echo before; sleep 0.5; echo after; exit 3"}));
-  AttachRequest attach;
-  attach.pid = *pid;
-  auto attached = client_->Attach(attach);
-  ASSERT_TRUE(attached.ok()) << attached.status().ToString();
-  auto result = (*attached)->Wait();
+  auto result = Follow(*pid);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->stdout_data, "before\nafter\n");
   EXPECT_EQ(result->exit_code, 3);
@@ -84,9 +89,7 @@ TEST_F(AgentProcessTest, BackgroundProcessOutlivesItsRequestAndReplaysOnAttach) 
   EXPECT_FALSE(entry->running);
   ASSERT_TRUE(entry->exit);
   EXPECT_EQ(entry->exit->exit_code, 3);
-  auto late = client_->Attach(attach);
-  ASSERT_TRUE(late.ok());
-  auto again = (*late)->Wait();
+  auto again = Follow(*pid);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->stdout_data, "before\nafter\n");
   EXPECT_EQ(again->exit_code, 3);
@@ -134,11 +137,7 @@ TEST_F(AgentProcessTest, AHandleThatGoesDetachesAndTheProcessRunsOn) {
   ASSERT_TRUE(entry);
   EXPECT_TRUE(entry->running);
   EXPECT_TRUE(client_->SignalProcess(*pid, 9, /*tree=*/true).ok());
-  AttachRequest attach;
-  attach.pid = *pid;
-  auto attached = client_->Attach(attach);
-  ASSERT_TRUE(attached.ok());
-  auto result = (*attached)->Wait();
+  auto result = Follow(*pid);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->signal, 9);
   EXPECT_EQ(result->stdout_data, "kept\n");
@@ -150,11 +149,7 @@ TEST_F(AgentProcessTest, TheRingKeepsTheLastBytesAndCountsTheDropped) {
   auto pid = client_->StartBackground(r);
   ASSERT_TRUE(pid.ok());
   AwaitStdout(*pid, 300006);
-  AttachRequest attach;
-  attach.pid = *pid;
-  auto attached = client_->Attach(attach);
-  ASSERT_TRUE(attached.ok());
-  auto result = (*attached)->Wait();
+  auto result = Follow(*pid);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->stdout_data.size(), 4096u);
   EXPECT_EQ(result->dropped_stdout, 300006u - 4096u);
@@ -187,12 +182,7 @@ TEST_F(AgentProcessTest, KillingATreeEndsWhatLeftItsGroupAndSparesOthers) {
   EXPECT_TRUE(Alive(*bystander));
   // A signal to the group alone.
   ASSERT_TRUE(client_->SignalProcess(*bystander, 15).ok());
-  AttachRequest attach;
-  attach.pid = *bystander;
-  attach.output = false;
-  auto attached = client_->Attach(attach);
-  ASSERT_TRUE(attached.ok());
-  auto result = (*attached)->Wait();
+  auto result = Follow(*bystander, /*output=*/false);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->signal, 15);
   EXPECT_EQ(client_->SignalProcess(*bystander, 15).code(), StatusCode::kNotFound);
@@ -220,11 +210,7 @@ TEST_F(AgentProcessTest, TheTableKeepsTheLast32EndedAndRefusesUnknownPids) {
   auto list = client_->ListProcesses();
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->size(), 32u);
-  AttachRequest attach;
-  attach.pid = 999999;
-  auto attached = client_->Attach(attach);
-  ASSERT_TRUE(attached.ok());
-  auto result = (*attached)->Wait();
+  auto result = Follow(999999);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kNotFound);
 }

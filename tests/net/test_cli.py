@@ -129,7 +129,7 @@ def test_the_byte_cap_holds(codebox_bin, net):
             str(cap), "--json")
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
-    small, big = answers(result["stdout"])
+    small, big = answers(result["result"]["stdout"])
     assert small["status"] == 200 and len(small["body"]) == 200000, {**small, "body": "..."}
     assert "body" not in big or len(big["body"]) < 8000000, {**big, "body": "..."}
     down = sum(rec["bytes_down"] + rec["bytes_up"] for rec in result["egress"])
@@ -157,7 +157,7 @@ def test_a_box_without_a_network_has_none(codebox_bin, net):
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["network"] == "none" and result.get("egress", []) == [], result
-    lines = result["stdout"].strip().splitlines()
+    lines = result["result"]["stdout"].strip().splitlines()
     assert "error" in json.loads(lines[0])[0], lines
     assert lines[1] == "[]", lines
 
@@ -216,7 +216,7 @@ print(json.dumps(answers))
             "--json")
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
-    statuses = json.loads(result["stdout"].strip().splitlines()[-1])
+    statuses = json.loads(result["result"]["stdout"].strip().splitlines()[-1])
     assert statuses[0] == 404 and 403 in statuses, statuses  # /pad: the server's 404
     reached = [q for q in net.servers.requests(net.host["web"])
                if id(q) not in before and q.path == "/pad"]

@@ -20,8 +20,8 @@ def test_vm_box_reaches_an_allowed_host_and_is_refused_another(codebox_bin, net)
             net.host["rebind-lo"], "--json", code, timeout=300)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
-    assert result["driver"].startswith("vm"), result  # vm/tcg here, vm/kvm with kvm
-    lines = result["stdout"].strip().splitlines()
+    assert result["result"]["driver"].startswith("vm"), result  # vm/tcg here, vm/kvm with kvm
+    lines = result["result"]["stdout"].strip().splitlines()
     web, other, rebound = json.loads(lines[0])
     assert web == {"status": 200, "body": net.hello("web") + "\n"}, web
     assert other["status"] == 403 and "allowlist" in other["body"], other

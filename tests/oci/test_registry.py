@@ -208,7 +208,7 @@ def test_pyapp_path_is_the_image_path_and_finds_python(pyapp_pulled, plain):
                'echo "$PATH"; command -v python3; python3 -c "print(6*7)"')
     result = result_of(r)
     assert result["exit_code"] == 0, result
-    path, python, answer = result["stdout"].splitlines()
+    path, python, answer = result["result"]["stdout"].splitlines()
     assert (python, answer) == ("/usr/bin/python3", "42"), result
     assert path == "/usr/local/bin:/usr/bin:/bin", result
 

@@ -40,7 +40,7 @@ def test_bb_exec_in_a_vm_box(codebox, bb_in_store):
                 timeout=400)
     result = result_of(r)
     assert result["exit_code"] == 0, (result, r.stderr, f"kernel seeded: {seeded}")
-    assert result["driver"].startswith("vm/"), result
-    hi, uid, release = result["stdout"].splitlines()
+    assert result["result"]["driver"].startswith("vm/"), result
+    hi, uid, release = result["result"]["stdout"].splitlines()
     assert (hi, uid) == ("hi from the vm", "0"), result
     assert release != os.uname().release, "the guest runs the host's kernel?"
