@@ -185,6 +185,8 @@ class Server {
   void PumpAttachers();
   // Forgets the oldest ended processes past kKeptEnded (those nobody is attached to).
   void TrimTable();
+  // Forgets the ended process `pid` (its pid is a new process's now), ending its attachers.
+  void ForgetEnded(pid_t pid);
   void KillEverything();
   void CheckDeadlines(Clock::time_point now);
   void SendHello();

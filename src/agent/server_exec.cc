@@ -63,7 +63,7 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
     streams_[stream] = exec.pid;
   }
   // A pid is unique among live processes; one of an ended entry may be reused.
-  execs_.erase(exec.pid);
+  ForgetEnded(exec.pid);
   execs_.emplace(exec.pid, std::move(exec));
 }
 
@@ -345,7 +345,7 @@ void Server::HandleCancel(uint32_t stream, const protocol::msg::Cancel& request)
   // An attacher leaves; the process runs on. The exec stream's own process is killed.
   if (!Detach(request.target)) {
     Exec* exec = ExecOfStream(request.target);
-    if (exec != nullptr && !exec->exited) KillExecTree(*exec);
+    if (exec != nullptr && exec->stream == request.target && !exec->exited) KillExecTree(*exec);
   }
   SendEvent(stream, protocol::msg::Done{});
 }

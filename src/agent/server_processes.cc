@@ -133,6 +133,19 @@ void Server::HandleSignalProcess(uint32_t stream, const protocol::msg::SignalPro
   SendEvent(stream, protocol::msg::Done{});
 }
 
+void Server::ForgetEnded(pid_t pid) {
+  auto it = execs_.find(pid);
+  if (it == execs_.end()) return;
+  // Its attachers that had not caught up end here: their streams must not follow the new
+  // process that has its pid.
+  for (const Attacher& a : it->second.attachers) {
+    SendError(a.stream, NotFound("process " + std::to_string(pid) +
+                                 " ended and its pid went to a new process"));
+    streams_.erase(a.stream);
+  }
+  execs_.erase(it);
+}
+
 void Server::TrimTable() {
   std::vector<std::pair<Clock::time_point, pid_t>> ended;
   for (const auto& [pid, exec] : execs_) {
