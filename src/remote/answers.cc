@@ -15,7 +15,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int64_t kMaxMillis = int64_t{1} << 50;  // ~35,000 years: a number, not a bug
-constexpr int64_t kMaxBytes = int64_t{1} << 62;  // a byte count from the server
 
 std::string TypeOf(const json& j) { return j.type_name(); }
 
