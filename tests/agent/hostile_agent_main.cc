@@ -6,8 +6,10 @@
 //   mistyped      an exit whose exit_code is the string "zero"
 //   second-exit   two exits on the same stream
 //   foreign-exit  an exit on a stream the host never opened
+//   started-twice two `started` events, then an exit
 // mkdir, kill and shutdown are answered like the real agent; read_file with a file event
-// claiming 4 EiB followed by 16 MiB of data.
+// claiming 4 EiB followed by 16 MiB of data; list_processes with a table of 300 entries (in one
+// frame under the frame limit); attach with 50 MiB of stdout, then an exit.
 #include <unistd.h>
 
 #include <cerrno>
@@ -97,6 +99,19 @@ int main() {
       const std::string chunk(256u << 10, 'h');
       for (int i = 0; i < 64; ++i) Send(f.stream, 6, chunk);
       Send(f.stream, 6, "");
+    } else if (op == "list_processes") {
+      Json table = Json::array();
+      const Json argv(8, std::string(128, 'a'));
+      for (int pid = 1; pid <= 300; ++pid) {
+        table.push_back(Json{{"pid", pid}, {"argv", argv}, {"tty", false}, {"background", true},
+                             {"started_unix_ms", 0}, {"running", true}, {"stdout_bytes", 0},
+                             {"stderr_bytes", 0}, {"dropped_stdout", 0}, {"dropped_stderr", 0}});
+      }
+      Event(f.stream, Json{{"event", "processes"}, {"processes", table}});
+    } else if (op == "attach") {
+      const std::string chunk(256u << 10, 'y');
+      for (int i = 0; i < 200; ++i) Send(f.stream, 4, chunk);  // 50 MiB
+      Event(f.stream, Exit(0));
     } else if (op == "exec") {
       std::string attack;
       if (req.contains("argv") && req["argv"].is_array() && !req["argv"].empty() &&
@@ -114,6 +129,10 @@ int main() {
       } else if (attack == "second-exit") {
         Event(f.stream, Exit(0));
         Event(f.stream, Exit(1));
+      } else if (attack == "started-twice") {
+        Event(f.stream, Json{{"event", "started"}, {"pid", 7}});
+        Event(f.stream, Json{{"event", "started"}, {"pid", 8}});
+        Event(f.stream, Exit(0));
       } else if (attack == "foreign-exit") {
         Event(f.stream + 1000, Exit(0));
       } else {

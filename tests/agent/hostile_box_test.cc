@@ -94,5 +94,36 @@ TEST_F(HostileBoxTest, ExitForAStreamNeverOpenedIsRefused) {
   EXPECT_NE(r.status().message().find("never opened"), std::string::npos) << r.status().ToString();
 }
 
+// The process table as a hijacked agent in a real box tells it: 300 entries, past the 256 the
+// host accepts, are refused whole, and the box's connection ends; the host process goes on.
+TEST_F(HostileBoxTest, AnOversizedProcessTableIsRefused) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  auto listed = box->Processes();
+  ASSERT_FALSE(listed.ok());
+  EXPECT_EQ(listed.status().code(), StatusCode::kProtocolError) << listed.status().ToString();
+  EXPECT_NE(listed.status().message().find("more than 256"), std::string::npos)
+      << listed.status().ToString();
+  EXPECT_FALSE(box->Exec({"true"}).ok()) << "the box is done for";
+}
+
+// An attacher gets at most the box's output limit, whatever the agent sends.
+TEST_F(HostileBoxTest, AnAttacherKeepsOnlyTheCap) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());  // output limit 1 MiB
+  auto process = box->Attach(5);
+  ASSERT_TRUE(process.ok()) << process.status().ToString();
+  auto r = (*process)->Wait();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data.size(), 1u << 20);
+  EXPECT_TRUE(r->output_truncated);
+}
+
+TEST_F(HostileBoxTest, AStartedTwiceEndsTheConnection) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  auto r = box->Exec({"started-twice"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kProtocolError) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("started"), std::string::npos) << r.status().ToString();
+}
+
 }  // namespace
 }  // namespace codebox
