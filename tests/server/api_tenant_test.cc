@@ -75,6 +75,13 @@ const BoxRoute kBoxRoutes[] = {
     {"GET", "/files?path=/work", "/v1/boxes/{id}/files", ""},
     {"GET", "/files?path=/work&list=1", "/v1/boxes/{id}/files", ""},
     {"DELETE", "/files?path=f.txt", "/v1/boxes/{id}/files", ""},
+    {"POST", "/processes", "/v1/boxes/{id}/processes", R"j({"argv": ["sleep", "60"]})j"},
+    {"GET", "/processes", "/v1/boxes/{id}/processes", ""},
+    {"GET", "/processes/1/events", "/v1/boxes/{id}/processes/{pid}/events", ""},
+    {"POST", "/processes/1/stdin", "/v1/boxes/{id}/processes/{pid}/stdin", R"j({"text": "x"})j"},
+    {"POST", "/processes/1/signal", "/v1/boxes/{id}/processes/{pid}/signal",
+     R"j({"signal": 9})j"},
+    {"DELETE", "/processes/1", "/v1/boxes/{id}/processes/{pid}", ""},
     {"DELETE", "", "/v1/boxes/{id}", ""},
 };
 
