@@ -170,6 +170,8 @@ class Server {
   void ReapChildren();
   void HandleSignals();
   void KillExecTree(Exec& exec);
+  // An argument as a `processes` event lists it (protocol::msg::kMaxListedArgBytes).
+  static std::string ListedArg(std::string_view arg);
   // The process a stream stands for (its exec stream or an attach stream), or null.
   Exec* ExecOfStream(uint32_t stream);
   bool AnyRunning() const;

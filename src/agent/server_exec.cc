@@ -14,6 +14,7 @@
 #include "agent/server.h"
 #include "base/io.h"
 #include "base/log.h"
+#include "base/text.h"
 
 namespace codebox::agent {
 
@@ -52,7 +53,7 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
   for (size_t i = 0; i < request.argv.size() && i < protocol::msg::kMaxListedArgs; ++i) {
-    exec.listed_argv.push_back(request.argv[i].substr(0, protocol::msg::kMaxListedArgBytes));
+    exec.listed_argv.push_back(ListedArg(request.argv[i]));
   }
   if (spec->timeout_ms > 0)
     exec.deadline = exec.start + std::chrono::milliseconds(spec->timeout_ms);
@@ -65,6 +66,15 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   // A pid is unique among live processes; one of an ended entry may be reused.
   ForgetEnded(exec.pid);
   execs_.emplace(exec.pid, std::move(exec));
+}
+
+std::string Server::ListedArg(std::string_view arg) {
+  // The longest prefix of at most kMaxListedArgBytes that is valid UTF-8: the JSON encoder
+  // would turn a cut character (or any invalid byte) into U+FFFD, three bytes, and the host
+  // refuses a listed argument past the bound.
+  size_t cut = std::min(arg.size(), protocol::msg::kMaxListedArgBytes);
+  while (cut > 0 && !base::IsValidUtf8(arg.substr(0, cut))) --cut;
+  return std::string(arg.substr(0, cut));
 }
 
 Server::Exec* Server::ExecOfStream(uint32_t stream) {

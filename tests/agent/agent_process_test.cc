@@ -205,6 +205,23 @@ TEST_F(AgentProcessTest, CancellingAnExecSparesTheBackgroundProcesses) {
   EXPECT_TRUE(entry->running);
 }
 
+// A listed argument is cut to 128 bytes without splitting a character (the host refuses a
+// listing past the bound, and a cut character would grow into U+FFFD).
+TEST_F(AgentProcessTest, ListedArgumentsAreCutWhereACharacterEnds) {
+  ExecRequest r = Sh("true");
+  r.argv.push_back(std::string(127, 'a') + "\xc3\xa9tail");
+  r.argv.push_back(std::string("bad\xff") + std::string(200, 'b'));
+  auto pid = client_->StartBackground(r);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  auto entry = Entry(*pid);
+  ASSERT_TRUE(entry);
+  ASSERT_EQ(entry->argv.size(), 5u);
+  EXPECT_EQ(entry->argv[3], std::string(127, 'a'));
+  // The host's request already carried the invalid byte as U+FFFD (JSON holds only UTF-8).
+  EXPECT_EQ(entry->argv[4], "bad\xef\xbf\xbd" + std::string(122, 'b'));
+  EXPECT_TRUE(client_->connection_status().ok());
+}
+
 TEST_F(AgentProcessTest, TheTableKeepsTheLast32EndedAndRefusesUnknownPids) {
   for (int i = 0; i < 40; ++i) ASSERT_TRUE(client_->Exec(Sh("true")).ok());
   auto list = client_->ListProcesses();
