@@ -51,6 +51,9 @@ def test_kill_ends_the_tree_and_signal_reaches_the_group(box: codebox.SyncCodeBo
         box.kill(0)
     with pytest.raises(ValueError):
         box.spawn("true", ring_bytes=1 << 40)
+    # A program too long for an argument would go as a file, removed at an end nobody awaits.
+    with pytest.raises(codebox.BoxInvalidArgumentError, match="background python3 -c"):
+        box.spawn("python3", "-c", "pass\n" * 20000)
 
 
 def test_a_small_ring_drops_the_oldest_and_says_so(box: codebox.SyncCodeBox) -> None:

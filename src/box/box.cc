@@ -334,6 +334,12 @@ class LocalBox final : public Box::Impl {
     request.on_stderr = options.on_stderr;
     request.ring_bytes = options.ring_bytes;
 
+    // A program sent as a file is removed after the exec's end, which a background process's
+    // starter does not wait for.
+    if (program && options.background) {
+      return InvalidArgument("exec python3: a background python3 -c program is limited to " +
+                             std::to_string(kInlineProgramBytes) + " bytes");
+    }
     box::ProcessHost host = ProcessHostFor();
     if (program) {
       const std::string path = "/tmp/.codebox-program-" + std::to_string(next_program_++) + ".py";
@@ -348,8 +354,6 @@ class LocalBox final : public Box::Impl {
     const std::string what = "exec " + request.argv[0];
     uint64_t oom_before = backend_->OomKillCount();
     if (options.background) {
-      if (program) return InvalidArgument(what + ": a background python3 -c program is limited to " +
-                                          std::to_string(kInlineProgramBytes) + " bytes");
       // Its own timeout only: not the box's default for execs.
       request.timeout = options.timeout && *options.timeout != kNoTimeout
                             ? std::min(*options.timeout, TimeLeft().value_or(*options.timeout))
@@ -357,18 +361,10 @@ class LocalBox final : public Box::Impl {
       request.stdin_data.reset();
       auto pid = agent_->StartBackground(request);
       if (!pid.ok()) return Explain(pid.status(), what);
-      protocol::AttachRequest attach;
-      attach.pid = *pid;
-      attach.output_limit = request.output_limit;
-      attach.on_stdout = options.on_stdout;
-      attach.on_stderr = options.on_stderr;
-      attach.keep_output = options.keep_output;
-      auto running = agent_->Attach(attach);
-      if (!running.ok()) return Explain(running.status(), what);
-      auto process = std::make_unique<box::LocalProcess>(std::move(*running), what, oom_before,
-                                                         std::move(host));
+      // Followed as any process of the table is (Attach): its handle detaches when it goes.
+      ASSIGN_OR_RETURN(std::unique_ptr<Process> process, Attach(*pid, options));
       if (options.stdin_data) RETURN_IF_ERROR(process->WriteStdin(*options.stdin_data));
-      return std::unique_ptr<Process>(std::move(process));
+      return process;
     }
     auto running = agent_->StartExec(request);
     if (!running.ok()) return Explain(running.status(), what);
