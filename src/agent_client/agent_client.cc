@@ -150,15 +150,9 @@ FrameHandler ExecHandler(std::shared_ptr<RunningExec::State> state) {
   };
 }
 
-}  // namespace
-
-StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
-  ASSIGN_OR_RETURN(std::unique_ptr<RunningExec> running, StartExec(request));
-  return running->Wait();
-}
-
-StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest& request) {
-  RETURN_IF_ERROR(CheckExecRequest(request));
+// The exec message of `request` (checked by CheckExecRequest); stdin is a stream when there
+// is stdin data or it stays open.
+msg::Exec ExecMessage(const ExecRequest& request) {
   msg::Exec exec;
   exec.argv = request.argv;
   exec.env = request.env;
@@ -169,6 +163,19 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   exec.user = request.user;
   exec.tty = request.tty;
   exec.ring_bytes = std::min(request.ring_bytes, msg::kMaxRingBytes);
+  return exec;
+}
+
+}  // namespace
+
+StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RunningExec> running, StartExec(request));
+  return running->Wait();
+}
+
+StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest& request) {
+  RETURN_IF_ERROR(CheckExecRequest(request));
+  msg::Exec exec = ExecMessage(request);
   std::string what = "exec " + request.argv[0].substr(0, 256);
   // Encoded once: measured here, sent below.
   const std::string encoded = msg::EncodeRequest(exec);
@@ -201,17 +208,8 @@ StatusOr<int32_t> AgentClient::StartBackground(const ExecRequest& request) {
   RETURN_IF_ERROR(CheckExecRequest(request));
   const std::string what = "start " + request.argv[0].substr(0, 256);
   if (request.stdin_data) return InvalidArgument(what + ": a background process takes no stdin data");
-  msg::Exec exec;
-  exec.argv = request.argv;
-  exec.env = request.env;
-  exec.cwd = request.cwd;
-  exec.stdin_stream = request.interactive_stdin;
-  exec.timeout_ms = std::max<int64_t>(0, request.timeout.count());
-  exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
-  exec.user = request.user;
-  exec.tty = request.tty;
+  msg::Exec exec = ExecMessage(request);
   exec.background = true;
-  exec.ring_bytes = std::min(request.ring_bytes, msg::kMaxRingBytes);
   if (msg::EncodeRequest(exec).size() > kMaxPayload) {
     return InvalidArgument(what + ": argv and environment take more than " +
                            std::to_string(kMaxPayload) + " bytes (JSON-encoded)");
