@@ -100,27 +100,11 @@ StatusOr<Result> ReadStream(
   return ProtocolError(std::string(what) + ": the server's event stream ended without a result");
 }
 
-// An exec-like request (exec, python, run): streamed when a callback wants the output as it
-// comes or when there is no timeout (the stream's keep-alives then show the server is alive);
-// else one JSON answer.
-StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const json& body,
-                              const ExecOptions& options, std::chrono::milliseconds timeout,
-                              std::string_view what) {
-  http::ClientRequest request;
-  request.method = "POST";
-  request.target = std::move(target);
-  ASSIGN_OR_RETURN(request.body, DumpJson(body, what));
-  request.timeout = RequestTimeout(timeout, kExecMargin);
-  if (!options.on_stdout && !options.on_stderr && timeout != kNoTimeout) {
-    ASSIGN_OR_RETURN(http::ClientResponse response,
-                     api.Call(request, http::ClientOptions{}.max_response_bytes, what));
-    ASSIGN_OR_RETURN(json j,
-                     base::ParseJsonObject(response.body, "the server's answer to " + std::string(what)));
-    return api::ExecResultFromJson(j);
-  }
-  // The server sends the output as events only (its `done` has it empty): kept here, as the
-  // caller's own options say. A `done` that carries output of its own (a server that sent no
-  // events for it) is kept as it is.
+// An exec-like answer asked as an event stream. The server sends the output as events only (its
+// `done` has it empty): kept here, as the caller's own options say. A `done` that carries output
+// of its own (a server that sent no events for it) is kept as it is.
+StatusOr<ExecResult> StreamExec(const ServerApi& api, http::ClientRequest request,
+                                const ExecOptions& options, std::string_view what) {
   std::string out, err;
   bool streamed = false;
   auto keep = [&](std::string* kept, const std::function<void(std::string_view)>& next) {
@@ -139,6 +123,27 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
     result.stderr_data = options.keep_output ? std::move(err) : std::string();
   }
   return result;
+}
+
+// An exec-like request (exec, python, run): streamed when a callback wants the output as it
+// comes or when there is no timeout (the stream's keep-alives then show the server is alive);
+// else one JSON answer.
+StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const json& body,
+                              const ExecOptions& options, std::chrono::milliseconds timeout,
+                              std::string_view what) {
+  http::ClientRequest request;
+  request.method = "POST";
+  request.target = std::move(target);
+  ASSIGN_OR_RETURN(request.body, DumpJson(body, what));
+  request.timeout = RequestTimeout(timeout, kExecMargin);
+  if (!options.on_stdout && !options.on_stderr && timeout != kNoTimeout) {
+    ASSIGN_OR_RETURN(http::ClientResponse response,
+                     api.Call(request, http::ClientOptions{}.max_response_bytes, what));
+    ASSIGN_OR_RETURN(json j,
+                     base::ParseJsonObject(response.body, "the server's answer to " + std::string(what)));
+    return api::ExecResultFromJson(j);
+  }
+  return StreamExec(api, std::move(request), options, what);
 }
 
 // A process of a box on a server (a background Box::Start, Box::Attach): every call is a
@@ -179,22 +184,8 @@ class RemoteProcess final : public Process {
     request.method = "GET";
     request.target = target_ + "/events";
     request.timeout = kStreamIdleTimeout;
-    std::string out, err;
-    auto keep = [&](std::string* kept, const std::function<void(std::string_view)>& next) {
-      return [this, kept, &next](std::string_view chunk) {
-        if (options_.keep_output) kept->append(chunk);
-        if (next) next(chunk);
-      };
-    };
-    const std::string what = "attach to process " + std::to_string(pid_);
-    ASSIGN_OR_RETURN(ExecResult result,
-                     ReadStream<ExecResult>(api_, std::move(request),
-                                            keep(&out, options_.on_stdout),
-                                            keep(&err, options_.on_stderr), api::ExecResultFromJson,
-                                            nullptr, what));
-    result.stdout_data = std::move(out);
-    result.stderr_data = std::move(err);
-    return result;
+    return StreamExec(api_, std::move(request), options_,
+                      "attach to process " + std::to_string(pid_));
   }
 
  private:
