@@ -20,6 +20,8 @@ function(_codebox_layering_collect dir out)
     endif()
     # One line per target: NAME|SOURCE_DIR|SOURCES (;)|LINKS (;). Generator expressions in
     # the links ($<BUILD_INTERFACE:codebox_internal>) name no codebox folder and are dropped.
+    # $<BUILD_INTERFACE:X> (a headers-only link) is a link for the checker: X is kept.
+    string(REGEX REPLACE "\\$<BUILD_INTERFACE:([^>$]*)>" "\\1" links "${links}")
     string(GENEX_STRIP "${links}" links)
     string(APPEND lines "${t}|${source_dir}|${sources}|${links}\n")
   endforeach()

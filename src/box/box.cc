@@ -16,7 +16,7 @@
 #include "box/box_paths.h"
 #include "box/copy.h"
 #include "box/egress.h"
-#include "box/host_files.h"
+#include "host_files/host_files.h"
 #include "box/image_run.h"
 #include "box/install.h"
 #include "box/local_process.h"
@@ -213,7 +213,7 @@ class LocalBox final : public Box::Impl {
     for (protocol::DirEntry& e : *listing) {
       // The names are the box's: one that would make `path` leave `dir` fails the listing,
       // as it fails a copy-out.
-      RETURN_IF_ERROR(box::CheckNameStaysInDirectory(e.name).WithContext("list dir " + dir));
+      RETURN_IF_ERROR(host_files::CheckNameStaysInDirectory(e.name).WithContext("list dir " + dir));
       std::string path = (dir == "/" ? "" : dir) + "/" + e.name;
       entries.push_back({std::move(e.name), std::move(path), std::move(e.type), e.size, e.mode});
     }

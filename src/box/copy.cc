@@ -11,9 +11,17 @@
 
 #include "base/io.h"
 #include "base/log.h"
-#include "box/host_files.h"
+#include "host_files/host_files.h"
 
 namespace codebox::box {
+
+using host_files::CheckEntryName;
+using host_files::HostDir;
+using host_files::HostFile;
+using host_files::HumanBytes;
+using host_files::MadeEntry;
+using host_files::RemoveMade;
+using host_files::ShowName;
 namespace {
 
 std::string Join(const std::string& dir, const std::string& name) {

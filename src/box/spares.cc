@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "box/options_json.h"
+#include "options/options_json.h"
 
 namespace codebox::box {
 namespace {
@@ -71,7 +71,7 @@ StatusOr<std::unique_ptr<jail::Jail>> TakePrestartedJail(const BoxOptions& optio
   // (OptionSpec::shapes_box).
   std::string user = c.user ? std::to_string(c.user->uid) + ":" + std::to_string(c.user->gid) : "";
   std::string key = c.rootfs + '\n' + c.agent_path + '\n' + c.hostname + '\n' + c.workdir + '\n' +
-                    user + '\n' + BoxShapeKey(options);
+                    user + '\n' + options::BoxShapeKey(options);
   auto spare = Jails().Take(key, [c] { return jail::Jail::Start(c); });
   if (spare && spare->ok()) return std::move(*spare);
   // No spare yet, or one that failed to start (which says nothing certain about now).
@@ -81,7 +81,7 @@ StatusOr<std::unique_ptr<jail::Jail>> TakePrestartedJail(const BoxOptions& optio
 StatusOr<std::unique_ptr<vm::Machine>> TakePrestartedMachine(const BoxOptions& options,
                                                              const vm::VmConfig& c) {
   std::string key = c.home + '\n' + c.image_tree + '\n' + c.agent_path + '\n' +
-                    (c.snapshot ? "snapshot" : "boot") + '\n' + BoxShapeKey(options);
+                    (c.snapshot ? "snapshot" : "boot") + '\n' + options::BoxShapeKey(options);
   auto spare = Machines().Take(key, [c] { return vm::Machine::StartParked(c); });
   if (spare && spare->ok()) {
     std::unique_ptr<vm::Machine> machine = std::move(**spare);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "box/option_text.h"
+#include "options/option_text.h"
 #include "codebox/option_schema.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
@@ -47,10 +47,10 @@ std::vector<std::string> BoxFlagNames();
 
 // Option values as text (ParseOptionText, ParseMebibytes, ParseDuration, ParseTimeout): in
 // src/box/option_text.h, shared with the server's --pool specs.
-using box::ParseDuration;
-using box::ParseMebibytes;
-using box::ParseOptionText;
-using box::ParseTimeout;
+using options::ParseDuration;
+using options::ParseMebibytes;
+using options::ParseOptionText;
+using options::ParseTimeout;
 
 // Prints "codebox: <message>" to stderr (and a hint on a second line when given).
 void PrintError(const std::string& command, const Status& status);

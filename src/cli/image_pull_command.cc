@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/paths.h"
-#include "box/option_text.h"
+#include "options/option_text.h"
 #include "cli/box_flags.h"
 #include "cli/image_commands.h"
 #include "image/oci_import.h"
@@ -76,7 +76,7 @@ int ParseOciFlags(const std::vector<std::string>& args, const char* command, boo
     } else if (Is(a, "--max-size")) {
       auto v = FlagValue(args, &i, "--max-size", command);
       if (!v) return kExitUsage;
-      auto mib = box::ParseMebibytes(*v);
+      auto mib = options::ParseMebibytes(*v);
       if (!mib.ok() || *mib == 0) {
         std::fprintf(stderr, "codebox image %s: --max-size: %s\n", command,
                      mib.ok() ? "give a size from 1M up" : mib.status().message().c_str());

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "box/option_text.h"
+#include "options/option_text.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
 #include "codebox/host.h"
@@ -180,7 +180,7 @@ StatusOr<uint64_t> ParseCount(const std::string& flag, const std::string& text) 
 // A size in bytes: "4096", "64M", "4G".
 StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& text) {
   OptionMatch match = FindOption(BoxOptionSchema(), "output_limit_bytes");
-  auto value = box::ParseOptionText(*match.spec, nullptr, text);
+  auto value = options::ParseOptionText(*match.spec, nullptr, text);
   if (!value.ok()) return value.status().WithContext(flag);
   // A size comes back as an integer or a number ("8M" is 8 * 2^20, "1.5K" 1536).
   const bool number = value->kind() == OptionValue::Kind::kInteger ||

@@ -6,7 +6,7 @@
 
 #include "base/json.h"
 #include "base/text.h"
-#include "box/host_files.h"
+#include "host_files/host_files.h"
 
 namespace codebox::remote {
 
@@ -173,7 +173,7 @@ Status ErrorEventFromJson(std::string_view data) {
 }
 
 StatusOr<std::vector<FileEntry>> EntriesFromJson(const json& j, std::string_view dir) {
-  std::string what = "the server's listing of " + box::ShowName(dir);
+  std::string what = "the server's listing of " + host_files::ShowName(dir);
   const json* list = JsonFields(j, what).Find("entries");
   if (list == nullptr || !list->is_array()) {
     return ProtocolError(what + ": no \"entries\" list");
@@ -189,7 +189,7 @@ StatusOr<std::vector<FileEntry>> EntriesFromJson(const json& j, std::string_view
     FileEntry e;
     ASSIGN_OR_RETURN(e.name, f.String("name"));
     // The same check as a local box's listing: the name is the box's.
-    RETURN_IF_ERROR(box::CheckNameStaysInDirectory(e.name).WithContext(what));
+    RETURN_IF_ERROR(host_files::CheckNameStaysInDirectory(e.name).WithContext(what));
     ASSIGN_OR_RETURN(e.path, f.String("path"));
     bool under =
         e.path.size() > e.name.size() + 1 && e.path.front() == '/' &&
@@ -197,18 +197,18 @@ StatusOr<std::vector<FileEntry>> EntriesFromJson(const json& j, std::string_view
     // "/" lists as "/name": the parent part is then empty.
     if (!under && e.path == "/" + e.name) under = true;
     if (!under) {
-      return f.Error("path", box::ShowName(e.path) + " is not the directory + \"/\" + " +
-                                 box::ShowName(e.name));
+      return f.Error("path", host_files::ShowName(e.path) + " is not the directory + \"/\" + " +
+                                 host_files::ShowName(e.name));
     }
     std::string this_parent = e.path.substr(0, e.path.size() - e.name.size() - 1);
     if (entries.empty()) parent = this_parent;
     if (this_parent != parent) {
-      return f.Error("path", box::ShowName(e.path) + " is not in " + box::ShowName(parent) +
+      return f.Error("path", host_files::ShowName(e.path) + " is not in " + host_files::ShowName(parent) +
                                  " like the entries before it");
     }
     ASSIGN_OR_RETURN(e.type, f.String("type"));
     if (e.type != "file" && e.type != "dir" && e.type != "symlink" && e.type != "other") {
-      return f.Error("type", "is " + box::ShowName(e.type) + ", not file, dir, symlink or other");
+      return f.Error("type", "is " + host_files::ShowName(e.type) + ", not file, dir, symlink or other");
     }
     ASSIGN_OR_RETURN(int64_t size,
                      f.Integer("size", 0, std::numeric_limits<int64_t>::max(), false));

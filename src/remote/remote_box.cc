@@ -6,8 +6,8 @@
 #include <optional>
 #include <utility>
 
-#include "box/host_files.h"
-#include "box/options_json.h"
+#include "host_files/host_files.h"
+#include "options/options_json.h"
 #include "api/exec_result.h"
 #include "api/process_info.h"
 #include "remote/answers.h"
@@ -29,7 +29,7 @@ Status NotOnServerYet(const std::string& what) {
 }
 
 json BoxOptionsBody(const BoxOptions& options) {
-  json body = box::BoxOptionsToJson(options);
+  json body = options::BoxOptionsToJson(options);
   for (const char* local : {"server", "server_token", "home", "prestart"}) body.erase(local);
   return body;
 }
@@ -215,7 +215,7 @@ class RemoteBox final : public Box::Impl {
   StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) override {
     if (argv.empty()) return InvalidArgument("exec: argv is empty; name the program to run");
     RETURN_IF_ERROR(CheckExec(options));
-    json body = box::ExecOptionsToJson(options);
+    json body = options::ExecOptionsToJson(options);
     body["argv"] = std::move(argv);
     return SendExec(api_, base_ + "/exec", body, options, ExecTimeout(options),
                     "exec " + body["argv"][0].get<std::string>());
@@ -231,7 +231,7 @@ class RemoteBox final : public Box::Impl {
     if (argv.empty()) return InvalidArgument("start: argv is empty; name the program to run");
     if (options.tty) return NotOnServerYet("start a process on a terminal (ExecOptions::tty)");
     RETURN_IF_ERROR(CheckExec(options));
-    json body = box::ExecOptionsToJson(options);
+    json body = options::ExecOptionsToJson(options);
     body["argv"] = std::move(argv);
     body["ring_bytes"] = options.ring_bytes;
     const std::string what = "start " + body["argv"][0].get<std::string>();
@@ -270,7 +270,7 @@ class RemoteBox final : public Box::Impl {
 
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) override {
     RETURN_IF_ERROR(CheckExec(options));
-    json body = box::ExecOptionsToJson(options);
+    json body = options::ExecOptionsToJson(options);
     body["code"] = code;
     return SendExec(api_, base_ + "/python", body, options, ExecTimeout(options), "exec python3");
   }
@@ -337,12 +337,12 @@ class RemoteBox final : public Box::Impl {
     http::ClientRequest request;
     request.target = FilesTarget(box_path, {});
     request.timeout = kFilesTimeout;
-    std::string what = "copy out " + box::ShowName(box_path);
+    std::string what = "copy out " + host_files::ShowName(box_path);
     auto response = api_.Call(request, DownloadCap(resolved), what);
     if (!response.ok()) {
       if (response.status().code() != StatusCode::kLimitExceeded) return response.status();
       return LimitExceeded(what + ": more than the copy-out limit of " +
-                           box::HumanBytes(resolved.max_bytes) +
+                           host_files::HumanBytes(resolved.max_bytes) +
                            "; pass a larger limit (CopyOutOptions::max_bytes, --copy-out-limit, "
                            "copy_out(..., max_bytes=...))");
     }
@@ -357,7 +357,7 @@ class RemoteBox final : public Box::Impl {
     request.body = std::string(data);
     request.content_type = "application/octet-stream";
     request.timeout = kFilesTimeout;
-    auto response = api_.Call(request, 1 << 20, "write file " + box::ShowName(box_path));
+    auto response = api_.Call(request, 1 << 20, "write file " + host_files::ShowName(box_path));
     return response.ok() ? Status::Ok() : response.status();
   }
 
@@ -367,17 +367,17 @@ class RemoteBox final : public Box::Impl {
     http::ClientRequest request;
     request.target = FilesTarget(box_path, {});
     request.timeout = kFilesTimeout;
-    std::string what = "read file " + box::ShowName(box_path);
+    std::string what = "read file " + host_files::ShowName(box_path);
     // An error answer may be longer than a small max_bytes: the cap leaves it room, and the
     // data is held to max_bytes below.
     auto response = api_.Call(request, std::max<uint64_t>(max_bytes, 1 << 20), what);
     if (!response.ok() && response.status().code() == StatusCode::kLimitExceeded) {
-      return LimitExceeded(what + ": larger than the limit of " + box::HumanBytes(max_bytes) +
+      return LimitExceeded(what + ": larger than the limit of " + host_files::HumanBytes(max_bytes) +
                            "; pass a larger max_bytes");
     }
     if (!response.ok()) return response.status();
     if (response->body.size() > max_bytes) {  // whatever the client let through
-      return LimitExceeded(what + ": larger than the limit of " + box::HumanBytes(max_bytes) +
+      return LimitExceeded(what + ": larger than the limit of " + host_files::HumanBytes(max_bytes) +
                            "; pass a larger max_bytes");
     }
     auto type = response->headers.find("content-type");
@@ -390,14 +390,14 @@ class RemoteBox final : public Box::Impl {
   StatusOr<std::vector<FileEntry>> ListDir(const std::string& box_path) override {
     RETURN_IF_ERROR(CheckUsable());
     ASSIGN_OR_RETURN(json j, api_.CallJson("GET", FilesTarget(box_path, {{"list", "1"}}), "",
-                                           kFilesTimeout, "list dir " + box::ShowName(box_path)));
+                                           kFilesTimeout, "list dir " + host_files::ShowName(box_path)));
     return EntriesFromJson(j, box_path);
   }
 
   Status Remove(const std::string& box_path) override {
     RETURN_IF_ERROR(CheckUsable());
     return api_.CallNoContent("DELETE", FilesTarget(box_path, {}), "", kFilesTimeout,
-                              "remove " + box::ShowName(box_path));
+                              "remove " + host_files::ShowName(box_path));
   }
 
   Status Destroy() override {

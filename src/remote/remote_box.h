@@ -7,7 +7,7 @@
 #include <memory>
 #include <string_view>
 
-#include "box/box_internal.h"
+#include "box_impl/box_impl.h"
 #include "codebox/box.h"
 #include "codebox/options.h"
 #include "codebox/status.h"

@@ -10,15 +10,15 @@
 #include "base/fs.h"
 #include "base/io.h"
 #include "base/unique_fd.h"
-#include "box/host_files.h"
+#include "host_files/host_files.h"
 #include "http/tar.h"
 
 namespace codebox::remote {
 namespace {
 
-using box::HostDir;
-using box::MadeEntry;
-using box::ShowName;
+using host_files::HostDir;
+using host_files::MadeEntry;
+using host_files::ShowName;
 
 // A request body is held in memory; the server's own body limit is far lower by default.
 constexpr uint64_t kMaxUploadBytes = 1ull << 30;
@@ -112,7 +112,7 @@ Status WriteFileDownload(const std::string& body, const std::string& host_path,
   auto dir = HostDir::OpenPath(t.parent, made);
   if (!dir.ok()) return dir.status().WithContext(what);
   // The answer carries no mode: a new file gets 0644 (umask applies), never more.
-  auto file = box::HostFile::Create(*dir, t.name, 0644);
+  auto file = host_files::HostFile::Create(*dir, t.name, 0644);
   if (!file.ok()) return file.status().WithContext(what);
   RETURN_IF_ERROR(file->Write(body).WithContext(what));
   return file->Commit(made).WithContext(what);
@@ -165,8 +165,8 @@ StatusOr<Upload> ReadForUpload(const std::string& host_path) {
     return InvalidArgument("copy in: " + host_path + " is neither a file nor a directory");
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxUploadBytes) {
-    return LimitExceeded(what + ": " + box::HumanBytes(st.st_size) + " is more than a box on a " +
-                         "server takes in one copy (" + box::HumanBytes(kMaxUploadBytes) + ")");
+    return LimitExceeded(what + ": " + host_files::HumanBytes(st.st_size) + " is more than a box on a " +
+                         "server takes in one copy (" + host_files::HumanBytes(kMaxUploadBytes) + ")");
   }
   auto data = base::ReadFile(host_path);
   if (!data.ok()) return data.status().WithContext(what);
@@ -195,8 +195,8 @@ Status WriteDownload(const http::ClientResponse& response, const std::string& bo
   } else if (is_tar) {
     st = WriteTarDownload(response.body, host_path, options, what, &made);
   } else if (response.body.size() > options.max_bytes) {
-    st = LimitExceeded(what + ": " + box::HumanBytes(response.body.size()) +
-                       " is over the copy-out limit of " + box::HumanBytes(options.max_bytes) +
+    st = LimitExceeded(what + ": " + host_files::HumanBytes(response.body.size()) +
+                       " is over the copy-out limit of " + host_files::HumanBytes(options.max_bytes) +
                        "; pass a larger limit (CopyOutOptions::max_bytes, --copy-out-limit, "
                        "copy_out(..., max_bytes=...))");
   } else if (options.max_entries == 0) {
@@ -206,7 +206,7 @@ Status WriteDownload(const http::ClientResponse& response, const std::string& bo
   } else {
     st = WriteFileDownload(response.body, host_path, what, &made);
   }
-  if (!st.ok()) box::RemoveMade(&made);
+  if (!st.ok()) host_files::RemoveMade(&made);
   return st;
 }
 

@@ -1,5 +1,5 @@
 // The host side of a remote box's CopyIn and CopyOut: what goes up (a file's bytes, or a
-// directory as a tar) and how what comes down is written (with the care of box/host_files.h:
+// directory as a tar) and how what comes down is written (with the care of host_files/host_files.h:
 // never through a host symlink, no setuid bits, nothing half-written left behind).
 #ifndef CODEBOX_REMOTE_REMOTE_COPY_H_
 #define CODEBOX_REMOTE_REMOTE_COPY_H_

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "base/json.h"
-#include "box/options_json.h"
+#include "options/options_json.h"
 #include "codebox/option_schema.h"
 
 namespace codebox::server {
@@ -98,7 +98,7 @@ Status SetBoxKey(BoxOptions* options, const std::string& key, const json& value)
   OptionMatch match = FindOption(BoxOptionSchema(), key);
   if (!match) return UnknownOptionError(BoxOptionSchema(), key, "box option");
   RETURN_IF_ERROR(RefuseServerOwned(*match.spec, key));
-  ASSIGN_OR_RETURN(OptionValue v, box::OptionValueFromJson(value, key, match.spec));
+  ASSIGN_OR_RETURN(OptionValue v, options::OptionValueFromJson(value, key, match.spec));
   return SetBoxOption(options, key, v, key);
 }
 
@@ -223,7 +223,7 @@ StatusOr<ExecRequest> DecodeExecRequest(const json& object, const Ceilings& ceil
   RETURN_IF_ERROR(CheckFields(object, ExecFields()));
   ExecRequest request;
   ASSIGN_OR_RETURN(request.argv, DecodeArgv(object));
-  ASSIGN_OR_RETURN(request.options, box::ExecOptionsFromJson(Without(object, {"argv"})));
+  ASSIGN_OR_RETURN(request.options, options::ExecOptionsFromJson(Without(object, {"argv"})));
   RETURN_IF_ERROR(CapExecTimeout(&request.options, ceilings));
   return request;
 }
@@ -254,7 +254,7 @@ StatusOr<ExecRequest> DecodeStartRequest(const json& object, const Ceilings& cei
   }
   request.options.ring_bytes = std::min(request.options.ring_bytes, ring_ceiling);
   ASSIGN_OR_RETURN(ExecOptions options,
-                   box::ExecOptionsFromJson(Without(object, {"argv", "background", "ring_bytes"})));
+                   options::ExecOptionsFromJson(Without(object, {"argv", "background", "ring_bytes"})));
   options.background = true;
   options.ring_bytes = request.options.ring_bytes;
   request.options = std::move(options);
@@ -301,7 +301,7 @@ StatusOr<PythonRequest> DecodePythonRequest(const json& object, const Ceilings& 
   RETURN_IF_ERROR(CheckFields(object, PythonFields()));
   PythonRequest request;
   ASSIGN_OR_RETURN(request.code, RequiredString(object, "code"));
-  ASSIGN_OR_RETURN(request.options, box::ExecOptionsFromJson(Without(object, {"code"})));
+  ASSIGN_OR_RETURN(request.options, options::ExecOptionsFromJson(Without(object, {"code"})));
   RETURN_IF_ERROR(CapExecTimeout(&request.options, ceilings));
   return request;
 }
@@ -311,7 +311,7 @@ StatusOr<CellRequest> DecodeCellRequest(const json& object, const Ceilings& ceil
   CellRequest request;
   ASSIGN_OR_RETURN(request.code, RequiredString(object, "code"));
   // The timeout reads as an exec's does: seconds, or "none".
-  ASSIGN_OR_RETURN(ExecOptions timing, box::ExecOptionsFromJson(Without(object, {"code"})));
+  ASSIGN_OR_RETURN(ExecOptions timing, options::ExecOptionsFromJson(Without(object, {"code"})));
   RETURN_IF_ERROR(CapExecTimeout(&timing, ceilings));
   request.options.timeout = timing.timeout;
   return request;
@@ -332,7 +332,7 @@ StatusOr<RunRequest> DecodeRunRequest(const json& object, const BoxOptions& defa
       RETURN_IF_ERROR(SetBoxKey(&request.box, key, value));
     }
   }
-  ASSIGN_OR_RETURN(request.exec, box::ExecOptionsFromJson(exec));
+  ASSIGN_OR_RETURN(request.exec, options::ExecOptionsFromJson(exec));
   RETURN_IF_ERROR(CapExecTimeout(&request.exec, ceilings));
   RETURN_IF_ERROR(FinishBoxOptions(&request.box, defaults, ceilings));
   return request;

@@ -108,7 +108,7 @@ class BoxRegistry {
   void Start();
 
   // A registered box for `options` (already merged with the defaults and validated): a pool
-  // box when one with equal options (box::BoxShapeKey, and the options Box applies per exec:
+  // box when one with equal options (options::BoxShapeKey, and the options Box applies per exec:
   // timeouts, env, output limit, the driver "auto" resolves to) is ready, else started now.
   // box_timeout is capped at max_lifetime; prestart is ignored (a spare jail would be a box
   // outside max_boxes). kResourceExhausted at max_boxes, or when `owner` holds its max_boxes.

@@ -24,7 +24,7 @@ namespace codebox::server {
 using Clock = std::chrono::steady_clock;
 
 // The options two boxes must share for one to stand in for the other: the box's shape
-// (box::BoxShapeKey) and what Box applies from its options per exec (timeouts, env, output
+// (options::BoxShapeKey) and what Box applies from its options per exec (timeouts, env, output
 // limit, driver), as length-prefixed text. `options` is normalized (BoxRegistry::State).
 std::string PoolMatchKey(const BoxOptions& options);
 

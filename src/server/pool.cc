@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <functional>
 
-#include "box/option_text.h"
-#include "box/options_json.h"
+#include "options/option_text.h"
+#include "options/options_json.h"
 #include "codebox/option_schema.h"
 #include "server/box_registry.h"
 #include "server/box_registry_state.h"
@@ -70,7 +70,7 @@ StatusOr<PoolSpec> ParsePoolSpec(std::string_view text, const BoxOptions& defaul
     const std::string_view value = std::string_view(part).substr(peq + 1);
     if (key == "kernel") {  // not a box option: whether pool boxes start the kernel too
       static const OptionSpec kKernel{.name = "kernel", .type = OptionType::kBool};
-      auto b = box::ParseOptionText(kKernel, nullptr, std::string(value));
+      auto b = options::ParseOptionText(kKernel, nullptr, std::string(value));
       if (!b.ok()) return b.status().WithContext(where + ": kernel");
       spec.kernel = b->as_bool();
       continue;
@@ -80,7 +80,7 @@ StatusOr<PoolSpec> ParsePoolSpec(std::string_view text, const BoxOptions& defaul
     if (match.spec->name == "server" || match.spec->name == "server_token") {
       return InvalidArgument(where + ": " + key + " cannot be set for a pool: its boxes run here");
     }
-    auto v = box::ParseOptionText(*match.spec, match.alias, std::string(value));
+    auto v = options::ParseOptionText(*match.spec, match.alias, std::string(value));
     if (!v.ok()) return v.status().WithContext(where + ": " + key);
     if (match.spec->type == OptionType::kEnvironment) {  // env=A=1,env=B=2 add up
       env.push_back(v->as_environment().at(0));
@@ -97,7 +97,7 @@ StatusOr<PoolSpec> ParsePoolSpec(std::string_view text, const BoxOptions& defaul
 }
 
 std::string PoolMatchKey(const BoxOptions& options) {
-  std::string key = box::BoxShapeKey(options);
+  std::string key = options::BoxShapeKey(options);
   for (const OptionSpec& spec : BoxOptionSchema()) {
     // prestart and the server fields do not change what a box does once started.
     if (spec.shapes_box || spec.name == "prestart" || spec.name == "server" ||

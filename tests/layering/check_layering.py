@@ -13,7 +13,9 @@ TARGETS_FILE has one line per CMake target: NAME|SOURCE_DIR|SOURCES|LINKS (lists
   * nothing under src/ includes anything under tests/: test support that src/'s unit tests use
     is a test-only library under src/;
   * the layers below Box (LOWER_LAYERS) never include the public codebox/box.h: they use the
-    small vocabulary headers (codebox/status.h, codebox/egress.h, ...).
+    small vocabulary headers (codebox/status.h, codebox/egress.h, ...);
+  * the folders' libraries link in one direction: no chain of library links leaves a folder
+    and comes back to it (a second library in a folder to dodge a cycle is still a cycle).
 
 Exits 1 naming each file, the include and the target that would need the link; 0 when clean.
 """
@@ -128,7 +130,39 @@ def check(root, targets_file):
                     if owners and not any(y in reach[t] for t in owners):
                         problems.append(f"{rel}: includes \"{inc}\", but no target of src/{x} "
                                         f"({', '.join(sorted(owners))}) links one of src/{y}")
+    problems += folder_cycles(targets, src_root)
     return problems, checked if targets else 0
+
+
+def folder_cycles(targets, src_root):
+    """A problem for each cycle among src/'s folders through the links of libraries (targets
+    that some target links: a test program links much but nothing links it)."""
+    libraries = {d for t in targets.values() for d in t["links"] if d in targets}
+    edges = {}  # folder -> {folder: (target, linked target)}
+    for name in sorted(libraries):
+        x = folder_of(targets[name]["dir"], src_root)
+        for dep in targets[name]["links"]:
+            y = folder_of(targets[dep]["dir"], src_root) if dep in targets else None
+            if x and y and x != y:
+                edges.setdefault(x, {}).setdefault(y, (name, dep))
+    problems, seen = [], set()
+    for start in sorted(edges):
+        # Every path from `start` back to it, found once per set of folders.
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(edges.get(node, {})):
+                if nxt == start:
+                    key = frozenset(path)
+                    if key not in seen:
+                        seen.add(key)
+                        hops = [f"{edges[a][b][0]} -> {edges[a][b][1]}"
+                                for a, b in zip(path, path[1:] + [start])]
+                        problems.append(f"src/{start}: its libraries' links come back to it "
+                                        f"({'; '.join(hops)})")
+                elif nxt not in path and nxt > start:
+                    stack.append((nxt, path + [nxt]))
+    return problems
 
 
 def self_test():
@@ -144,6 +178,7 @@ def self_test():
             "src/low/uses_tests.cc": '#include "tests/x/y.h"\n',  # src/ includes tests/
             "src/net/relay.cc": '#include "codebox/box.h"\n',    # below Box: a break
             "src/high/uses_box.cc": '#include "codebox/box.h"\n',  # above it: fine
+            "src/loop_a/a.cc": "", "src/loop_a/a_core.cc": "", "src/loop_b/b.cc": "",
         }
         for rel, text in files.items():
             os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
@@ -153,11 +188,19 @@ def self_test():
         with open(targets_file, "w", encoding="utf-8") as f:
             f.write(f"lib_low|{root}/src/low|low.cc;bad.cc;uses_tests.cc|\n"
                     f"lib_high|{root}/src/high|high.cc;uses_box.cc|lib_low;$<BUILD_INTERFACE:x>\n"
-                    f"lib_net|{root}/src/net|relay.cc|\n")
+                    f"lib_net|{root}/src/net|relay.cc|\n"
+                    # loop_a's second library dodges nothing: a -> b -> a_core is a cycle.
+                    f"lib_a|{root}/src/loop_a|a.cc|lib_b\n"
+                    f"lib_b|{root}/src/loop_b|b.cc|lib_a_core\n"
+                    f"lib_a_core|{root}/src/loop_a|a_core.cc|\n"
+                    # A test program of src/low that links high is no cycle: nothing links it.
+                    f"low_test|{root}/src/low||lib_high;lib_a\n")
         problems, _ = check(root, targets_file)
         wanted = ["src/low/bad.cc: includes \"high/high.h\", but lib_low links no target of src/high",
                   "src/low/uses_tests.cc: includes \"tests/x/y.h\"",
-                  "src/net/relay.cc: includes \"codebox/box.h\""]
+                  "src/net/relay.cc: includes \"codebox/box.h\"",
+                  "src/loop_a: its libraries' links come back to it (lib_a -> lib_b; "
+                  "lib_b -> lib_a_core)"]
         for w in wanted:
             if not any(p.startswith(w) for p in problems):
                 return f"the checker missed: {w} (it found: {problems})"
@@ -184,7 +227,7 @@ def main():
             print("  " + p)
         return 1
     print(f"layering: {checked} files under src/: every include follows a link, none reaches "
-          "tests/ (and the checker finds the breaks planted in a tree of its own)")
+          "tests/, no folder's libraries link back to it (and the checker finds the breaks planted in a tree of its own)")
     return 0
 
 

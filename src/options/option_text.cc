@@ -1,9 +1,9 @@
-#include "box/option_text.h"
+#include "options/option_text.h"
 
 #include <cctype>
 #include <cstdlib>
 
-namespace codebox::box {
+namespace codebox::options {
 
 static StatusOr<double> ParseNumber(const std::string& text) {
   char* end = nullptr;
@@ -106,4 +106,4 @@ StatusOr<OptionValue> ParseOptionText(const OptionSpec& spec, const OptionAlias*
   return InvalidArgument("cannot parse '" + text + "'");
 }
 
-}  // namespace codebox::box
+}  // namespace codebox::options

@@ -3,7 +3,7 @@
 #include <cctype>
 
 #include "base/json.h"
-#include "box/options_fields.h"
+#include "options/options_fields.h"
 #include "codebox/option_schema.h"
 #include "http/address.h"
 #include "image/oci_reference.h"
@@ -12,7 +12,7 @@
 namespace codebox {
 namespace {
 
-using box::Entry;
+using options::Entry;
 
 Status CheckImageName(const std::string& name) {
   bool ok = !name.empty() && name.size() <= 64 && name[0] != '.';
@@ -282,20 +282,20 @@ const OptionSchema& ExecOptionSchema() {
 
 Status SetBoxOption(BoxOptions* options, std::string_view name, const OptionValue& value,
                     std::string_view label) {
-  return box::SetOption(BoxEntries(), BoxOptionSchema(), options, name, value, label);
+  return options::SetOption(BoxEntries(), BoxOptionSchema(), options, name, value, label);
 }
 
 Status SetExecOption(ExecOptions* options, std::string_view name, const OptionValue& value,
                      std::string_view label) {
-  return box::SetOption(ExecEntries(), ExecOptionSchema(), options, name, value, label);
+  return options::SetOption(ExecEntries(), ExecOptionSchema(), options, name, value, label);
 }
 
 OptionValue GetBoxOption(const BoxOptions& options, std::string_view name) {
-  return box::GetOption(BoxEntries(), options, name);
+  return options::GetOption(BoxEntries(), options, name);
 }
 
 OptionValue GetExecOption(const ExecOptions& options, std::string_view name) {
-  return box::GetOption(ExecEntries(), options, name);
+  return options::GetOption(ExecEntries(), options, name);
 }
 
 Status ValidateBoxOptions(const BoxOptions& options, OptionLabeler label_of) {

@@ -1,4 +1,4 @@
-#include "box/host_files.h"
+#include "host_files/host_files.h"
 
 #include <gtest/gtest.h>
 #include <limits.h>
@@ -9,7 +9,7 @@
 
 #include "base/io.h"
 
-namespace codebox::box {
+namespace codebox::host_files {
 namespace {
 
 std::string FreshDir(const std::string& name) {
@@ -144,4 +144,4 @@ TEST_P(HostFileTest, HostSymlinksAreNeverWrittenThrough) {
 INSTANTIATE_TEST_SUITE_P(Both, HostFileTest, ::testing::Values(false, true));
 
 }  // namespace
-}  // namespace codebox::box
+}  // namespace codebox::host_files

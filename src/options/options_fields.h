@@ -1,7 +1,7 @@
 // How the schema reads and writes a field of BoxOptions or ExecOptions, by the field's C++
 // type: one generic path, so that every option gets the same kind, bounds and null handling.
-#ifndef CODEBOX_BOX_OPTIONS_FIELDS_H_
-#define CODEBOX_BOX_OPTIONS_FIELDS_H_
+#ifndef CODEBOX_OPTIONS_OPTIONS_FIELDS_H_
+#define CODEBOX_OPTIONS_OPTIONS_FIELDS_H_
 
 #include <chrono>
 #include <cmath>
@@ -15,7 +15,7 @@
 #include "codebox/option_schema.h"
 #include "net/egress_policy.h"
 
-namespace codebox::box {
+namespace codebox::options {
 
 using Milliseconds = std::chrono::milliseconds;
 using EnvMap = std::map<std::string, std::string>;
@@ -145,6 +145,6 @@ OptionValue GetOption(const std::vector<Entry<S>>& entries, const S& options,
   return OptionValue();
 }
 
-}  // namespace codebox::box
+}  // namespace codebox::options
 
-#endif  // CODEBOX_BOX_OPTIONS_FIELDS_H_
+#endif  // CODEBOX_OPTIONS_OPTIONS_FIELDS_H_

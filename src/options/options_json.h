@@ -2,14 +2,14 @@
 // aliases (the form the HTTP API takes: POST /v1/boxes with the box options as an object).
 // Values are in each option's unit: sizes as integers, durations as seconds or "none", the
 // environment as an object (or a list of [name, value] pairs); null is the default.
-#ifndef CODEBOX_BOX_OPTIONS_JSON_H_
-#define CODEBOX_BOX_OPTIONS_JSON_H_
+#ifndef CODEBOX_OPTIONS_OPTIONS_JSON_H_
+#define CODEBOX_OPTIONS_OPTIONS_JSON_H_
 
 #include <nlohmann/json.hpp>
 
 #include "codebox/option_schema.h"
 
-namespace codebox::box {
+namespace codebox::options {
 
 // A JSON value as an OptionValue; an error (naming `label`) for arrays that are not
 // [name, value] string pairs or (for a list option, or an array of strings) strings, objects
@@ -31,6 +31,6 @@ nlohmann::json ExecOptionsToJson(const ExecOptions& options);
 // for options that start equal boxes. Spare jails are keyed on it.
 std::string BoxShapeKey(const BoxOptions& options);
 
-}  // namespace codebox::box
+}  // namespace codebox::options
 
-#endif  // CODEBOX_BOX_OPTIONS_JSON_H_
+#endif  // CODEBOX_OPTIONS_OPTIONS_JSON_H_

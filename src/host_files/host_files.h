@@ -2,8 +2,8 @@
 // every file and directory is made through directory fds with *at() calls that never follow a
 // host symlink, files are written unnamed (O_TMPFILE) and linked into place only when complete,
 // and only regular files and directories are ever made, without setuid/setgid/sticky bits.
-#ifndef CODEBOX_BOX_HOST_FILES_H_
-#define CODEBOX_BOX_HOST_FILES_H_
+#ifndef CODEBOX_HOST_FILES_HOST_FILES_H_
+#define CODEBOX_HOST_FILES_HOST_FILES_H_
 
 #include <cstdint>
 #include <memory>
@@ -14,7 +14,7 @@
 #include "base/unique_fd.h"
 #include "codebox/status.h"
 
-namespace codebox::box {
+namespace codebox::host_files {
 
 // `text` (a box name or path) for an error message: terminal-safe, with newline and tab shown
 // as \n and \t, at most about 300 bytes.
@@ -106,6 +106,6 @@ class HostFile {
 // For tests: write with temporary names, as on a file system without O_TMPFILE.
 void UseNamedTempFilesForTesting(bool on);
 
-}  // namespace codebox::box
+}  // namespace codebox::host_files
 
-#endif  // CODEBOX_BOX_HOST_FILES_H_
+#endif  // CODEBOX_HOST_FILES_HOST_FILES_H_

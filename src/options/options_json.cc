@@ -1,8 +1,8 @@
-#include "box/options_json.h"
+#include "options/options_json.h"
 
 #include "base/json.h"
 
-namespace codebox::box {
+namespace codebox::options {
 namespace {
 
 using nlohmann::json;
@@ -156,4 +156,4 @@ std::string BoxShapeKey(const BoxOptions& options) {
   return key;
 }
 
-}  // namespace codebox::box
+}  // namespace codebox::options

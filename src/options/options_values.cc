@@ -6,7 +6,7 @@
 
 #include "base/json.h"
 #include "base/text.h"
-#include "box/options_fields.h"
+#include "options/options_fields.h"
 #include "codebox/option_schema.h"
 
 namespace codebox {
@@ -205,7 +205,7 @@ std::string FormatOptionValue(const OptionValue& value) {
   return "";
 }
 
-namespace box {
+namespace options {
 
 StatusOr<double> ToNumber(const OptionSpec& spec, const OptionValue& value, double scale,
                           std::string_view label) {
@@ -303,5 +303,5 @@ OptionValue FromDuration(Milliseconds ms) {
   return OptionValue(static_cast<double>(ms.count()) / 1000.0);
 }
 
-}  // namespace box
+}  // namespace options
 }  // namespace codebox

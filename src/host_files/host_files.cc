@@ -1,4 +1,4 @@
-#include "box/host_files.h"
+#include "host_files/host_files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include "base/io.h"
 #include "base/text.h"
 
-namespace codebox::box {
+namespace codebox::host_files {
 namespace {
 
 // Deeper than any tree a copy makes (copy.cc caps depth lower); bounds the recursion.
@@ -317,4 +317,4 @@ Status HostFile::Commit(std::vector<MadeEntry>* made) {
   return Status::Ok();
 }
 
-}  // namespace codebox::box
+}  // namespace codebox::host_files

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "box/options_json.h"
+#include "options/options_json.h"
 #include "codebox/option_schema.h"
 
 namespace codebox {
@@ -200,14 +200,14 @@ TEST(OptionSchemaTest, JsonRoundTripsEveryOption) {
   BoxOptions o;
   for (const OptionSpec& spec : BoxOptionSchema())
     ASSERT_TRUE(SetBoxOption(&o, spec.name, SampleOf(spec)).ok());
-  nlohmann::json j = box::BoxOptionsToJson(o);
+  nlohmann::json j = options::BoxOptionsToJson(o);
   EXPECT_EQ(j.size(), BoxOptionSchema().size());
   EXPECT_EQ(j["memory_mib"], 64);
   EXPECT_EQ(j["env"]["B"], "x y");
-  auto back = box::BoxOptionsFromJson(j);
+  auto back = options::BoxOptionsFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(box::BoxOptionsToJson(*back), j);
-  auto defaults = box::BoxOptionsFromJson(box::BoxOptionsToJson(BoxOptions{}));
+  EXPECT_EQ(options::BoxOptionsToJson(*back), j);
+  auto defaults = options::BoxOptionsFromJson(options::BoxOptionsToJson(BoxOptions{}));
   ASSERT_TRUE(defaults.ok()) << defaults.status().message();
   EXPECT_EQ(defaults->exec_timeout, BoxOptions{}.exec_timeout);
   EXPECT_EQ(defaults->box_timeout, kNoTimeout);
@@ -215,24 +215,24 @@ TEST(OptionSchemaTest, JsonRoundTripsEveryOption) {
   ExecOptions e;
   for (const OptionSpec& spec : ExecOptionSchema())
     ASSERT_TRUE(SetExecOption(&e, spec.name, SampleOf(spec)).ok());
-  auto exec_back = box::ExecOptionsFromJson(box::ExecOptionsToJson(e));
+  auto exec_back = options::ExecOptionsFromJson(options::ExecOptionsToJson(e));
   ASSERT_TRUE(exec_back.ok());
-  EXPECT_EQ(box::ExecOptionsToJson(*exec_back), box::ExecOptionsToJson(e));
+  EXPECT_EQ(options::ExecOptionsToJson(*exec_back), options::ExecOptionsToJson(e));
 }
 
 TEST(OptionSchemaTest, JsonTakesAliasesAndPairListsAndRefusesTheUnknown) {
-  auto o = box::BoxOptionsFromJson(nlohmann::json::parse(
+  auto o = options::BoxOptionsFromJson(nlohmann::json::parse(
       R"({"memory": 1024, "timeout": null, "env": [["A", "1"]], "working_dir": "/x"})"));
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->memory_mib, 1024u);
   EXPECT_EQ(o->exec_timeout, kNoTimeout);
   EXPECT_EQ(o->env.at("A"), "1");
   EXPECT_EQ(o->workdir, "/x");
-  auto unknown = box::BoxOptionsFromJson(nlohmann::json::parse(R"({"memroy_mib": 1})"));
+  auto unknown = options::BoxOptionsFromJson(nlohmann::json::parse(R"({"memroy_mib": 1})"));
   EXPECT_NE(unknown.status().message().find("did you mean 'memory_mib'?"), std::string::npos);
-  auto bad = box::BoxOptionsFromJson(nlohmann::json::parse(R"({"env": {"A": 1}})"));
+  auto bad = options::BoxOptionsFromJson(nlohmann::json::parse(R"({"env": {"A": 1}})"));
   EXPECT_EQ(bad.status().message(), "env: the value of A must be a string, got number");
-  EXPECT_FALSE(box::BoxOptionsFromJson(nlohmann::json::array()).ok());
+  EXPECT_FALSE(options::BoxOptionsFromJson(nlohmann::json::array()).ok());
 }
 
 TEST(OptionSchemaTest, NetworkOptionsTakeModesListsAndCheckEachHost) {
@@ -262,37 +262,37 @@ TEST(OptionSchemaTest, NetworkOptionsTakeModesListsAndCheckEachHost) {
   EXPECT_FALSE(SetBoxOption(&o, "network_max_bytes", 0).ok());
 
   // JSON: a list of strings; the spec decides, so an empty array is an empty list.
-  auto j = box::BoxOptionsFromJson(
+  auto j = options::BoxOptionsFromJson(
       nlohmann::json::parse(R"({"allow_hosts": ["a.org", "10.0.0.5:8080"], "network": "allow"})"));
   ASSERT_TRUE(j.ok()) << j.status().message();
   EXPECT_EQ(j->allow_hosts, (std::vector<std::string>{"a.org", "10.0.0.5:8080"}));
-  EXPECT_EQ(box::BoxOptionsToJson(*j)["allow_hosts"], nlohmann::json({"a.org", "10.0.0.5:8080"}));
-  EXPECT_TRUE(box::BoxOptionsFromJson(nlohmann::json::parse(R"({"allow_hosts": []})")).ok());
-  auto not_strings = box::BoxOptionsFromJson(nlohmann::json::parse(R"({"allow_hosts": [1]})"));
+  EXPECT_EQ(options::BoxOptionsToJson(*j)["allow_hosts"], nlohmann::json({"a.org", "10.0.0.5:8080"}));
+  EXPECT_TRUE(options::BoxOptionsFromJson(nlohmann::json::parse(R"({"allow_hosts": []})")).ok());
+  auto not_strings = options::BoxOptionsFromJson(nlohmann::json::parse(R"({"allow_hosts": [1]})"));
   EXPECT_EQ(not_strings.status().message(), "allow_hosts: a list must hold strings, got 1");
 
   // Two allowlists never share a spare jail, however their entries are cut.
   BoxOptions a, b;
   a.allow_hosts = {"a.org", "b.org"};
   b.allow_hosts = {"a.org, b.org"};
-  EXPECT_NE(box::BoxShapeKey(a), box::BoxShapeKey(b));
+  EXPECT_NE(options::BoxShapeKey(a), options::BoxShapeKey(b));
 }
 
 TEST(OptionSchemaTest, SpareKeyChangesWithEveryOptionThatShapesTheBox) {
-  const std::string base = box::BoxShapeKey(BoxOptions{});
+  const std::string base = options::BoxShapeKey(BoxOptions{});
   for (const OptionSpec& spec : BoxOptionSchema()) {
     BoxOptions o;
     ASSERT_TRUE(SetBoxOption(&o, spec.name, SampleOf(spec)).ok());
     if (spec.shapes_box) {
-      EXPECT_NE(box::BoxShapeKey(o), base) << spec.name;
+      EXPECT_NE(options::BoxShapeKey(o), base) << spec.name;
     } else {
-      EXPECT_EQ(box::BoxShapeKey(o), base) << spec.name;
+      EXPECT_EQ(options::BoxShapeKey(o), base) << spec.name;
     }
   }
   BoxOptions a, b;
   a.workdir = "/a\nmemory_mib 3 512";
   b.workdir = "/a";
-  EXPECT_NE(box::BoxShapeKey(a), box::BoxShapeKey(b));
+  EXPECT_NE(options::BoxShapeKey(a), options::BoxShapeKey(b));
 }
 
 TEST(OptionSchemaTest, DefaultsComeFromTheStruct) {
