@@ -18,6 +18,9 @@ function(_codebox_layering_collect dir out)
     if(NOT links)
       set(links "")
     endif()
+    if(NOT sources)  # a headers-only library
+      set(sources "")
+    endif()
     # One line per target: NAME|SOURCE_DIR|SOURCES (;)|LINKS (;). Generator expressions in
     # the links ($<BUILD_INTERFACE:codebox_internal>) name no codebox folder and are dropped.
     # $<BUILD_INTERFACE:X> (a headers-only link) is a link for the checker: X is kept.

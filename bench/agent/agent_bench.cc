@@ -59,9 +59,9 @@ double DirectExecMs(const std::vector<std::string>& argv) {
 
 void CompareExec(protocol::AgentClient& client, const std::vector<std::string>& argv, int runs) {
   protocol::ExecRequest req;
-  req.argv = argv;
-  req.env = {{"PATH", "/usr/bin:/bin"}};
-  req.timeout = std::chrono::seconds(30);
+  req.exec.argv = argv;
+  req.exec.env = {{"PATH", "/usr/bin:/bin"}};
+  req.exec.timeout = std::chrono::seconds(30);
   std::vector<double> agent_ms, direct_ms;
   for (int i = 0; i < runs; ++i) {
     // Interleaved, so drift in machine load hits both sides alike.

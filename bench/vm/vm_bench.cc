@@ -93,10 +93,10 @@ double FloorBoot(const QemuLaunch& launch) {
 
 protocol::ExecRequest Python(const std::string& code) {
   protocol::ExecRequest req;
-  req.argv = {"python3", "-c", code};
-  req.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/root"}};
-  req.cwd = "/work";
-  req.timeout = std::chrono::seconds(60);
+  req.exec.argv = {"python3", "-c", code};
+  req.exec.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/root"}};
+  req.exec.cwd = "/work";
+  req.exec.timeout = std::chrono::seconds(60);
   return req;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "codebox/status.h"
+#include "codebox/timeout.h"  // kNoTimeout, an explicit "no limit" for the timeouts below
 
 namespace codebox {
 
@@ -35,10 +36,6 @@ enum class NetworkMode {
   kAllow,  // the hosts of BoxOptions::allow_hosts only
   kOpen,   // any public address; only when asked for by name
 };
-
-// An explicit "no limit" for BoxOptions::exec_timeout, box_timeout and ExecOptions::timeout.
-// A zero or negative timeout is an error, never a silent "no limit".
-inline constexpr std::chrono::milliseconds kNoTimeout = std::chrono::milliseconds::max();
 
 // Sizes the kernel and the protocol allow for what an exec carries; checked before anything
 // is sent, so an oversized request is a clear error instead of a dead box.

@@ -17,8 +17,7 @@
 
 namespace codebox::agent {
 
-StatusOr<ExecSpec> ParseExecSpec(const protocol::msg::Exec& request) {
-  ExecSpec spec;
+Status CheckExec(const protocol::msg::Exec& request) {
   if (request.argv.empty()) return InvalidArgument("exec: \"argv\" is empty");
   for (size_t i = 0; i < request.argv.size(); ++i) {
     // execve would silently cut the string at the NUL.
@@ -26,24 +25,23 @@ StatusOr<ExecSpec> ParseExecSpec(const protocol::msg::Exec& request) {
       return InvalidArgument("exec: argv[" + std::to_string(i) + "] contains a NUL byte");
     }
   }
-  spec.argv = request.argv;
   for (const auto& [name, value] : request.env) {
     if (name.empty() || name.find('=') != std::string::npos ||
         name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
       return InvalidArgument("exec: bad \"env\" entry \"" + name.substr(0, 64) + "\"");
     }
-    spec.env.push_back(name + "=" + value);
   }
   if (request.cwd.find('\0') != std::string::npos) {
     return InvalidArgument("exec: \"cwd\" contains a NUL byte");
   }
-  spec.cwd = request.cwd;
-  spec.stdin_stream = request.stdin_stream;
-  spec.timeout_ms = request.timeout_ms;
-  spec.output_limit = request.output_limit;
-  spec.user = request.user;
-  spec.tty = request.tty;
-  return spec;
+  return Status::Ok();
+}
+
+std::vector<std::string> EnvironmentStrings(const protocol::msg::Exec& request) {
+  std::vector<std::string> env;
+  env.reserve(request.env.size());
+  for (const auto& [name, value] : request.env) env.push_back(name + "=" + value);
+  return env;
 }
 
 int ExecFailureStatus(int err) {
@@ -132,7 +130,7 @@ void BecomeUser(const protocol::msg::User& user, pid_t agent, int report_fd) {
   ::close(report_fd);  // nothing written: the switch worked
 }
 
-[[noreturn]] void RunChild(const ExecSpec& spec, char* const* argv, char* const* envp, int in_fd,
+[[noreturn]] void RunChild(const protocol::msg::Exec& spec, char* const* argv, char* const* envp, int in_fd,
                            int out_fd, int err_fd, pid_t agent, int report_fd) {
   ::setsid();
   // If the agent dies (killed, crashed), its direct children die with it.
@@ -169,7 +167,7 @@ void BecomeUser(const protocol::msg::User& user, pid_t agent, int report_fd) {
 
 }  // namespace
 
-StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
+StatusOr<SpawnedExec> SpawnExec(const protocol::msg::Exec& spec) {
   Pipe out, err, in;
   Pty pty;
   if (spec.tty) {
@@ -196,8 +194,9 @@ StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec) {
   std::vector<char*> argv;
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const std::vector<std::string> env = EnvironmentStrings(spec);
   std::vector<char*> envp;
-  for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   Pipe report;
   if (spec.user) {

@@ -16,22 +16,13 @@
 
 namespace codebox::agent {
 
-struct ExecSpec {
-  std::vector<std::string> argv;
-  std::vector<std::string> env;  // "NAME=value", the whole environment
-  std::string cwd = "/";
-  bool stdin_stream = false;  // else /dev/null
-  int64_t timeout_ms = 0;     // 0 = none
-  uint64_t output_limit = 16ull << 20;
-  std::optional<protocol::msg::User> user;  // nullopt: the agent's own ids
-  // nullopt: pipes. Else a pseudo-terminal of this size is the process's stdin, stdout,
-  // stderr and controlling terminal.
-  std::optional<protocol::msg::TerminalSize> tty;
-};
-
 // Validates a decoded `exec` request (docs/protocol.md) beyond its types: strings that
-// execve would cut at a NUL, environment names. Errors name the field.
-StatusOr<ExecSpec> ParseExecSpec(const protocol::msg::Exec& request);
+// execve would cut at a NUL, environment names. Errors name the field. SpawnExec takes only a
+// request that passed.
+Status CheckExec(const protocol::msg::Exec& request);
+
+// The request's environment as execve takes it: "NAME=value", sorted by name.
+std::vector<std::string> EnvironmentStrings(const protocol::msg::Exec& request);
 
 struct SpawnedExec {
   pid_t pid = -1;            // also its process group and session id (setsid)
@@ -58,7 +49,7 @@ struct SpawnedExec {
 // With spec.user the child drops its supplementary groups and becomes uid:gid before anything
 // else it does for the program; if it cannot, it reports why on switch_report and exits 127
 // without running it.
-StatusOr<SpawnedExec> SpawnExec(const ExecSpec& spec);
+StatusOr<SpawnedExec> SpawnExec(const protocol::msg::Exec& spec);
 
 // Why the exited child of an exec with `user` did not become it ("exec: cannot switch to uid
 // 1000: Operation not permitted"), or nullopt when it did.

@@ -17,31 +17,25 @@ protocol::msg::Exec Request(std::vector<std::string> argv) {
   return r;
 }
 
-TEST(ParseExecSpec, CopiesAValidRequest) {
+TEST(CheckExec, AcceptsAValidRequestAndGivesItsEnvironmentAsExecveTakesIt) {
   auto r = Request({"python3", "-c", "print(1)"});
   r.env = {{"PATH", "/bin"}, {"EMPTY", ""}, {"EQ", "a=b"}};
   r.cwd = "/work";
   r.stdin_stream = true;
-  r.timeout_ms = 1500;
+  r.timeout = std::chrono::milliseconds(1500);
   r.output_limit = 99;
   r.user = protocol::msg::User{1000, 100};
-  auto spec = ParseExecSpec(r);
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  EXPECT_EQ(spec->argv, r.argv);
-  EXPECT_EQ(spec->env, (std::vector<std::string>{"EMPTY=", "EQ=a=b", "PATH=/bin"}));
-  EXPECT_EQ(spec->cwd, "/work");
-  EXPECT_TRUE(spec->stdin_stream);
-  EXPECT_EQ(spec->timeout_ms, 1500);
-  EXPECT_EQ(spec->output_limit, 99u);
-  EXPECT_EQ(spec->user, (protocol::msg::User{1000, 100}));
+  Status st = CheckExec(r);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(EnvironmentStrings(r), (std::vector<std::string>{"EMPTY=", "EQ=a=b", "PATH=/bin"}));
 }
 
-TEST(ParseExecSpec, RefusesWhatExecveWouldCutOrMisread) {
+TEST(CheckExec, RefusesWhatExecveWouldCutOrMisread) {
   auto expect_invalid = [](const protocol::msg::Exec& r, const std::string& text) {
-    auto spec = ParseExecSpec(r);
-    ASSERT_FALSE(spec.ok()) << text;
-    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(spec.status().message().find(text), std::string::npos) << spec.status().ToString();
+    Status st = CheckExec(r);
+    ASSERT_FALSE(st.ok()) << text;
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(st.message().find(text), std::string::npos) << st.ToString();
   };
   expect_invalid(Request({}), "\"argv\" is empty");
   expect_invalid(Request({"echo", std::string("a\0b", 3)}), "argv[1] contains a NUL");
@@ -55,9 +49,9 @@ TEST(ParseExecSpec, RefusesWhatExecveWouldCutOrMisread) {
   r.env = {{"A", std::string("x\0y", 3)}};
   expect_invalid(r, "bad \"env\" entry \"A\"");
   r.env = {{std::string(1000, 'N') + "=", "x"}};
-  auto spec = ParseExecSpec(r);
-  ASSERT_FALSE(spec.ok());
-  EXPECT_LT(spec.status().message().size(), 200u) << "the name is quoted cut short";
+  Status long_name = CheckExec(r);
+  ASSERT_FALSE(long_name.ok());
+  EXPECT_LT(long_name.message().size(), 200u) << "the name is quoted cut short";
   r = Request({"true"});
   r.cwd = std::string("/a\0b", 4);
   expect_invalid(r, "\"cwd\" contains a NUL");
@@ -86,7 +80,7 @@ struct Ran {
   pid_t pgid = 0, sid = 0;
 };
 
-Ran RunToEnd(const ExecSpec& spec) {
+Ran RunToEnd(const protocol::msg::Exec& spec) {
   Ran ran;
   auto spawned = SpawnExec(spec);
   EXPECT_TRUE(spawned.ok()) << spawned.status().ToString();
@@ -102,9 +96,9 @@ Ran RunToEnd(const ExecSpec& spec) {
 }
 
 TEST(SpawnExec, RunsWithExactlyTheGivenEnvironmentAndCwd) {
-  ExecSpec spec;
+  protocol::msg::Exec spec;
   spec.argv = {"sh", "-c", "pwd; env | sort"};
-  spec.env = {"PATH=/usr/bin:/bin", "ONLY=this"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}, {"ONLY", "this"}};
   spec.cwd = "/tmp";
   Ran ran = RunToEnd(spec);
   EXPECT_EQ(ran.out, "/tmp\nONLY=this\nPATH=/usr/bin:/bin\nPWD=/tmp\n");
@@ -112,9 +106,9 @@ TEST(SpawnExec, RunsWithExactlyTheGivenEnvironmentAndCwd) {
 }
 
 TEST(SpawnExec, AMissingProgramExits127WithTheReason) {
-  ExecSpec spec;
+  protocol::msg::Exec spec;
   spec.argv = {"codebox-no-such-program"};
-  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
   Ran ran = RunToEnd(spec);
   EXPECT_TRUE(WIFEXITED(ran.status) && WEXITSTATUS(ran.status) == 127);
   EXPECT_EQ(ran.err.rfind("codebox-agent: exec codebox-no-such-program: ", 0), 0u) << ran.err;
@@ -132,9 +126,9 @@ TEST(SpawnExec, AProgramThatIsThereButCannotRunExits126AsShellsDo) {
   }
   ::chmod(script.c_str(), 0644);
   auto status_of = [](const std::string& program, std::string* err) {
-    ExecSpec spec;
+    protocol::msg::Exec spec;
     spec.argv = {program};
-    spec.env = {"PATH=/usr/bin:/bin"};
+    spec.env = {{"PATH", "/usr/bin:/bin"}};
     Ran ran = RunToEnd(spec);
     *err = ran.err;
     return WIFEXITED(ran.status) ? WEXITSTATUS(ran.status) : -1;
@@ -155,9 +149,9 @@ TEST(SpawnExec, AProgramThatIsThereButCannotRunExits126AsShellsDo) {
 }
 
 TEST(SpawnExec, AMissingCwdExits127WithTheReason) {
-  ExecSpec spec;
+  protocol::msg::Exec spec;
   spec.argv = {"true"};
-  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
   spec.cwd = "/codebox-no-such-dir";
   Ran ran = RunToEnd(spec);
   EXPECT_TRUE(WIFEXITED(ran.status) && WEXITSTATUS(ran.status) == 127);
@@ -165,9 +159,9 @@ TEST(SpawnExec, AMissingCwdExits127WithTheReason) {
 }
 
 TEST(SpawnExec, StdinIsDevNullUnlessStreamed) {
-  ExecSpec spec;
+  protocol::msg::Exec spec;
   spec.argv = {"cat"};
-  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
   auto quiet = SpawnExec(spec);
   ASSERT_TRUE(quiet.ok());
   EXPECT_FALSE(quiet->stdin_fd.valid());
@@ -185,10 +179,10 @@ TEST(SpawnExec, StdinIsDevNullUnlessStreamed) {
   ::waitpid(fed->pid, &status, 0);
 }
 
-ExecSpec TtySpec(std::string script) {
-  ExecSpec spec;
+protocol::msg::Exec TtySpec(std::string script) {
+  protocol::msg::Exec spec;
   spec.argv = {"sh", "-c", std::move(script)};
-  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
   spec.tty = protocol::msg::TerminalSize{33, 101};
   return spec;
 }
@@ -234,7 +228,7 @@ TEST(SpawnExecTty, CtrlCTypedOnTheTerminalInterruptsTheForegroundProgram) {
 }
 
 TEST(SpawnExecTty, AMissingProgramSaysWhyOnTheTerminal) {
-  ExecSpec spec = TtySpec("");
+  protocol::msg::Exec spec = TtySpec("");
   spec.argv = {"codebox-no-such-program"};
   auto spawned = SpawnExec(spec);
   ASSERT_TRUE(spawned.ok()) << spawned.status().ToString();

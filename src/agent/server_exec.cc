@@ -22,12 +22,11 @@ using protocol::FrameType;
 using protocol::Json;
 
 void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
-  auto spec = ParseExecSpec(request);
-  if (!spec.ok()) return SendError(stream, spec.status());
+  if (Status st = CheckExec(request); !st.ok()) return SendError(stream, st);
   Exec exec;
   exec.oom_kills_before = ReadOomKillCount();
   exec.start = Clock::now();
-  auto spawned = SpawnExec(*spec);
+  auto spawned = SpawnExec(request);
   // The processes an earlier exec's kill left may still count against the box's process
   // limit until they are reaped: reap, and try again for a moment (bounded: 200 ms).
   for (int retry = 0;
@@ -35,17 +34,17 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
        ++retry) {
     ReapChildren();
     ::usleep(10'000);
-    spawned = SpawnExec(*spec);
+    spawned = SpawnExec(request);
   }
   if (!spawned.ok()) return SendError(stream, spawned.status().WithContext("exec"));
   exec.pid = spawned->pid;
   exec.in = std::move(spawned->stdin_fd);
   exec.out = std::move(spawned->stdout_fd);
   exec.err = std::move(spawned->stderr_fd);
-  exec.tty = spec->tty.has_value();
-  exec.user = spec->user;
+  exec.tty = request.tty.has_value();
+  exec.user = request.user;
   exec.switch_report = std::move(spawned->switch_report);
-  exec.output_limit = spec->output_limit;
+  exec.output_limit = request.output_limit;
   exec.background = request.background;
   exec.out_ring = OutputRing(request.ring_bytes);
   exec.err_ring = OutputRing(request.ring_bytes);
@@ -55,8 +54,7 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   for (size_t i = 0; i < request.argv.size() && i < protocol::msg::kMaxListedArgs; ++i) {
     exec.listed_argv.push_back(ListedArg(request.argv[i]));
   }
-  if (spec->timeout_ms > 0)
-    exec.deadline = exec.start + std::chrono::milliseconds(spec->timeout_ms);
+  if (request.timeout != kNoTimeout) exec.deadline = exec.start + request.timeout;
   SendEvent(stream, protocol::msg::Started{exec.pid});
   // A background process belongs to no stream: `started` was its stream's last word.
   if (!exec.background) {

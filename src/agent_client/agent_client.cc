@@ -76,7 +76,7 @@ Status CheckTerminalSize(msg::TerminalSize size, const char* what) {
   return Status::Ok();
 }
 
-Status CheckExecRequest(const ExecRequest& request) {
+Status CheckExecRequest(const msg::Exec& request) {
   if (request.argv.empty()) return InvalidArgument("exec: empty argv");
   if (request.tty) RETURN_IF_ERROR(CheckTerminalSize(*request.tty, "exec: tty"));
   RETURN_IF_ERROR(CheckUser(request.user, "exec: user"));
@@ -88,6 +88,10 @@ Status CheckExecRequest(const ExecRequest& request) {
   }
   if (request.cwd.find('\0') != std::string::npos) {
     return InvalidArgument("exec: the working directory contains a NUL byte");
+  }
+  if (request.timeout.count() <= 0) {
+    return InvalidArgument("exec: a timeout of " + std::to_string(request.timeout.count()) +
+                           " ms (at least 1 ms, or kNoTimeout for none)");
   }
   for (const auto& [name, value] : request.env) {
     if (name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
@@ -150,19 +154,13 @@ FrameHandler ExecHandler(std::shared_ptr<RunningExec::State> state) {
   };
 }
 
-// The exec message of `request` (checked by CheckExecRequest); stdin is a stream when there
-// is stdin data or it stays open.
+// The exec message of `request` (checked by CheckExecRequest): stdin is a stream when there
+// is stdin data or it stays open; the limits are held to what the protocol carries.
 msg::Exec ExecMessage(const ExecRequest& request) {
-  msg::Exec exec;
-  exec.argv = request.argv;
-  exec.env = request.env;
-  exec.cwd = request.cwd;
-  exec.stdin_stream = request.stdin_data.has_value() || request.interactive_stdin;
-  exec.timeout_ms = std::max<int64_t>(0, request.timeout.count());
-  exec.output_limit = std::min<uint64_t>(request.output_limit, std::numeric_limits<int64_t>::max());
-  exec.user = request.user;
-  exec.tty = request.tty;
-  exec.ring_bytes = std::min(request.ring_bytes, msg::kMaxRingBytes);
+  msg::Exec exec = request.exec;
+  exec.stdin_stream = request.stdin_data.has_value() || request.exec.stdin_stream;
+  exec.output_limit = std::min<uint64_t>(exec.output_limit, std::numeric_limits<int64_t>::max());
+  exec.ring_bytes = std::min(exec.ring_bytes, msg::kMaxRingBytes);
   return exec;
 }
 
@@ -174,9 +172,12 @@ StatusOr<ExecResult> AgentClient::Exec(const ExecRequest& request) {
 }
 
 StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest& request) {
-  RETURN_IF_ERROR(CheckExecRequest(request));
+  RETURN_IF_ERROR(CheckExecRequest(request.exec));
+  if (request.exec.background) {
+    return InvalidArgument("exec: a background process is started with StartBackground");
+  }
   msg::Exec exec = ExecMessage(request);
-  std::string what = "exec " + request.argv[0].substr(0, 256);
+  std::string what = "exec " + request.exec.argv[0].substr(0, 256);
   // Encoded once: measured here, sent below.
   const std::string encoded = msg::EncodeRequest(exec);
   if (encoded.size() > kMaxPayload) {
@@ -188,7 +189,7 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   auto state = std::make_shared<RunningExec::State>();
   state->limit = exec.output_limit;
   state->keep_output = request.keep_output;
-  state->tty = request.tty.has_value();
+  state->tty = exec.tty.has_value();
   state->on_stdout = request.on_stdout;
   state->on_stderr = request.on_stderr;
   uint32_t stream = impl_->NewStream();
@@ -196,17 +197,17 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
   if (!pending.ok()) return pending.status().WithContext(what);
   // From here the handle owns the stream: a failure below abandons it in its destructor.
   std::unique_ptr<RunningExec> running(
-      new RunningExec(impl_.get(), stream, what, request.timeout, state, *pending));
+      new RunningExec(impl_.get(), stream, what, exec.timeout, state, *pending));
   Status st = impl_->Send(FrameType::kControl, stream, encoded);
   if (st.ok() && request.stdin_data) st = running->WriteStdin(*request.stdin_data);
-  if (st.ok() && request.stdin_data && !request.interactive_stdin) st = running->CloseStdin();
+  if (st.ok() && request.stdin_data && !request.exec.stdin_stream) st = running->CloseStdin();
   if (!st.ok()) return st.WithContext(what);
   return running;
 }
 
 StatusOr<int32_t> AgentClient::StartBackground(const ExecRequest& request) {
-  RETURN_IF_ERROR(CheckExecRequest(request));
-  const std::string what = "start " + request.argv[0].substr(0, 256);
+  RETURN_IF_ERROR(CheckExecRequest(request.exec));
+  const std::string what = "start " + request.exec.argv[0].substr(0, 256);
   if (request.stdin_data) return InvalidArgument(what + ": a background process takes no stdin data");
   msg::Exec exec = ExecMessage(request);
   exec.background = true;
@@ -241,7 +242,7 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::Attach(const AttachRequest& 
   auto pending = impl_->Register(stream, ExecHandler(state));
   if (!pending.ok()) return pending.status().WithContext(what);
   std::unique_ptr<RunningExec> running(new RunningExec(
-      impl_.get(), stream, what, std::chrono::milliseconds(0), state, *pending));
+      impl_.get(), stream, what, kNoTimeout, state, *pending));
   Status st = impl_->Send(FrameType::kControl, stream,
                           msg::EncodeRequest(msg::Attach{request.pid, request.output}));
   if (!st.ok()) return st.WithContext(what);
@@ -332,7 +333,7 @@ StatusOr<ExecResult> RunningExec::Wait() {
   // The agent enforces the timeout; the host waits for it plus a grace, and while the exec
   // is silent asks the agent every idle period whether it still runs (kill, signal 0).
   WaitPolicy policy;
-  if (timeout_.count() > 0) policy.deadline = Clock::now() + timeout_ + kExecGrace;
+  if (timeout_ != kNoTimeout) policy.deadline = Clock::now() + timeout_ + kExecGrace;
   bool ended_on_agent = false;
   Status st;
   while (st.ok()) {

@@ -33,30 +33,21 @@
 namespace codebox::protocol {
 
 struct ExecRequest {
-  std::vector<std::string> argv;
-  std::map<std::string, std::string> env;  // the whole environment of the process
-  std::string cwd = "/";
-  std::optional<std::string> stdin_data;  // nullopt: /dev/null (unless interactive_stdin)
-  // Stdin stays open for RunningExec::WriteStdin / CloseStdin (after stdin_data, if any).
-  bool interactive_stdin = false;
-  std::chrono::milliseconds timeout{0};  // 0 = none
-  uint64_t output_limit = 16ull << 20;   // per stream; also enforced by the host
-  // Called on the reader thread with at most output_limit bytes in all per stream. One that
-  // throws fails this exec (kInternal); the rest of its output is dropped.
+  // What the agent is asked (docs/protocol.md, "exec"): argv, the whole environment, cwd, the
+  // timeout (kNoTimeout: none), the output limit per stream (also enforced by the host), user,
+  // terminal, ring size. exec.stdin_stream: stdin stays open for RunningExec::WriteStdin /
+  // CloseStdin (after stdin_data, if any). exec.background is StartBackground's own: StartExec
+  // refuses it.
+  msg::Exec exec;
+  // What stays on the host. nullopt: stdin is /dev/null (unless exec.stdin_stream).
+  std::optional<std::string> stdin_data;
+  // Called on the reader thread with at most exec.output_limit bytes in all per stream. One
+  // that throws fails this exec (kInternal); the rest of its output is dropped.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
-  // nullopt: the agent's own ids (root in the box); else the process runs as uid:gid with no
-  // supplementary groups, or the exec fails (docs/protocol.md, "exec").
-  std::optional<msg::User> user;
-  // nullopt: pipes. Else the process runs on a pseudo-terminal of this size in the box: all
-  // its output comes to on_stdout (a stderr frame is a protocol violation), and CloseStdin
-  // types the terminal's end-of-file character (docs/protocol.md, "exec").
-  std::optional<msg::TerminalSize> tty;
   // false: output goes to the callbacks only and ExecResult's stdout_data / stderr_data stay
   // empty, so a long-lived process (the code-interpreter kernel) does not grow host memory.
   bool keep_output = true;
-  // How much of each output stream the agent keeps for attachers (0..msg::kMaxRingBytes).
-  uint64_t ring_bytes = msg::kDefaultRingBytes;
 };
 
 // What an attacher wants of a process of the agent's table (AgentClient::Attach).
@@ -97,7 +88,7 @@ class AgentClient {
   StatusOr<std::unique_ptr<RunningExec>> StartExec(const ExecRequest& request);
   // Starts a process that belongs to no request (docs/protocol.md, "Processes"): its output
   // goes to the agent's rings only; returns its pid once the agent started it. Its timeout is
-  // the request's (0: none); stdin stays open when interactive_stdin (write it by Attach).
+  // the request's; stdin stays open when exec.stdin_stream (write it by Attach).
   StatusOr<int32_t> StartBackground(const ExecRequest& request);
   // Follows a process of the agent's table: the handle gets what its rings hold, then its
   // output as it comes, then its exit (Wait). Destroying the handle, or Detach(), leaves the

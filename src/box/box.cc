@@ -134,17 +134,16 @@ class LocalBox final : public Box::Impl {
   // `python3 -c` would; else, or when it is gone, runs python3 as Exec does. What Exec would
   // refuse goes to Exec, to be refused in its words.
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) override {
-    box::WarmExec warm;
+    protocol::msg::Exec warm;
     warm.env = BaseEnvironment();
     for (const auto& [k, v] : options.env) warm.env[k] = v;
     if (code.find('\0') == std::string_view::npos && options.cwd.find('\0') == std::string::npos &&
         (!options.timeout || ValidateTimeout(*options.timeout, "").ok()) &&
         ValidateEnvironment(warm.env).ok() && CheckUsable().ok()) {
+      warm.argv = {"python3", "-c", std::string(code)};
       warm.cwd = ExecCwd(options);
-      std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
-      if (auto left = TimeLeft()) timeout = std::min(timeout, *left);
-      if (timeout != kNoTimeout) warm.timeout = timeout;
-      if (auto result = warm_python_->Run(code, options, warm)) {
+      warm.timeout = ExecTimeout(options);
+      if (auto result = warm_python_->Run(warm, options)) {
         if (!result->ok()) return Explain(result->status(), "exec python3");
         (*result)->driver = info_.driver;
         return std::move(**result);
@@ -311,28 +310,27 @@ class LocalBox final : public Box::Impl {
     if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "exec timeout"));
     RETURN_IF_ERROR(CheckUsable());
     protocol::ExecRequest request;
-    request.argv = std::move(argv);
-    request.env = BaseEnvironment();
-    for (const auto& [k, v] : options.env) request.env[k] = v;
-    RETURN_IF_ERROR(ValidateEnvironment(request.env).WithContext("exec"));
-    request.cwd = ExecCwd(options);
-    request.user = run_.user;
+    protocol::msg::Exec& exec = request.exec;
+    exec.argv = std::move(argv);
+    exec.env = BaseEnvironment();
+    for (const auto& [k, v] : options.env) exec.env[k] = v;
+    RETURN_IF_ERROR(ValidateEnvironment(exec.env).WithContext("exec"));
+    exec.cwd = ExecCwd(options);
+    exec.user = run_.user;
     request.stdin_data = options.stdin_data;
-    request.interactive_stdin = keep_stdin;
+    exec.stdin_stream = keep_stdin;
     if (options.tty) {
-      request.tty = protocol::msg::TerminalSize{options.tty->rows, options.tty->cols};
+      exec.tty = protocol::msg::TerminalSize{options.tty->rows, options.tty->cols};
       // A terminal is stdin whatever the request says: an Exec ends its input at once, as
       // /dev/null would.
       if (!keep_stdin) request.stdin_data = options.stdin_data.value_or("");
     }
-    std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
-    if (auto left = TimeLeft()) timeout = std::min(timeout, *left);  // not past the box's end
-    request.timeout = timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout;  // 0: none
-    request.output_limit = options_.output_limit_bytes;
+    exec.timeout = ExecTimeout(options);
+    exec.output_limit = options_.output_limit_bytes;
+    exec.ring_bytes = options.ring_bytes;
     request.on_stdout = options.on_stdout;
     request.keep_output = options.keep_output;
     request.on_stderr = options.on_stderr;
-    request.ring_bytes = options.ring_bytes;
 
     // A program sent as a file is removed after the exec's end, which a background process's
     // starter does not wait for.
@@ -348,16 +346,12 @@ class LocalBox final : public Box::Impl {
       const uint32_t mode = run_.user ? 0644 : 0600;
       RETURN_IF_ERROR(Explain(agent_->WriteFile(path, *program, mode), "exec: send program"));
       program.reset();
-      request.argv[2] = ProgramFromFile(path, /*unlink=*/!run_.user);
+      exec.argv[2] = ProgramFromFile(path, /*unlink=*/!run_.user);
       if (run_.user) host.after_exit = [this, path] { (void)agent_->Remove(path); };
     }
-    const std::string what = "exec " + request.argv[0];
+    const std::string what = "exec " + exec.argv[0];
     uint64_t oom_before = backend_->OomKillCount();
     if (options.background) {
-      // Its own timeout only: not the box's default for execs.
-      request.timeout = options.timeout && *options.timeout != kNoTimeout
-                            ? std::min(*options.timeout, TimeLeft().value_or(*options.timeout))
-                            : std::chrono::milliseconds(0);
       request.stdin_data.reset();
       auto pid = agent_->StartBackground(request);
       if (!pid.ok()) return Explain(pid.status(), what);
@@ -399,6 +393,17 @@ class LocalBox final : public Box::Impl {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         *deadline_ - std::chrono::steady_clock::now());
     return std::max(left, std::chrono::milliseconds(1));
+  }
+
+  // The timeout an exec is sent with: its own, else the box's default for execs (a background
+  // process has its own only), never past the box's end; kNoTimeout for none. A background
+  // process with no limit of its own ends with the box.
+  std::chrono::milliseconds ExecTimeout(const ExecOptions& options) const {
+    std::chrono::milliseconds timeout =
+        options.timeout.value_or(options.background ? kNoTimeout : options_.exec_timeout);
+    auto left = TimeLeft();
+    if (left && (!options.background || timeout != kNoTimeout)) timeout = std::min(timeout, *left);
+    return timeout;
   }
 
   std::unique_ptr<kernel::KernelSession> MakeSession() {

@@ -73,15 +73,16 @@ class WarmPython::Waiter {
 
   Status Start(const WarmHost& host) {
     protocol::ExecRequest request;
-    request.argv = {"python3", "-c", kWarmPythonSource};
-    request.env = host.env;
-    request.cwd = host.workdir;
-    request.user = host.user;
-    request.interactive_stdin = true;
-    request.timeout = std::chrono::milliseconds(0);  // the host enforces each program's own
-    request.keep_output = false;                     // kept here, without the markers
+    protocol::msg::Exec& exec = request.exec;
+    exec.argv = {"python3", "-c", kWarmPythonSource};
+    exec.env = host.env;
+    exec.cwd = host.workdir;
+    exec.user = host.user;
+    exec.stdin_stream = true;
+    exec.timeout = kNoTimeout;    // the host enforces each program's own
+    request.keep_output = false;  // kept here, without the markers
     const uint64_t markers = kReadyMarker.size() + kAckMarker.size();
-    request.output_limit = host.output_limit > std::numeric_limits<uint64_t>::max() - markers
+    exec.output_limit = host.output_limit > std::numeric_limits<uint64_t>::max() - markers
                                ? host.output_limit
                                : host.output_limit + markers;
     // The exec's handler calls these until the exit came or the stream was given up, both
@@ -154,7 +155,7 @@ class WarmPython::Waiter {
   }
 
   std::optional<StatusOr<ExecResult>> Run(std::string_view code, const ExecOptions& options,
-                                          const WarmExec& exec, const WarmHost& host);
+                                          const protocol::msg::Exec& exec, const WarmHost& host);
 
  private:
   enum class Phase { kStarting, kReady, kHanded, kRunning };
@@ -248,7 +249,7 @@ void WarmPython::Waiter::OnOutput(bool out, std::string_view bytes) {
 
 std::optional<StatusOr<ExecResult>> WarmPython::Waiter::Run(std::string_view code,
                                                             const ExecOptions& options,
-                                                            const WarmExec& exec,
+                                                            const protocol::msg::Exec& exec,
                                                             const WarmHost& host) {
   std::string header = std::to_string(code.size());
   header.append(1, '\0').append(options.stdin_data ? "1" : "0");
@@ -275,7 +276,7 @@ std::optional<StatusOr<ExecResult>> WarmPython::Waiter::Run(std::string_view cod
 
   std::unique_lock<std::mutex> lock(mu_);
   std::optional<Clock::time_point> deadline;
-  if (exec.timeout) deadline = start + *exec.timeout;
+  if (exec.timeout != kNoTimeout) deadline = start + exec.timeout;
   std::optional<Clock::time_point> give_up;  // set by our kill
   bool timed_out = false;
   while (!exited_) {
@@ -309,7 +310,7 @@ std::optional<StatusOr<ExecResult>> WarmPython::Waiter::Run(std::string_view cod
     return StatusOr<ExecResult>(DeadlineExceeded(
         "exec python3: the agent did not report the program's end within " +
         Seconds(kWarmKillWait) + " of its kill" +
-        (timed_out ? " at its timeout of " + Seconds(*exec.timeout) : std::string())));
+        (timed_out ? " at its timeout of " + Seconds(exec.timeout) : std::string())));
   }
   // Gone before it took the program (killed, OOM, or untrusted): the program never ran here.
   if (phase_ != Phase::kRunning) return std::nullopt;
@@ -366,9 +367,12 @@ Status WarmPython::AwaitReady() {
   return st;
 }
 
-std::optional<StatusOr<ExecResult>> WarmPython::Run(std::string_view code,
-                                                    const ExecOptions& options,
-                                                    const WarmExec& exec) {
+std::optional<StatusOr<ExecResult>> WarmPython::Run(const protocol::msg::Exec& exec,
+                                                    const ExecOptions& options) {
+  if (exec.argv.size() != 3 || exec.argv[0] != "python3" || exec.argv[1] != "-c") {
+    return std::nullopt;
+  }
+  const std::string& code = exec.argv[2];
   std::shared_ptr<Waiter> w;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -62,12 +62,6 @@ struct WarmHost {
   std::function<std::optional<std::chrono::milliseconds>()> time_left;
 };
 
-// One RunPython, resolved by the box as Exec would resolve it.
-struct WarmExec {
-  std::map<std::string, std::string> env;  // the whole environment
-  std::string cwd;
-  std::optional<std::chrono::milliseconds> timeout;  // nullopt: none
-};
 
 // Whether `a` and `b` agree on every variable python3 reads at start-up (PATH, HOME, TZ, the
 // locale, PYTHON*, the loader's and the allocator's): a waiter started with one cannot run a
@@ -88,11 +82,12 @@ class WarmPython {
   Status Start();
   // Waits until the waiter is ready (OK), or says why it cannot be (it is then discarded).
   Status AwaitReady();
-  // Hands the program to the waiter and returns its result (errors are the box's failures,
-  // unexplained). nullopt: no waiter could take it (none, gone, or options it cannot honour):
-  // run it cold.
-  std::optional<StatusOr<ExecResult>> Run(std::string_view code, const ExecOptions& options,
-                                          const WarmExec& exec);
+  // Hands `exec`, a `python3 -c CODE` resolved by the box as Exec would send it (the whole
+  // environment, cwd, timeout), to the waiter and returns its result (errors are the box's
+  // failures, unexplained). Its stdin is options.stdin_data. nullopt: no waiter could take it
+  // (none, gone, or an exec it cannot honour): run it cold.
+  std::optional<StatusOr<ExecResult>> Run(const protocol::msg::Exec& exec,
+                                          const ExecOptions& options);
   // Kills the waiter and refuses new ones (the box is going away).
   void Close();
 

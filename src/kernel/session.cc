@@ -85,18 +85,19 @@ StatusOr<std::shared_ptr<KernelSession::Kernel>> KernelSession::StartKernel(
     std::unique_lock<std::mutex>& lock) {
   auto kernel = std::make_shared<Kernel>(host_.output_limit);
   protocol::ExecRequest request;
-  request.argv = {"python3", "-c", kKernelSource};
-  request.env = host_.env;
+  protocol::msg::Exec& exec = request.exec;
+  exec.argv = {"python3", "-c", kKernelSource};
+  exec.env = host_.env;
   // The inline backend turns plt.show() and figures left open into image/png results;
   // IPython's own files go to /tmp, never to the workdir.
-  request.env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline";
-  request.env["IPYTHONDIR"] = "/tmp/.codebox-ipython";
-  request.env["PYTHONDONTWRITEBYTECODE"] = "1";
-  request.cwd = host_.cwd;
-  request.user = host_.user;
-  request.interactive_stdin = true;
+  exec.env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline";
+  exec.env["IPYTHONDIR"] = "/tmp/.codebox-ipython";
+  exec.env["PYTHONDONTWRITEBYTECODE"] = "1";
+  exec.cwd = host_.cwd;
+  exec.user = host_.user;
+  exec.stdin_stream = true;
   request.keep_output = false;  // the decoder keeps what it needs, per cell
-  request.output_limit = std::numeric_limits<int64_t>::max();  // capped per cell instead
+  exec.output_limit = std::numeric_limits<int64_t>::max();  // capped per cell instead
   // The callbacks run on the agent reader until the exec is waited for or abandoned, both
   // before the Kernel is freed: a plain pointer, so the Kernel does not own itself.
   Kernel* k = kernel.get();

@@ -1,5 +1,6 @@
 #include "protocol/messages.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "base/text.h"
@@ -67,7 +68,8 @@ StatusOr<Request> DecodeExec(const Json& m) {
     return r.Fault("stdin", "must be \"stream\" or \"none\"");
   }
   e.stdin_stream = stdin_mode == "stream";
-  ASSIGN_OR_RETURN(e.timeout_ms, r.Int("timeout_ms", 0, kInt64Max, 0));
+  ASSIGN_OR_RETURN(int64_t timeout_ms, r.Int("timeout_ms", 0, kInt64Max, 0));
+  e.timeout = timeout_ms == 0 ? kNoTimeout : std::chrono::milliseconds(timeout_ms);
   ASSIGN_OR_RETURN(int64_t limit,
                    r.Int("output_limit", 0, kInt64Max, static_cast<int64_t>(e.output_limit)));
   e.output_limit = static_cast<uint64_t>(limit);
@@ -251,6 +253,12 @@ std::string EncodeHello(const Hello& hello) {
 
 namespace {
 
+// An exec's timeout on the wire: 0 is kNoTimeout; a limit is at least 1 ms (the host checks
+// timeouts before they get here; a stray 0 must not turn into "none").
+int64_t TimeoutMs(std::chrono::milliseconds timeout) {
+  return timeout == kNoTimeout ? 0 : std::max<int64_t>(1, timeout.count());
+}
+
 // hello's `guest`: every field checked, none unknown (it is ours, not a later version's).
 StatusOr<std::optional<GuestSetup>> DecodeGuestSetup(FieldReader& r) {
   const Json* value = r.Find("guest");
@@ -298,7 +306,7 @@ std::string EncodeRequest(const Request& request) {
                    {"env", e.env},
                    {"cwd", e.cwd},
                    {"stdin", e.stdin_stream ? "stream" : "none"},
-                   {"timeout_ms", e.timeout_ms},
+                   {"timeout_ms", TimeoutMs(e.timeout)},
                    {"output_limit", e.output_limit}};
             PutUser(j, "user", e.user);
             // Only when asked for: a peer that predates the field refuses it, and an exec

@@ -8,6 +8,7 @@
 #ifndef CODEBOX_PROTOCOL_MESSAGES_H_
 #define CODEBOX_PROTOCOL_MESSAGES_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "codebox/status.h"
+#include "codebox/timeout.h"
 #include "protocol/message.h"
 
 namespace codebox::protocol {
@@ -101,7 +103,9 @@ struct Exec {
   std::map<std::string, std::string> env;
   std::string cwd = "/";
   bool stdin_stream = false;  // "stdin": "stream" | "none"
-  int64_t timeout_ms = 0;     // 0 = none
+  // The agent kills the process tree past it. On the wire "timeout_ms", where 0 (or absent)
+  // is kNoTimeout.
+  std::chrono::milliseconds timeout = kNoTimeout;
   uint64_t output_limit = 16ull << 20;
   // nullopt: the agent's own ids (root in the box). Else the process drops every supplementary
   // group and runs as uid:gid, or the exec fails with an error (it never runs as root instead).

@@ -36,14 +36,19 @@ TEST(MessagesTest, EveryRequestRoundTrips) {
   e.env = {{"PATH", "/bin"}, {"HOME", "/root"}};
   e.cwd = "/work";
   e.stdin_stream = true;
-  e.timeout_ms = 30000;
+  e.timeout = std::chrono::milliseconds(30000);
   e.output_limit = 1234;
   Exec e2 = RoundTripRequest(e);
   EXPECT_EQ(e2.argv, e.argv);
   EXPECT_EQ(e2.env, e.env);
   EXPECT_EQ(e2.cwd, "/work");
   EXPECT_TRUE(e2.stdin_stream);
-  EXPECT_EQ(e2.timeout_ms, 30000);
+  EXPECT_EQ(e2.timeout, std::chrono::milliseconds(30000));
+  // No limit is timeout_ms 0 on the wire (or no field), and kNoTimeout in memory.
+  Exec unlimited;
+  unlimited.argv = {"true"};
+  EXPECT_EQ(RoundTripRequest(unlimited).timeout, kNoTimeout);
+  EXPECT_NE(EncodeRequest(unlimited).find("\"timeout_ms\":0"), std::string::npos);
   EXPECT_EQ(e2.output_limit, 1234u);
   WriteFile w = RoundTripRequest(WriteFile{"/a", 0600, true});
   EXPECT_EQ(w.path, "/a");

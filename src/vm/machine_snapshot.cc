@@ -124,7 +124,7 @@ StatusOr<std::string> Machine::SaveState(const std::string& state_path,
   warm.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
               {"HOME", "/root"},
               {"LANG", "C.UTF-8"}};
-  warm.timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+  warm.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   warm.output_limit = 4096;
   out += protocol::EncodeFrame(protocol::FrameType::kControl, 1, protocol::msg::EncodeRequest(warm));
   RETURN_IF_ERROR(base::WriteAll(m.agent_fd.get(), out).WithContext("template: warm-up"));

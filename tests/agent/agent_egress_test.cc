@@ -261,9 +261,9 @@ TEST_F(AgentEgressTest, ExecsInheritNoEgressSocket) {
   HostEnd host(*carrying);
   ASSERT_TRUE(host.Until([&] { return host.connected; }));
   protocol::ExecRequest r;
-  r.argv = {"/bin/sh", "-c", "ls -l /proc/$$/fd"};
-  r.env = {{"PATH", "/usr/bin:/bin"}};
-  r.timeout = 10s;
+  r.exec.argv = {"/bin/sh", "-c", "ls -l /proc/$$/fd"};
+  r.exec.env = {{"PATH", "/usr/bin:/bin"}};
+  r.exec.timeout = 10s;
   auto res = client_->Exec(r);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_NE(res->stdout_data.find("pipe:"), std::string::npos) << res->stdout_data;

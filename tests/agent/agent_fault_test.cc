@@ -169,7 +169,7 @@ TEST(AgentGarbageThroughClientTest, ClientReportsTheAgentsProtocolError) {
   EXPECT_EQ(why.code(), StatusCode::kProtocolError) << why.ToString();
   EXPECT_NE(why.message().find("malformed frame from host"), std::string::npos) << why.ToString();
   protocol::ExecRequest req;
-  req.argv = {"true"};
+  req.exec.argv = {"true"};
   auto r = (*client)->Exec(req);
   EXPECT_EQ(r.status().code(), StatusCode::kProtocolError);
   int status = (*agent)->WaitExit(2000);
@@ -215,7 +215,7 @@ StatusOr<ExecResult> ExecThrough(FakeAgent& fake) {
   auto client = protocol::AgentClient::Connect(fake.TakeClientFd(), 2s);
   if (!client.ok()) return client.status();
   protocol::ExecRequest req;
-  req.argv = {"true"};
+  req.exec.argv = {"true"};
   return (*client)->Exec(req);
 }
 

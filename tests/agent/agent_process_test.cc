@@ -21,9 +21,9 @@ using protocol::ExecRequest;
 
 ExecRequest Sh(const std::string& script) {
   ExecRequest r;
-  r.argv = {"/bin/sh", "-c", script};
-  r.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/tmp"}};
-  r.cwd = "/tmp";
+  r.exec.argv = {"/bin/sh", "-c", script};
+  r.exec.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/tmp"}};
+  r.exec.cwd = "/tmp";
   return r;
 }
 
@@ -97,7 +97,7 @@ TEST_F(AgentProcessTest, BackgroundProcessOutlivesItsRequestAndReplaysOnAttach) 
 
 TEST_F(AgentProcessTest, StdinThroughAnAttacherAndTwoAttachersAtOnce) {
   ExecRequest r = Sh("cat");
-  r.interactive_stdin = true;
+  r.exec.stdin_stream = true;
   auto pid = client_->StartBackground(r);
   ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   AttachRequest attach;
@@ -122,7 +122,7 @@ TEST_F(AgentProcessTest, StdinThroughAnAttacherAndTwoAttachersAtOnce) {
 
 TEST_F(AgentProcessTest, AHandleThatGoesDetachesAndTheProcessRunsOn) {
   ExecRequest r = Sh("cat");
-  r.interactive_stdin = true;
+  r.exec.stdin_stream = true;
   auto pid = client_->StartBackground(r);
   ASSERT_TRUE(pid.ok());
   {
@@ -145,7 +145,7 @@ TEST_F(AgentProcessTest, AHandleThatGoesDetachesAndTheProcessRunsOn) {
 
 TEST_F(AgentProcessTest, TheRingKeepsTheLastBytesAndCountsTheDropped) {
   ExecRequest r = Sh("head -c 300000 /dev/zero | tr '\\0' a; echo; echo tail");
-  r.ring_bytes = 4096;
+  r.exec.ring_bytes = 4096;
   auto pid = client_->StartBackground(r);
   ASSERT_TRUE(pid.ok());
   AwaitStdout(*pid, 300006);
@@ -209,8 +209,8 @@ TEST_F(AgentProcessTest, CancellingAnExecSparesTheBackgroundProcesses) {
 // listing past the bound, and a cut character would grow into U+FFFD).
 TEST_F(AgentProcessTest, ListedArgumentsAreCutWhereACharacterEnds) {
   ExecRequest r = Sh("true");
-  r.argv.push_back(std::string(127, 'a') + "\xc3\xa9tail");
-  r.argv.push_back(std::string("bad\xff") + std::string(200, 'b'));
+  r.exec.argv.push_back(std::string(127, 'a') + "\xc3\xa9tail");
+  r.exec.argv.push_back(std::string("bad\xff") + std::string(200, 'b'));
   auto pid = client_->StartBackground(r);
   ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   auto entry = Entry(*pid);

@@ -28,10 +28,10 @@ const std::map<std::string, std::string> kEnv = {{"PATH", "/usr/local/bin:/usr/b
 
 ExecRequest Sh(const std::string& script, std::chrono::milliseconds timeout = 10s) {
   ExecRequest r;
-  r.argv = {"/bin/sh", "-c", script};
-  r.env = kEnv;
-  r.cwd = "/tmp";
-  r.timeout = timeout;
+  r.exec.argv = {"/bin/sh", "-c", script};
+  r.exec.env = kEnv;
+  r.exec.cwd = "/tmp";
+  r.exec.timeout = timeout;
   return r;
 }
 
@@ -87,7 +87,7 @@ TEST_F(AgentTest, StderrApartFromStdoutAndStreamed) {
 
 TEST_F(AgentTest, EnvironmentIsExactlyTheRequested) {
   ExecRequest req = Sh("env | sort");
-  req.env = {{"PATH", "/usr/bin:/bin"}, {"ONLY", "this"}};
+  req.exec.env = {{"PATH", "/usr/bin:/bin"}, {"ONLY", "this"}};
   auto r = client_->Exec(req);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->stdout_data, "ONLY=this\nPATH=/usr/bin:/bin\nPWD=/tmp\n");
@@ -108,9 +108,9 @@ TEST_F(AgentTest, Stdin) {
 TEST_F(AgentTest, TimeoutKillsAndReportsPromptly) {
   auto start = std::chrono::steady_clock::now();
   ExecRequest req;
-  req.argv = {"sleep", "100"};
-  req.env = kEnv;
-  req.timeout = 1s;
+  req.exec.argv = {"sleep", "100"};
+  req.exec.env = kEnv;
+  req.exec.timeout = 1s;
   auto r = client_->Exec(req);
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -142,7 +142,7 @@ TEST_F(AgentTest, BackgroundChildHoldingPipesDoesNotBlockResult) {
 
 TEST_F(AgentTest, OutputLimitKeepsExactlyTheCap) {
   ExecRequest req = Sh("head -c 100000000 /dev/zero; echo tail >&2", 30s);
-  req.output_limit = 1 << 20;
+  req.exec.output_limit = 1 << 20;
   auto r = client_->Exec(req);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data.size(), 1u << 20);
@@ -171,8 +171,8 @@ TEST_F(AgentTest, TwentyExecsAtOnce) {
 
 TEST_F(AgentTest, MissingBinaryIs127WithMessage) {
   ExecRequest req;
-  req.argv = {"python4-does-not-exist"};
-  req.env = kEnv;
+  req.exec.argv = {"python4-does-not-exist"};
+  req.exec.env = kEnv;
   auto r = client_->Exec(req);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 127);
@@ -265,7 +265,7 @@ TEST_F(AgentTest, SilentExecWithoutTimeoutOutlivesTheIdleDeadline) {
 
 TEST_F(AgentTest, NulInArgvIsRefused) {
   ExecRequest r = Sh("true");
-  r.argv.push_back(std::string("a\0b", 3));
+  r.exec.argv.push_back(std::string("a\0b", 3));
   auto result = client_->Exec(r);
   EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument) << result.status().ToString();
 }

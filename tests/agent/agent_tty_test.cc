@@ -24,12 +24,12 @@ class AgentTtyTest : public ConnectedAgentTest {
   // `sh -c script` on a 33x101 terminal, its output going to output_.
   ExecRequest Tty(const std::string& script) {
     ExecRequest r;
-    r.argv = {"/bin/sh", "-c", script};
-    r.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"TERM", "xterm"}};
-    r.cwd = "/tmp";
-    r.timeout = 20s;
-    r.tty = TerminalSize{33, 101};
-    r.interactive_stdin = true;
+    r.exec.argv = {"/bin/sh", "-c", script};
+    r.exec.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"TERM", "xterm"}};
+    r.exec.cwd = "/tmp";
+    r.exec.timeout = 20s;
+    r.exec.tty = TerminalSize{33, 101};
+    r.exec.stdin_stream = true;
     r.on_stdout = output_.Sink();
     return r;
   }
@@ -94,7 +94,7 @@ TEST_F(AgentTtyTest, CtrlCInterruptsTheForegroundProgramAndCtrlDEndsInput) {
 
 TEST_F(AgentTtyTest, TimeoutsKillATtyExecAsTheyKillAPipeExec) {
   ExecRequest request = Tty("echo started; sleep 100");
-  request.timeout = 300ms;
+  request.exec.timeout = 300ms;
   auto r = client_->Exec(request);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->timed_out);
@@ -104,7 +104,7 @@ TEST_F(AgentTtyTest, TimeoutsKillATtyExecAsTheyKillAPipeExec) {
 
 TEST_F(AgentTtyTest, ResizeIsRefusedForAPipeExecAndForSizesOutOfRange) {
   ExecRequest pipes = Tty("sleep 5");
-  pipes.tty.reset();
+  pipes.exec.tty.reset();
   auto running = Start(pipes);
   ASSERT_TRUE(running);
   EXPECT_EQ(running->Resize({24, 80}).code(), StatusCode::kInvalidArgument);
@@ -114,14 +114,14 @@ TEST_F(AgentTtyTest, ResizeIsRefusedForAPipeExecAndForSizesOutOfRange) {
   EXPECT_EQ(tty->Resize({0, 80}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(tty->Resize({24, 10001}).code(), StatusCode::kInvalidArgument);
   ExecRequest huge = Tty("true");
-  huge.tty = TerminalSize{10001, 80};
+  huge.exec.tty = TerminalSize{10001, 80};
   EXPECT_EQ(client_->StartExec(huge).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(AgentTtyTest, TheTerminalOfAnExecAsAUserIsTheUsers) {
   if (::geteuid() != 0) GTEST_SKIP() << "becoming another user takes root";
   ExecRequest request = Tty("id -u; stat -c %u:%g $(tty)");
-  request.user = protocol::msg::User{1000, 1000};
+  request.exec.user = protocol::msg::User{1000, 1000};
   auto r = client_->Exec(request);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data, "1000\r\n1000:1000\r\n");
@@ -140,7 +140,7 @@ TEST(HostileAgentTtyTest, StderrOnATtyExecIsAProtocolViolation) {
   auto client = agent.Connect();
   ASSERT_TRUE(client);
   ExecRequest request = True();
-  request.tty = TerminalSize{24, 80};
+  request.exec.tty = TerminalSize{24, 80};
   auto r = client->Exec(request);
   EXPECT_EQ(r.status().code(), StatusCode::kProtocolError) << r.status().ToString();
   ExpectViolation(WaitDead(*client), "stderr on tty exec stream 1");

@@ -24,11 +24,11 @@ uint32_t Other(uid_t own) { return own == 1000 ? 1001 : 1000; }
 
 ExecRequest Sh(const std::string& script, std::optional<User> user) {
   ExecRequest r;
-  r.argv = {"/bin/sh", "-c", script};
-  r.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}};
-  r.cwd = "/";
-  r.timeout = 10s;
-  r.user = user;
+  r.exec.argv = {"/bin/sh", "-c", script};
+  r.exec.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}};
+  r.exec.cwd = "/";
+  r.exec.timeout = 10s;
+  r.exec.user = user;
   return r;
 }
 

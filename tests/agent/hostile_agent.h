@@ -116,8 +116,8 @@ inline Json ExitEvent(int code = 0) {
 
 inline protocol::ExecRequest True() {
   protocol::ExecRequest r;
-  r.argv = {"true"};
-  r.timeout = 10s;
+  r.exec.argv = {"true"};
+  r.exec.timeout = 10s;
   return r;
 }
 

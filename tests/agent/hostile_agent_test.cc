@@ -193,7 +193,7 @@ TEST(HostileAgentTest, StdoutFloodKeepsOnlyTheCap) {
   ResetPeakRss();
   uint64_t before = PeakRss();
   protocol::ExecRequest req = True();
-  req.output_limit = kCap;
+  req.exec.output_limit = kCap;
   std::atomic<size_t> seen{0};
   req.on_stdout = [&seen](std::string_view piece) { seen += piece.size(); };
   auto r = client->Exec(req);
@@ -357,7 +357,7 @@ TEST(HostileAgentTest, ExecWithoutTimeoutProbesAndGivesUpOnASilentAgent) {
   auto client = agent.Connect(200ms);
   ASSERT_TRUE(client);
   protocol::ExecRequest req = True();
-  req.timeout = 0ms;
+  req.exec.timeout = kNoTimeout;
   auto start = std::chrono::steady_clock::now();
   auto r = client->Exec(req);
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
@@ -381,7 +381,7 @@ TEST(HostileAgentTest, ExecWithoutTimeoutWaitsWhileTheAgentSaysItRuns) {
   auto client = agent.Connect(100ms);
   ASSERT_TRUE(client);
   protocol::ExecRequest req = True();
-  req.timeout = 0ms;
+  req.exec.timeout = kNoTimeout;
   auto r = client->Exec(req);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 7);
@@ -434,13 +434,13 @@ TEST(HostileAgentTest, RequestsThatCannotBeSentAreRefusedOnTheHost) {
   auto client = agent.Connect();
   ASSERT_TRUE(client);
   protocol::ExecRequest big = True();
-  big.argv = {"echo", std::string(2u << 20, 'a')};
+  big.exec.argv = {"echo", std::string(2u << 20, 'a')};
   auto r = client->Exec(big);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("argv and environment may take at most"), std::string::npos)
       << r.status().ToString();
   protocol::ExecRequest nul = True();
-  nul.argv = {"echo", std::string("a\0b", 3)};
+  nul.exec.argv = {"echo", std::string("a\0b", 3)};
   auto n = client->Exec(nul);
   EXPECT_EQ(n.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(n.status().message().find("argv[1] contains a NUL byte"), std::string::npos);

@@ -34,10 +34,10 @@ class MiniClient {
   StatusOr<MiniResult> Exec(const std::vector<std::string>& argv, int timeout_ms = 20000) {
     if (!agent_) return Internal("MiniClient::Exec before Hello");
     protocol::ExecRequest request;
-    request.argv = argv;
-    request.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/root"}};
-    request.cwd = "/";
-    request.timeout = std::chrono::milliseconds(timeout_ms);
+    request.exec.argv = argv;
+    request.exec.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/root"}};
+    request.exec.cwd = "/";
+    request.exec.timeout = std::chrono::milliseconds(timeout_ms);
     ASSIGN_OR_RETURN(ExecResult r, agent_->Exec(request));
     return MiniResult{r.exit_code, r.signal, r.timed_out, r.out_of_memory,
                       std::move(r.stdout_data), std::move(r.stderr_data)};

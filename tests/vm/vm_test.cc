@@ -91,10 +91,10 @@ StatusOr<Booted> Boot(VmConfig config) {
 StatusOr<ExecResult> Exec(protocol::AgentClient& client, std::vector<std::string> argv,
                           milliseconds timeout = milliseconds(60'000)) {
   protocol::ExecRequest req;
-  req.argv = std::move(argv);
-  req.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/root"}, {"LANG", "C.UTF-8"}};
-  req.cwd = "/work";
-  req.timeout = timeout;
+  req.exec.argv = std::move(argv);
+  req.exec.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/root"}, {"LANG", "C.UTF-8"}};
+  req.exec.cwd = "/work";
+  req.exec.timeout = timeout;
   return client.Exec(req);
 }
 
