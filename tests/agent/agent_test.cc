@@ -258,7 +258,7 @@ TEST_F(AgentTest, ReadFileOverTheCapIsLimitExceeded) {
 
 TEST_F(AgentTest, SilentExecWithoutTimeoutOutlivesTheIdleDeadline) {
   client_->set_idle_timeout(200ms);  // the host asks the agent whether it still runs
-  auto r = client_->Exec(Sh("sleep 1; echo done", 0ms));
+  auto r = client_->Exec(Sh("sleep 1; echo done", kNoTimeout));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_data, "done\n");
 }
