@@ -3,6 +3,7 @@
 #include <cctype>
 #include <ctime>
 
+#include "api/egress_record.h"
 #include "base/json_fields.h"
 #include "base/text.h"
 
@@ -23,22 +24,24 @@ std::string UtcSeconds(std::chrono::system_clock::time_point t) {
 
 }  // namespace
 
-json BoxToJson(const BoxRecord& b) {
-  return {{"id", b.id},
-          {"tenant", b.tenant},
-          {"image", b.image},
-          {"driver", b.info.driver},
-          {"limits", b.info.limits},
-          {"limits_not_enforced", b.info.limits_not_enforced},
-          {"network", b.info.network},
-          {"user", b.info.user},
-          {"start", b.info.start},
-          {"warnings", b.info.warnings},
-          {"state", b.state},
-          {"from_pool", b.from_pool},
-          {"created_at", UtcSeconds(b.created_at)},
-          {"last_used", UtcSeconds(b.last_used)},
-          {"requests", b.requests}};
+json BoxToJson(const BoxRecord& b, const std::vector<EgressRecord>* egress) {
+  json j = {{"id", b.id},
+            {"tenant", b.tenant},
+            {"image", b.image},
+            {"driver", b.info.driver},
+            {"limits", b.info.limits},
+            {"limits_not_enforced", b.info.limits_not_enforced},
+            {"network", b.info.network},
+            {"user", b.info.user},
+            {"start", b.info.start},
+            {"warnings", b.info.warnings},
+            {"state", b.state},
+            {"from_pool", b.from_pool},
+            {"created_at", UtcSeconds(b.created_at)},
+            {"last_used", UtcSeconds(b.last_used)},
+            {"requests", b.requests}};
+  if (egress != nullptr) j["egress"] = EgressLogToJson(*egress);
+  return j;
 }
 
 StatusOr<CreatedBox> CreatedBoxFromJson(const json& j) {

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "codebox/box.h"
+#include "codebox/egress.h"
 #include "codebox/status.h"
 
 namespace codebox::api {
@@ -28,8 +30,10 @@ struct BoxRecord {
 
 // {"id", "tenant", "image", "driver", "limits", "limits_not_enforced", "network", "user",
 //  "start", "warnings", "state", "from_pool", "created_at", "last_used" (RFC 3339 UTC to the
-//  second), "requests"}. GET /v1/boxes/{id} adds "egress" (api/egress_record.h).
-nlohmann::json BoxToJson(const BoxRecord& record);
+//  second), "requests"}; and "egress" (EgressLogToJson) when `egress` is given, as
+// GET /v1/boxes/{id} gives it.
+nlohmann::json BoxToJson(const BoxRecord& record,
+                         const std::vector<EgressRecord>* egress = nullptr);
 
 // What a client keeps of BoxToJson's answer to POST /v1/boxes: the id and what the box
 // enforces.

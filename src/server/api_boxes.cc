@@ -62,9 +62,7 @@ void GetBox(Call& call) {
   if (!record.ok()) return call.RespondError(record.status());
   auto log = call.context.registry->EgressLog(call.box_id, call.caller);
   if (!log.ok()) return call.RespondError(log.status());
-  json body = api::BoxToJson(*record);
-  body["egress"] = api::EgressLogToJson(*log);
-  call.RespondJson(200, body);
+  call.RespondJson(200, api::BoxToJson(*record, &*log));
 }
 
 void DeleteBox(Call& call) {
