@@ -13,6 +13,7 @@ using nlohmann::json;
 
 constexpr int64_t kMaxMillis = int64_t{1} << 50;
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
+constexpr int64_t kMaxPid = 1 << 22;  // the agent's bound on a pid
 
 }  // namespace
 
@@ -57,7 +58,7 @@ StatusOr<std::vector<ProcessInfo>> ProcessListFromJson(const json& j) {
     if (!item.is_object()) return f.Error("processes", "holds an entry that is not an object");
     base::JsonFields e(item, "the process entry");
     ProcessInfo p;
-    ASSIGN_OR_RETURN(int64_t pid, e.Integer("pid", 1, 1 << 22));
+    ASSIGN_OR_RETURN(int64_t pid, e.Integer("pid", 1, kMaxPid));
     p.pid = static_cast<int>(pid);
     ASSIGN_OR_RETURN(p.argv, e.Strings("argv"));
     if (p.argv.size() > 8) return e.Error("argv", "has more than 8 arguments");
@@ -92,6 +93,16 @@ StatusOr<std::vector<ProcessInfo>> ProcessListFromJson(const json& j) {
     out.push_back(std::move(p));
   }
   return out;
+}
+
+json ProcessStartedToJson(int pid, const std::vector<std::string>& argv) {
+  return {{"pid", pid}, {"argv", argv}, {"state", "running"}};
+}
+
+StatusOr<int> ProcessStartedFromJson(const json& j) {
+  ASSIGN_OR_RETURN(int64_t pid,
+                   base::JsonFields(j, "the server's started process").Integer("pid", 1, kMaxPid));
+  return static_cast<int>(pid);
 }
 
 }  // namespace codebox::api

@@ -5,6 +5,7 @@
 #define CODEBOX_API_PROCESS_INFO_H_
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "codebox/process.h"
@@ -20,6 +21,11 @@ nlohmann::json ProcessInfoToJson(const ProcessInfo& process);
 // {"processes": [...]}.
 nlohmann::json ProcessListToJson(const std::vector<ProcessInfo>& processes);
 StatusOr<std::vector<ProcessInfo>> ProcessListFromJson(const nlohmann::json& j);
+
+// What POST /v1/boxes/{id}/processes answers at once: {"pid", "argv", "state": "running"}.
+nlohmann::json ProcessStartedToJson(int pid, const std::vector<std::string>& argv);
+// The pid, checked (1..2^22, as the agent's).
+StatusOr<int> ProcessStartedFromJson(const nlohmann::json& j);
 
 }  // namespace codebox::api
 

@@ -12,9 +12,11 @@
 #include "cli/box_flags.h"
 #include "cli/commands.h"
 #include "cli/server_flags.h"
+#include "api/error.h"
 #include "api/exec_result.h"
 #include "api/process_info.h"
-#include "remote/answers.h"
+#include "api/text_event.h"
+#include "base/json_fields.h"
 
 namespace codebox::cli {
 namespace {
@@ -63,10 +65,9 @@ int Start(const remote::ServerApi& api, const std::string& box, const json& body
   auto started = api.CallJson("POST", BoxTarget(box), body.dump(), std::chrono::seconds(60),
                               "start");
   if (!started.ok()) return PrintError("start", started.status()), kExitCodeboxError;
-  base::JsonFields f(*started, "the server's started process");
-  auto pid = f.Integer("pid", 1, 1 << 22);
+  auto pid = api::ProcessStartedFromJson(*started);
   if (!pid.ok()) return PrintError("start", pid.status()), kExitCodeboxError;
-  std::printf("%lld\n", static_cast<long long>(*pid));
+  std::printf("%d\n", *pid);
   return 0;
 }
 
@@ -106,14 +107,14 @@ int Attach(const remote::ServerApi& api, const std::string& box, int pid) {
   Status failed;
   auto on_event = [&](std::string_view event, std::string_view data) -> Status {
     if (event == "stdout" || event == "stderr") {
-      ASSIGN_OR_RETURN(std::string text, remote::TextEventFromJson(data, event));
+      ASSIGN_OR_RETURN(std::string text, api::TextEventFromJson(data, event));
       return base::WriteAll(event == "stdout" ? 1 : 2, text);
     }
     if (event == "done") {
       ASSIGN_OR_RETURN(json j, base::ParseJsonObject(data, "the server's done event"));
       ASSIGN_OR_RETURN(result, api::ExecResultFromJson(j));
     } else if (event == "error") {
-      failed = remote::ErrorEventFromJson(data);
+      failed = api::ErrorEventFromJson(data);
     }
     return Status::Ok();
   };

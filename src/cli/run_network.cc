@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
+#include "api/egress_record.h"
 #include "base/text.h"
 #include "cli/box_flags.h"
 #include "api/exec_result.h"
-#include "server/api_json.h"
 
 namespace codebox::cli {
 
@@ -81,7 +81,7 @@ void AddNetworkJson(const BoxOptions& options, const Box* box, const PipInstall&
                       : mode == NetworkMode::kAllow ? "allow"
                                                     : "open";
   (*out)["egress"] =
-      server::EgressLogJson(box != nullptr ? box->EgressLog() : std::vector<EgressRecord>{});
+      api::EgressLogToJson(box != nullptr ? box->EgressLog() : std::vector<EgressRecord>{});
   if (pip.result) (*out)["install"] = api::ExecResultToJson(*pip.result);
 }
 

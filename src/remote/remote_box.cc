@@ -6,11 +6,17 @@
 #include <optional>
 #include <utility>
 
+#include "api/box_record.h"
+#include "api/egress_record.h"
+#include "api/error.h"
+#include "api/exec_result.h"
+#include "api/execution.h"
+#include "api/file_entry.h"
+#include "api/process_info.h"
+#include "api/text_event.h"
+#include "base/json_fields.h"
 #include "host_files/host_files.h"
 #include "options/options_json.h"
-#include "api/exec_result.h"
-#include "api/process_info.h"
-#include "remote/answers.h"
 #include "remote/remote_copy.h"
 #include "remote/server_api.h"
 
@@ -74,7 +80,7 @@ StatusOr<Result> ReadStream(
   Status failed;
   auto on_event = [&](std::string_view event, std::string_view data) -> Status {
     if (event == "stdout" || event == "stderr") {
-      ASSIGN_OR_RETURN(std::string text, TextEventFromJson(data, event));
+      ASSIGN_OR_RETURN(std::string text, api::TextEventFromJson(data, event));
       return Deliver(event == "stdout" ? on_stdout : on_stderr, std::string_view(text));
     }
     if (event == "done") {
@@ -83,7 +89,7 @@ StatusOr<Result> ReadStream(
       return StopAfterDone();
     }
     if (event == "error") {
-      failed = ErrorEventFromJson(data);
+      failed = api::ErrorEventFromJson(data);
       return Status::Ok();
     }
     return on_other ? on_other(event, data) : Status::Ok();
@@ -200,7 +206,7 @@ class RemoteBox final : public Box::Impl {
  public:
   // `asked`: when the create request was sent, so that this box's end comes no later than the
   // server's (which reaps it then).
-  RemoteBox(ServerApi api, BoxOptions options, CreatedBox created,
+  RemoteBox(ServerApi api, BoxOptions options, api::CreatedBox created,
             std::chrono::steady_clock::time_point asked)
       : api_(std::move(api)),
         options_(std::move(options)),
@@ -238,9 +244,8 @@ class RemoteBox final : public Box::Impl {
     ASSIGN_OR_RETURN(std::string text, DumpJson(body, what));
     ASSIGN_OR_RETURN(json started,
                      api_.CallJson("POST", base_ + "/processes", text, kControlTimeout, what));
-    JsonFields f(started, "the server's started process");
-    ASSIGN_OR_RETURN(int64_t pid, f.Integer("pid", 1, 1 << 22));
-    return Attach(static_cast<int>(pid), options);
+    ASSIGN_OR_RETURN(int pid, api::ProcessStartedFromJson(started));
+    return Attach(pid, options);
   }
 
   StatusOr<std::unique_ptr<Process>> Attach(int pid, const ExecOptions& options) override {
@@ -290,16 +295,16 @@ class RemoteBox final : public Box::Impl {
     if (!options.on_stdout && !options.on_stderr && !options.on_result && timeout != kNoTimeout) {
       ASSIGN_OR_RETURN(
           json j, api_.CallJson("POST", request.target, request.body, request.timeout, "run code"));
-      return ExecutionFromJson(j);
+      return api::ExecutionFromJson(j);
     }
     auto on_result = [&](std::string_view event, std::string_view data) -> Status {
       if (event != "result") return Status::Ok();
       ASSIGN_OR_RETURN(json j, base::ParseJsonObject(data, "the server's result event"));
-      ASSIGN_OR_RETURN(CellResult r, CellResultFromJson(j, "the server's result event"));
+      ASSIGN_OR_RETURN(CellResult r, api::CellResultFromJson(j, "the server's result event"));
       return Deliver(options.on_result, r);
     };
     return ReadStream<Execution>(api_, std::move(request), options.on_stdout, options.on_stderr,
-                                 ExecutionFromJson, on_result, "run code");
+                                 api::ExecutionFromJson, on_result, "run code");
   }
 
   Status RestartKernel() override {
@@ -391,7 +396,7 @@ class RemoteBox final : public Box::Impl {
     RETURN_IF_ERROR(CheckUsable());
     ASSIGN_OR_RETURN(json j, api_.CallJson("GET", FilesTarget(box_path, {{"list", "1"}}), "",
                                            kFilesTimeout, "list dir " + host_files::ShowName(box_path)));
-    return EntriesFromJson(j, box_path);
+    return api::FileListFromJson(j, box_path);
   }
 
   Status Remove(const std::string& box_path) override {
@@ -418,7 +423,7 @@ class RemoteBox final : public Box::Impl {
   std::vector<EgressRecord> EgressLog() const override {
     auto j = api_.CallJson("GET", base_, "", kControlTimeout, "egress log of box " + id_);
     if (!j.ok()) return {};
-    auto log = EgressLogFromJson(*j);
+    auto log = api::EgressLogFromJson(*j);
     return log.ok() ? std::move(*log) : std::vector<EgressRecord>{};
   }
 
@@ -494,7 +499,7 @@ StatusOr<std::unique_ptr<Box::Impl>> CreateRemoteBox(const BoxOptions& options) 
   auto asked = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(json answer, api.CallJson("POST", "/v1/boxes", std::move(body), kCreateTimeout,
                                              "create box"));
-  ASSIGN_OR_RETURN(CreatedBox created, CreatedBoxFromJson(answer));
+  ASSIGN_OR_RETURN(api::CreatedBox created, api::CreatedBoxFromJson(answer));
   return std::unique_ptr<Box::Impl>(
       std::make_unique<RemoteBox>(std::move(api), options, std::move(created), asked));
 }

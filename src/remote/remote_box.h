@@ -1,6 +1,6 @@
 // Boxes on a codebox server (`codebox serve`), for Box::Create with BoxOptions::server set and
 // for the CLI's one-shot `run`. Every Box call is one HTTP request of the server's API v1
-// (docs/server.md); everything the server answers is checked (remote/answers.h).
+// (docs/server.md); everything the server answers is checked (src/api).
 #ifndef CODEBOX_REMOTE_REMOTE_BOX_H_
 #define CODEBOX_REMOTE_REMOTE_BOX_H_
 

@@ -1,7 +1,7 @@
 #include "remote/server_api.h"
 
+#include "base/json_fields.h"
 #include "codebox/options.h"
-#include "remote/answers.h"
 
 namespace codebox::remote {
 

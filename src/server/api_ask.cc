@@ -11,8 +11,10 @@
 #include <memory>
 #include <mutex>
 
+#include "api/error.h"
 #include "llm/interpreter.h"
 #include "llm/runner.h"
+#include "api/execution.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
 #include "server/api_request.h"
@@ -32,7 +34,7 @@ constexpr std::string_view kImageDirNotice = "images are saved in ";
 json AskStepJson(const llm::Step& step) {
   json j = {{"step", step.index}, {"kind", step.kind}};
   if (!step.code.empty()) j["code"] = step.code;
-  if (step.result) j["result"] = ExecutionJson(*step.result);
+  if (step.result) j["result"] = api::ExecutionToJson(*step.result);
   if (!step.error.empty()) j["error"] = step.error;
   if (!step.thinking.empty()) j["thinking"] = step.thinking;
   return j;
@@ -154,7 +156,7 @@ void Ask(Call& call) {
   if (!transcript.ok()) {
     if (!streaming) return call.RespondError(transcript.status());
     call.NoteError(transcript.status());
-    return sink.Send("error", ErrorJson(transcript.status()));
+    return sink.Send("error", api::ErrorToJson(transcript.status()));
   }
   json summary = SummaryJson(*transcript, start);
   if (!streaming) return call.RespondJson(200, summary);

@@ -2,6 +2,8 @@
 // the OpenAPI document).
 #include <chrono>
 
+#include "api/box_record.h"
+#include "api/egress_record.h"
 #include "base/text.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
@@ -17,7 +19,7 @@ namespace {
 json TenantBoxesJson(const Call& call) {
   json boxes = json::array();
   for (const BoxRecord& record : call.context.registry->List(call.caller)) {
-    boxes.push_back(BoxJson(record));
+    boxes.push_back(api::BoxToJson(record));
   }
   return boxes;
 }
@@ -40,7 +42,7 @@ void CreateBox(Call& call) {
   }
   if (!record.ok()) return call.RespondError(record.status());
   call.box_id = record->id;
-  call.RespondJson(201, BoxJson(*record));
+  call.RespondJson(201, api::BoxToJson(*record));
 }
 
 void ListBoxes(Call& call) {
@@ -60,9 +62,7 @@ void GetBox(Call& call) {
   if (!record.ok()) return call.RespondError(record.status());
   auto log = call.context.registry->EgressLog(call.box_id, call.caller);
   if (!log.ok()) return call.RespondError(log.status());
-  json body = BoxJson(*record);
-  body["egress"] = EgressLogJson(*log);
-  call.RespondJson(200, body);
+  call.RespondJson(200, api::BoxToJson(*record, &*log));
 }
 
 void DeleteBox(Call& call) {

@@ -6,6 +6,9 @@
 #include <functional>
 #include <memory>
 
+#include "api/error.h"
+#include "api/exec_result.h"
+#include "api/execution.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
 #include "server/api_request.h"
@@ -19,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 void ReportStreamError(Call& call, EventSink& sink, const Status& status) {
   call.NoteError(status);
-  sink.Send("error", ErrorJson(status));
+  sink.Send("error", api::ErrorToJson(status));
 }
 
 using ExecCall = std::function<StatusOr<ExecResult>(const ExecOptions&)>;
@@ -104,7 +107,9 @@ void RunCodeInBox(Call& call) {
     if (!sink.Begin().ok()) return;
     options.on_stdout = [&sink](std::string_view c) { sink.SendText("stdout", c); };
     options.on_stderr = [&sink](std::string_view c) { sink.SendText("stderr", c); };
-    options.on_result = [&sink](const CellResult& r) { sink.Send("result", CellResultJson(r)); };
+    options.on_result = [&sink](const CellResult& r) {
+      sink.Send("result", api::CellResultToJson(r));
+    };
   }
   auto start = Clock::now();
   StatusOr<Execution> execution = [&] {
@@ -118,8 +123,8 @@ void RunCodeInBox(Call& call) {
     if (streaming) return ReportStreamError(call, sink, execution.status());
     return call.RespondError(execution.status());
   }
-  if (streaming) return sink.Send("done", ExecutionJson(*execution));
-  call.RespondJson(200, ExecutionJson(*execution));
+  if (streaming) return sink.Send("done", api::ExecutionToJson(*execution));
+  call.RespondJson(200, api::ExecutionToJson(*execution));
 }
 
 void RestartKernel(Call& call) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/file_entry.h"
 #include "base/fs.h"
 #include "base/json.h"
 #include "http/tar.h"
@@ -100,9 +101,7 @@ void GetFile(Call& call) {
   if (list != call.request.query.end() && list->second != "0" && list->second != "false") {
     auto entries = box.ListDir(*path);
     if (!entries.ok()) return call.RespondError(entries.status());
-    json out = json::array();
-    for (const FileEntry& entry : *entries) out.push_back(FileEntryJson(entry));
-    return call.RespondJson(200, {{"entries", std::move(out)}});
+    return call.RespondJson(200, api::FileListToJson(*entries));
   }
   // A file is read whole (capped at the box's disk size); a directory (the agent refuses to
   // read it as a file: kInvalidArgument) comes out as a tar archive.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <future>
 
+#include "api/error.h"
 #include "base/json.h"
 #include "http/client.h"
 #include "http/request.h"
@@ -140,7 +141,7 @@ Status Forward(Call& call, const http::Address& address, std::string_view node) 
   if (begun) {  // the stream broke: say so in it, if the client is still there
     Status lost(StatusCode::kBoxLost, "the stream from " + why);
     call.NoteError(lost);
-    (void)call.exchange.SendEvent("error", Dump(ErrorJson(lost)));
+    (void)call.exchange.SendEvent("error", Dump(api::ErrorToJson(lost)));
     return Status::Ok();
   }
   if (answer.status().code() == StatusCode::kUnavailable) {  // nothing listens there now

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "api/exec_result.h"
 #include "base/json.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"

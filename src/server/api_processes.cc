@@ -4,6 +4,9 @@
 // the agent's word is bounded by the host (AgentClient) before it gets here.
 #include <memory>
 
+#include "api/error.h"
+#include "api/exec_result.h"
+#include "api/process_info.h"
 #include "server/api_internal.h"
 #include "server/api_json.h"
 #include "server/api_request.h"
@@ -27,7 +30,7 @@ void StartProcessInBox(Call& call) {
   if (!process.ok()) return call.RespondError(process.status());
   const int pid = (*process)->pid();
   (*process)->Detach();  // it runs on; this handle only started it
-  call.RespondJson(201, {{"pid", pid}, {"argv", request->argv}, {"state", "running"}});
+  call.RespondJson(201, api::ProcessStartedToJson(pid, request->argv));
 }
 
 void ListProcessesInBox(Call& call) {
@@ -54,7 +57,7 @@ void AttachToProcess(Call& call) {
   if (!process.ok()) {
     if (streaming) {
       call.NoteError(process.status());
-      return sink.Send("error", ErrorJson(process.status()));
+      return sink.Send("error", api::ErrorToJson(process.status()));
     }
     return call.RespondError(process.status());
   }
@@ -67,7 +70,7 @@ void AttachToProcess(Call& call) {
   if (!result.ok()) {
     if (streaming) {
       call.NoteError(result.status());
-      return sink.Send("error", ErrorJson(result.status()));
+      return sink.Send("error", api::ErrorToJson(result.status()));
     }
     return call.RespondError(result.status());
   }

@@ -1,6 +1,6 @@
 // Decoding the API's request bodies: JSON parse errors name the position, unknown fields name
 // the closest known one, wrong types say what was expected; every error is kInvalidArgument
-// (400). Option values go through the option schema (src/box/options_json.h), so the API takes
+// (400). Option values go through the option schema (src/options/options_json.h), so the API takes
 // exactly what the CLI and Python take.
 #ifndef CODEBOX_SERVER_API_REQUEST_H_
 #define CODEBOX_SERVER_API_REQUEST_H_

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <utility>
 
+#include "api/text_event.h"
 #include "server/api_json.h"
 
 namespace codebox::server {
@@ -34,7 +35,8 @@ void EventSink::Send(std::string_view event, const nlohmann::json& data) {
   std::string text = Dump(data);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [held_event, bytes] : held_) {
-    if (!bytes.empty()) SendLocked(held_event, Dump({{"text", std::exchange(bytes, {})}}));
+    if (bytes.empty()) continue;
+    SendLocked(held_event, Dump(api::TextEventToJson(std::exchange(bytes, {}))));
   }
   SendLocked(event, text);
 }
@@ -49,7 +51,7 @@ void EventSink::SendText(std::string_view event, std::string_view chunk) {
   size_t cut = CutCharacterBytes(text);
   it->second = text.substr(text.size() - cut);
   text.resize(text.size() - cut);
-  if (!text.empty()) SendLocked(event, Dump({{"text", text}}));
+  if (!text.empty()) SendLocked(event, Dump(api::TextEventToJson(text)));
 }
 
 void EventSink::SendLocked(std::string_view event, const std::string& text) {

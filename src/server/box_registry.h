@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/box_record.h"
 #include "codebox/box.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
@@ -64,18 +65,8 @@ struct BoxStartCounts {
   uint64_t failed = 0;
 };
 
-// What `GET /v1/boxes/{id}` shows.
-struct BoxRecord {
-  std::string id;  // "b-<16 hex>.<node>" (server/box_id.h; not guessable, never reused)
-  std::string tenant;  // whose box it is (server/tenants.h)
-  std::string image;
-  BoxInfo info;    // driver, limits, limits_not_enforced
-  std::string state;  // "idle", "busy"
-  bool from_pool = false;
-  std::chrono::system_clock::time_point created_at;
-  std::chrono::system_clock::time_point last_used;
-  uint64_t requests = 0;
-};
+// What `GET /v1/boxes/{id}` shows: an API message (api/box_record.h).
+using api::BoxRecord;
 
 struct PoolStatus {
   std::string spec;    // PoolSpec::text

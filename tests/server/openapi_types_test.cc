@@ -1,14 +1,25 @@
 // openapi.json against the API's own encoders (src/api), field by field: every field an
-// encoder writes is a property of its schema with the right type, and every property of the
-// schema is one the encoder writes, and what it writes fits the schema (its required fields
-// too). A field added on one side only fails here.
+// encoder writes is a property of its schema, every property of the schema is one the encoder
+// writes, a field is required exactly when the encoder always writes it, and what it writes
+// has the schema's JSON types (nested objects, list items and oneOf included). A field added,
+// dropped or retyped on one side only fails here.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "api/box_record.h"
+#include "api/egress_record.h"
+#include "api/error.h"
 #include "api/exec_result.h"
+#include "api/execution.h"
+#include "api/file_entry.h"
 #include "api/process_info.h"
+#include "api/text_event.h"
 #include "tests/server/openapi_check.h"
 
 namespace codebox::testing {
@@ -16,54 +27,174 @@ namespace {
 
 using nlohmann::json;
 
-// The names of `schema`'s properties (through allOf).
-void Properties(const OpenApiChecker& doc, const json& schema, std::set<std::string>* all) {
+// `schema`'s properties and required names, through $ref and allOf.
+void Collect(const OpenApiChecker& doc, const json& schema, std::map<std::string, json>* props,
+             std::set<std::string>* required) {
   const json& s = doc.Resolve(schema);
-  const json parts = s.value("allOf", json::array());
-  for (const json& part : parts) Properties(doc, part, all);
+  const json none = json::array();
+  for (const json& part : s.value("allOf", none)) Collect(doc, part, props, required);
   const json properties = s.value("properties", json::object());
-  for (const auto& [name, sub] : properties.items()) all->insert(name);
+  for (const auto& [name, sub] : properties.items()) (*props)[name] = sub;
+  for (const json& name : s.value("required", none)) required->insert(name);
 }
 
-// `encoded` (from the API's encoder, with every optional field present) matches `name`.
-void ExpectSameFields(const std::string& name, const json& encoded) {
+// The object schema a value of `schema` is, when it is one with properties: through $ref,
+// and through a oneOf of that schema and null ({"oneOf": [{"type": "null"}, {"$ref": ...}]}).
+const json* ObjectSchema(const OpenApiChecker& doc, const json& schema) {
+  const json& s = doc.Resolve(schema);
+  if (s.contains("properties") || s.contains("allOf")) return &s;
+  if (!s.contains("oneOf")) return nullptr;
+  for (const json& choice : s["oneOf"]) {  // by reference: the answer points into the document
+    if (const json* o = ObjectSchema(doc, choice)) return o;
+  }
+  return nullptr;
+}
+
+// A property's schema says which JSON type its value has.
+bool Typed(const OpenApiChecker& doc, const json& schema) {
+  const json& s = doc.Resolve(schema);
+  if (s.contains("type") || s.contains("enum") || s.contains("const") || s.contains("allOf")) {
+    return true;
+  }
+  const json choices = s.value("oneOf", json::array());
+  return !choices.empty() &&
+         std::all_of(choices.begin(), choices.end(), [&](const json& c) { return Typed(doc, c); });
+}
+
+// `full` (an encoder's output with every optional field present) and `minimal` (with none)
+// against `schema`, recursively: names both ways, required = always written, types.
+void Compare(const OpenApiChecker& doc, const json& schema, const json& full, const json& minimal,
+             const std::string& where) {
+  ASSERT_TRUE(full.is_object()) << where;
+  ASSERT_TRUE(minimal.is_object()) << where;
+  std::map<std::string, json> props;
+  std::set<std::string> required;
+  Collect(doc, schema, &props, &required);
+  for (const auto& [field, value] : full.items()) {
+    EXPECT_TRUE(props.count(field))
+        << where << ": the encoder writes '" << field << "', which openapi.json does not document";
+  }
+  for (const auto& [field, sub] : props) {
+    EXPECT_TRUE(full.contains(field))
+        << where << ": openapi.json documents '" << field << "', which the encoder never writes";
+    EXPECT_TRUE(Typed(doc, sub)) << where << "." << field << ": no JSON type in openapi.json";
+  }
+  for (const auto& [field, value] : minimal.items()) {
+    EXPECT_TRUE(required.count(field)) << where << ": the encoder always writes '" << field
+                                       << "', which openapi.json does not require";
+  }
+  for (const std::string& field : required) {
+    EXPECT_TRUE(minimal.contains(field))
+        << where << ": openapi.json requires '" << field << "', which the encoder may leave out";
+  }
+  EXPECT_EQ(doc.CheckValue(schema, full, where), "");
+  EXPECT_EQ(doc.CheckValue(schema, minimal, where + " (minimal)"), "");
+  // Into nested objects and lists of objects: the minimal side where it has one, else the full
+  // one (then only names and types are compared).
+  for (const auto& [field, value] : full.items()) {
+    if (!props.count(field)) continue;
+    const json& sub = props[field];
+    const json& low = minimal.contains(field) ? minimal[field] : value;
+    if (value.is_object()) {
+      if (const json* o = ObjectSchema(doc, sub)) {
+        Compare(doc, *o, value, low.is_object() ? low : value, where + "." + field);
+      }
+    } else if (value.is_array() && !value.empty() && value[0].is_object()) {
+      const json& s = doc.Resolve(sub);
+      ASSERT_TRUE(s.contains("items")) << where << "." << field;
+      const json* o = ObjectSchema(doc, s["items"]);
+      ASSERT_NE(o, nullptr) << where << "." << field << ": a list of objects without properties";
+      const json& low_item = low.is_array() && !low.empty() ? low[0] : value[0];
+      Compare(doc, *o, value[0], low_item, where + "." + field + "[0]");
+    }
+  }
+}
+
+void ExpectSameFields(const std::string& name, const json& full, const json& minimal) {
   OpenApiChecker doc;
-  std::set<std::string> all;
-  Properties(doc, doc.Schema(name), &all);
-  std::set<std::string> written;
-  for (const auto& [field, value] : encoded.items()) written.insert(field);
-  for (const std::string& field : written) {
-    EXPECT_TRUE(all.count(field)) << name << ": the encoder writes '" << field
-                                  << "', which openapi.json does not document";
-  }
-  for (const std::string& field : all) {
-    EXPECT_TRUE(written.count(field)) << name << ": openapi.json documents '" << field
-                                      << "', which the encoder never writes";
-  }
-  EXPECT_EQ(doc.CheckValue(doc.Schema(name), encoded, name), "");
+  Compare(doc, doc.Schema(name), full, minimal, name);
 }
 
+// Every optional field present in `full`, none in `minimal`: the comparison sees both.
 TEST(OpenApiTypesTest, ExecResult) {
   ExecResult r;
-  r.exit_code = 0;
   r.stdout_data = std::string("\xff", 1);  // base64
   r.dropped_stdout = 1;
   r.dropped_stderr = 2;
-  ExpectSameFields("ExecResult", api::ExecResultToJson(r));
-  // Without the optional fields it still fits: every required one is written.
-  OpenApiChecker doc;
-  EXPECT_EQ(doc.CheckValue(doc.Schema("ExecResult"), api::ExecResultToJson(ExecResult{}), "plain"),
-            "");
+  ExpectSameFields("ExecResult", api::ExecResultToJson(r), api::ExecResultToJson(ExecResult{}));
 }
 
 TEST(OpenApiTypesTest, ProcessAndProcessList) {
-  ProcessInfo p;
-  p.pid = 7;
-  p.argv = {"sleep", "1"};
-  p.running = false;
-  p.exit = ExecResult{};
-  ExpectSameFields("Process", api::ProcessInfoToJson(p));
-  ExpectSameFields("ProcessList", api::ProcessListToJson({p}));
+  ProcessInfo running;
+  running.pid = 7;
+  running.argv = {"sleep", "1"};
+  ProcessInfo ended = running;
+  ended.running = false;
+  ended.exit = ExecResult{};
+  ExpectSameFields("Process", api::ProcessInfoToJson(ended), api::ProcessInfoToJson(running));
+  ExpectSameFields("ProcessList", api::ProcessListToJson({ended}),
+                   api::ProcessListToJson({running}));
+  json started = api::ProcessStartedToJson(7, {"sleep", "1"});
+  ExpectSameFields("ProcessStarted", started, started);
+}
+
+TEST(OpenApiTypesTest, ExecutionAndCellResult) {
+  Execution full;
+  full.stdout_chunks = {"a"};
+  full.stderr_chunks = {"b"};
+  CellResult cell;
+  cell.data = {{"text/plain", "2"}, {"image/png", "iVBORw0KGgo="}};
+  cell.is_main_result = true;
+  full.results = {cell};
+  full.error = CellError{"ZeroDivisionError", "division by zero", "Traceback..."};
+  full.driver = "jail";
+  ExpectSameFields("Execution", api::ExecutionToJson(full), api::ExecutionToJson(Execution{}));
+  ExpectSameFields("CellResult", api::CellResultToJson(cell), api::CellResultToJson(CellResult{}));
+}
+
+TEST(OpenApiTypesTest, BoxAndEgressRecord) {
+  api::BoxRecord b;
+  b.id = "b-0123456789abcdef.node-1";
+  b.state = "idle";
+  b.info.warnings = {"a vm restore fell back to a cold boot"};
+  EgressRecord e{"pypi.org", 443, true, "allowed: pypi.org", "151.101.0.223", 10, 20};
+  const std::vector<EgressRecord> log = {e};
+  ExpectSameFields("Box", api::BoxToJson(b, &log), api::BoxToJson(b));
+  ExpectSameFields("EgressRecord", api::EgressRecordToJson(e),
+                   api::EgressRecordToJson(EgressRecord{}));
+}
+
+TEST(OpenApiTypesTest, FileListErrorAndTextEvent) {
+  FileEntry f{"a.txt", "/work/a.txt", "file", 3, 0644};
+  ExpectSameFields("FileList", api::FileListToJson({f}), api::FileListToJson({}));
+  ExpectSameFields("FileEntry", api::FileEntryToJson(f),
+                   api::FileEntryToJson(FileEntry{"x", "/x", "dir", 0, 0}));
+  json error = api::ErrorToJson(NotFound("no box"));
+  ExpectSameFields("Error", error, error);
+  json text = api::TextEventToJson("hi");
+  ExpectSameFields("StreamChunk", text, text);
+}
+
+// The comparison itself fails on a difference (so a pass above means something).
+TEST(OpenApiTypesTest, TheComparisonSeesEachKindOfDifference) {
+  OpenApiChecker doc;
+  json good = api::TextEventToJson("hi");
+  auto failures = [&](const json& full, const json& minimal) {
+    ::testing::TestPartResultArray results;
+    {
+      ::testing::ScopedFakeTestPartResultReporter reporter(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+      Compare(doc, doc.Schema("StreamChunk"), full, minimal, "StreamChunk");
+    }
+    return results.size();
+  };
+  EXPECT_EQ(failures(good, good), 0);
+  json extra = good;
+  extra["more"] = 1;
+  EXPECT_GT(failures(extra, good), 0);                           // a field the schema does not have
+  EXPECT_GT(failures(json::object(), json::object()), 0);        // a property never written
+  EXPECT_GT(failures(good, json::object()), 0);                  // required but left out
+  EXPECT_GT(failures(json{{"text", 1}}, json{{"text", 1}}), 0);  // the wrong type
 }
 
 TEST(OpenApiTypesTest, TheDecodersReadWhatTheEncodersWrite) {
@@ -97,6 +228,53 @@ TEST(OpenApiTypesTest, TheDecodersReadWhatTheEncodersWrite) {
   ASSERT_EQ(list->size(), 1u);
   EXPECT_EQ((*list)[0].pid, 9);
   EXPECT_TRUE((*list)[0].running);
+  auto pid = api::ProcessStartedFromJson(api::ProcessStartedToJson(9, {"x"}));
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  EXPECT_EQ(*pid, 9);
+
+  Execution e;
+  e.stdout_chunks = {"1\n"};
+  e.results = {CellResult{{{"text/plain", "2"}}, true}};
+  e.error = CellError{"ValueError", "v", "tb"};
+  e.execution_count = 3;
+  auto cell = api::ExecutionFromJson(api::ExecutionToJson(e));
+  ASSERT_TRUE(cell.ok()) << cell.status().ToString();
+  EXPECT_EQ(cell->stdout_chunks, e.stdout_chunks);
+  EXPECT_EQ(cell->text(), "2");
+  ASSERT_TRUE(cell->error);
+  EXPECT_EQ(cell->error->name, "ValueError");
+  EXPECT_EQ(cell->execution_count, 3);
+
+  api::BoxRecord b;
+  b.id = "b-0123456789abcdef.n1";
+  b.info.driver = "jail";
+  b.info.limits = {"memory 512 MiB"};
+  const std::vector<EgressRecord> log = {{"pypi.org", 443, false, "refused", "", 0, 0}};
+  const json box = api::BoxToJson(b, &log);
+  auto created = api::CreatedBoxFromJson(box);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->id, b.id);
+  EXPECT_EQ(created->info.limits, b.info.limits);
+  auto egress = api::EgressLogFromJson(box);
+  ASSERT_TRUE(egress.ok()) << egress.status().ToString();
+  ASSERT_EQ(egress->size(), 1u);
+  EXPECT_EQ((*egress)[0].host, "pypi.org");
+  EXPECT_EQ((*egress)[0].port, 443);
+
+  const std::vector<FileEntry> entries = {{"a", "/w/a", "file", 1, 0600},
+                                          {"b", "/w/b", "dir", 0, 0755}};
+  auto listed = api::FileListFromJson(api::FileListToJson(entries), "/w");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[1].path, "/w/b");
+  EXPECT_EQ((*listed)[1].mode, 0755u);
+
+  Status st = api::ErrorEventFromJson(api::ErrorToJson(NotFound("no box")).dump());
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_EQ(st.message(), "server: no box");
+  auto text = api::TextEventFromJson(api::TextEventToJson("hi").dump(), "stdout");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(*text, "hi");
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+#include "api/egress_record.h"
+
+#include <cstdint>
+#include <string>
+
+#include "base/json_fields.h"
+#include "base/text.h"
+
+namespace codebox::api {
+
+using nlohmann::json;
+
+json EgressRecordToJson(const EgressRecord& r) {
+  return {{"host", r.host},
+          {"port", r.port},
+          {"allowed", r.allowed},
+          {"reason", r.reason},
+          {"address", r.address},
+          {"bytes_up", r.bytes_up},
+          {"bytes_down", r.bytes_down}};
+}
+
+json EgressLogToJson(const std::vector<EgressRecord>& records) {
+  json out = json::array();
+  for (const EgressRecord& r : records) out.push_back(EgressRecordToJson(r));
+  return out;
+}
+
+StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const json& j) {
+  base::JsonFields box(j, "the server's box info");
+  const json* log = box.Find("egress");
+  if (log == nullptr) return std::vector<EgressRecord>{};
+  if (!log->is_array()) return box.Error("egress", "is not an array");
+  constexpr size_t kMaxRecords = 1000;  // a box keeps no more (Box::EgressLog)
+  const size_t skip = log->size() > kMaxRecords ? log->size() - kMaxRecords : 0;
+  std::vector<EgressRecord> out;
+  for (size_t i = skip; i < log->size(); ++i) {
+    if (!(*log)[i].is_object()) return box.Error("egress", "holds a record that is not an object");
+    base::JsonFields f((*log)[i], "the server's egress record");
+    EgressRecord r;
+    ASSIGN_OR_RETURN(std::string host, f.String("host"));
+    r.host = base::TerminalSafe(host, 300);
+    ASSIGN_OR_RETURN(int64_t port, f.Integer("port", 0, 65535));
+    r.port = static_cast<uint16_t>(port);
+    ASSIGN_OR_RETURN(r.allowed, f.Bool("allowed"));
+    ASSIGN_OR_RETURN(std::string reason, f.String("reason", false));
+    r.reason = base::TerminalSafe(reason, 1000);
+    ASSIGN_OR_RETURN(std::string address, f.String("address", false));
+    r.address = base::TerminalSafe(address, 100);
+    ASSIGN_OR_RETURN(int64_t up, f.Integer("bytes_up", 0, INT64_MAX, false));
+    ASSIGN_OR_RETURN(int64_t down, f.Integer("bytes_down", 0, INT64_MAX, false));
+    r.bytes_up = static_cast<uint64_t>(up);
+    r.bytes_down = static_cast<uint64_t>(down);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace codebox::api
