@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <list>
 #include <mutex>
@@ -128,6 +129,10 @@ struct Connection {
   std::atomic<bool> relay_allowed{false};
   std::atomic<int> running{2};
   std::atomic<bool> finished{false};
+  // Guarded by the service's log_mu_: the box ended its side (so its program may have exited
+  // and be reading the log), and the relay's record is in the log.
+  bool box_closed = false;
+  bool recorded = false;
 };
 
 class EgressServiceImpl final : public EgressService {
@@ -170,8 +175,12 @@ class EgressServiceImpl final : public EgressService {
     return Status::Ok();
   }
 
+  // A connection the box closed is recorded by its relay a moment later: the log waits for
+  // those records (at most kCloseRecordWait), so that an exec's connections are in the log
+  // read right after it.
   std::vector<EgressRecord> Log() const override {
-    std::lock_guard<std::mutex> lock(log_mu_);
+    std::unique_lock<std::mutex> lock(log_mu_);
+    log_cv_.wait_for(lock, kCloseRecordWait, [this] { return closing_ == 0; });
     return {log_.begin(), log_.end()};
   }
 
@@ -243,7 +252,7 @@ class EgressServiceImpl final : public EgressService {
         raw->relay_allowed = record.allowed;
         ::shutdown(raw->relay_end.get(), SHUT_RDWR);
         Signal(raw->relay_done.get());
-        Record(std::move(record));
+        Record(std::move(record), raw);
         Finish(*raw);
       });
     } catch (const std::system_error& e) {
@@ -298,7 +307,15 @@ class EgressServiceImpl final : public EgressService {
     waiting_.push_back(std::move(*stream));
   }
 
-  void Record(EgressRecord record) {
+  // The box ended its side of `c` (idempotent).
+  void BoxClosed(Connection& c) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    if (c.box_closed || c.recorded) return;
+    c.box_closed = true;
+    ++closing_;
+  }
+
+  void Record(EgressRecord record, Connection* c) {
     CODEBOX_LOG(kInfo, "egress " << (record.allowed ? "allowed" : "refused") << " "
                                  << base::TerminalSafe(record.host, 300) << ":" << record.port
                                  << (record.address.empty() ? "" : " (" + record.address + ")")
@@ -307,6 +324,8 @@ class EgressServiceImpl final : public EgressService {
     std::lock_guard<std::mutex> lock(log_mu_);
     log_.push_back(std::move(record));
     while (log_.size() > kMaxLogRecords) log_.pop_front();
+    c->recorded = true;
+    if (c->box_closed && --closing_ == 0) log_cv_.notify_all();
   }
 
   void Bridge(Connection& c, EgressStream::State first);
@@ -323,7 +342,9 @@ class EgressServiceImpl final : public EgressService {
   std::list<std::unique_ptr<Connection>> connections_;
   std::thread acceptor_;
   mutable std::mutex log_mu_;
+  mutable std::condition_variable log_cv_;  // closing_ went to 0
   std::deque<EgressRecord> log_;
+  int closing_ = 0;  // connections the box closed whose record is not in the log yet
 };
 
 // Moves bytes between the box's stream and the relay's socket, keeping the stream's flow
@@ -370,6 +391,7 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
     if (box_eof && to_relay.empty() && !box_eof_passed) {
       ::shutdown(sock, SHUT_WR);
       box_eof_passed = true;
+      BoxClosed(c);
     }
     // A stream that ended with `done` may still have brought bytes for the relay: they are
     // written first (the relay's own deadlines bound that).
@@ -448,6 +470,7 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
   }
   stream.Close();               // a no-op once the stream ended
   ::shutdown(sock, SHUT_RDWR);  // the relay, if still running, sees the box gone
+  BoxClosed(c);
 }
 
 }  // namespace

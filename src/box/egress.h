@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ class EgressService {
  public:
   static constexpr int kMaxConnections = 16;      // open at once; more wait in the box's backlog
   static constexpr size_t kMaxLogRecords = 1000;  // the oldest are dropped past it
+  // Log() waits at most this long for the records of connections the box closed.
+  static constexpr std::chrono::milliseconds kCloseRecordWait{1000};
 
   // Opens the accept streams on `agent`, which must outlive the service.
   static StatusOr<std::unique_ptr<EgressService>> Start(protocol::AgentClient& agent,
@@ -41,6 +44,9 @@ class EgressService {
   // Ends every connection and joins every thread; call before the agent client goes.
   virtual ~EgressService() = default;
 
+  // The records, in the order the connections ended (each is recorded when it ends). Waits at
+  // most kCloseRecordWait for the connections the box has closed, so that an exec's
+  // connections are in a log read right after it.
   virtual std::vector<EgressRecord> Log() const = 0;
 
   // While the returned scope lives, names matching `patterns` are allowed too (an install's
