@@ -8,6 +8,9 @@
 #include "base/text.h"
 
 namespace codebox::api {
+
+// An optional list of strings that is absent reads as this.
+const std::vector<std::string> kNoStrings;
 namespace {
 
 using nlohmann::json;
@@ -55,18 +58,18 @@ StatusOr<CreatedBox> CreatedBoxFromJson(const json& j) {
   for (char c : box.id) {
     ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.');
   }
-  if (!ok) return f.Error("id", "is not a box id: " + base::TerminalSafe(box.id, 80));
+  if (!ok) return f.Fault("id", "is not a box id: " + base::TerminalSafe(box.id, 80));
   ASSIGN_OR_RETURN(box.info.driver, f.String("driver"));
   box.info.driver = base::TerminalSafe(box.info.driver, 64);
-  ASSIGN_OR_RETURN(box.info.limits, f.Strings("limits", false));
-  ASSIGN_OR_RETURN(box.info.limits_not_enforced, f.Strings("limits_not_enforced", false));
-  ASSIGN_OR_RETURN(std::string network, f.String("network", false));
+  ASSIGN_OR_RETURN(box.info.limits, f.Strings("limits", kNoStrings));
+  ASSIGN_OR_RETURN(box.info.limits_not_enforced, f.Strings("limits_not_enforced", kNoStrings));
+  ASSIGN_OR_RETURN(std::string network, f.String("network", ""));
   if (!network.empty()) box.info.network = base::TerminalSafe(network, 4096);
-  ASSIGN_OR_RETURN(std::string user, f.String("user", false));
+  ASSIGN_OR_RETURN(std::string user, f.String("user", ""));
   if (!user.empty()) box.info.user = base::TerminalSafe(user, 4096);
-  ASSIGN_OR_RETURN(std::string start, f.String("start", false));
+  ASSIGN_OR_RETURN(std::string start, f.String("start", ""));
   box.info.start = base::TerminalSafe(start, 128);
-  ASSIGN_OR_RETURN(box.info.warnings, f.Strings("warnings", false));
+  ASSIGN_OR_RETURN(box.info.warnings, f.Strings("warnings", kNoStrings));
   for (std::string& w : box.info.warnings) w = base::TerminalSafe(w, 4096);
   return box;
 }

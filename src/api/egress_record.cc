@@ -30,25 +30,25 @@ StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const json& j) {
   base::JsonFields box(j, "the server's box info");
   const json* log = box.Find("egress");
   if (log == nullptr) return std::vector<EgressRecord>{};
-  if (!log->is_array()) return box.Error("egress", "is not an array");
+  if (!log->is_array()) return box.Fault("egress", "is not an array");
   constexpr size_t kMaxRecords = 1000;  // a box keeps no more (Box::EgressLog)
   const size_t skip = log->size() > kMaxRecords ? log->size() - kMaxRecords : 0;
   std::vector<EgressRecord> out;
   for (size_t i = skip; i < log->size(); ++i) {
-    if (!(*log)[i].is_object()) return box.Error("egress", "holds a record that is not an object");
+    if (!(*log)[i].is_object()) return box.Fault("egress", "holds a record that is not an object");
     base::JsonFields f((*log)[i], "the server's egress record");
     EgressRecord r;
     ASSIGN_OR_RETURN(std::string host, f.String("host"));
     r.host = base::TerminalSafe(host, 300);
-    ASSIGN_OR_RETURN(int64_t port, f.Integer("port", 0, 65535));
+    ASSIGN_OR_RETURN(int64_t port, f.Int("port", 0, 65535));
     r.port = static_cast<uint16_t>(port);
     ASSIGN_OR_RETURN(r.allowed, f.Bool("allowed"));
-    ASSIGN_OR_RETURN(std::string reason, f.String("reason", false));
+    ASSIGN_OR_RETURN(std::string reason, f.String("reason", ""));
     r.reason = base::TerminalSafe(reason, 1000);
-    ASSIGN_OR_RETURN(std::string address, f.String("address", false));
+    ASSIGN_OR_RETURN(std::string address, f.String("address", ""));
     r.address = base::TerminalSafe(address, 100);
-    ASSIGN_OR_RETURN(int64_t up, f.Integer("bytes_up", 0, INT64_MAX, false));
-    ASSIGN_OR_RETURN(int64_t down, f.Integer("bytes_down", 0, INT64_MAX, false));
+    ASSIGN_OR_RETURN(int64_t up, f.Int("bytes_up", 0, INT64_MAX, 0));
+    ASSIGN_OR_RETURN(int64_t down, f.Int("bytes_down", 0, INT64_MAX, 0));
     r.bytes_up = static_cast<uint64_t>(up);
     r.bytes_down = static_cast<uint64_t>(down);
     out.push_back(std::move(r));

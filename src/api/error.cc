@@ -23,7 +23,7 @@ Status ErrorEventFromJson(std::string_view data) {
   }
   base::JsonFields f(*error, "the server's error event");
   ASSIGN_OR_RETURN(std::string code, f.String("code"));
-  ASSIGN_OR_RETURN(std::string message, f.String("message", false));
+  ASSIGN_OR_RETURN(std::string message, f.String("message", ""));
   // The code names a StatusCode; one this client does not know is an internal error of the
   // server's, still with its message.
   StatusCode mapped = StatusCode::kInternal;

@@ -23,13 +23,13 @@ void PutOutput(const char* name, std::string_view bytes, json* out) {
 StatusOr<std::string> GetOutput(const base::JsonFields& f, const char* name) {
   ASSIGN_OR_RETURN(std::string value, f.String(name));
   const std::string encoding_field = std::string(name) + "_encoding";
-  ASSIGN_OR_RETURN(std::string encoding, f.String(encoding_field.c_str(), false));
+  ASSIGN_OR_RETURN(std::string encoding, f.String(encoding_field.c_str(), ""));
   if (encoding.empty() || encoding == "utf-8") return value;
   if (encoding != "base64") {
-    return f.Error(encoding_field, "is neither \"utf-8\" nor \"base64\"");
+    return f.Fault(encoding_field, "is neither \"utf-8\" nor \"base64\"");
   }
   auto bytes = base::DecodeBase64(value, value.size());
-  if (!bytes.ok()) return f.Error(name, "is not the base64 its encoding says: " +
+  if (!bytes.ok()) return f.Fault(name, "is not the base64 its encoding says: " +
                                             bytes.status().message());
   return std::move(*bytes);
 }
@@ -53,8 +53,8 @@ json ExecResultToJson(const ExecResult& r) {
 StatusOr<ExecResult> ExecResultFromJson(const json& j) {
   base::JsonFields f(j, "the exec result");
   ExecResult r;
-  ASSIGN_OR_RETURN(int64_t exit_code, f.Integer("exit_code", -1, 255));
-  ASSIGN_OR_RETURN(int64_t signal, f.Integer("signal", 0, 64, false));
+  ASSIGN_OR_RETURN(int64_t exit_code, f.Int("exit_code", -1, 255));
+  ASSIGN_OR_RETURN(int64_t signal, f.Int("signal", 0, 64, 0));
   r.exit_code = static_cast<int>(exit_code);
   r.signal = static_cast<int>(signal);
   ASSIGN_OR_RETURN(r.stdout_data, GetOutput(f, "stdout"));
@@ -62,12 +62,12 @@ StatusOr<ExecResult> ExecResultFromJson(const json& j) {
   ASSIGN_OR_RETURN(r.timed_out, f.Bool("timed_out"));
   ASSIGN_OR_RETURN(r.out_of_memory, f.Bool("out_of_memory", false));
   ASSIGN_OR_RETURN(r.output_truncated, f.Bool("output_truncated", false));
-  ASSIGN_OR_RETURN(int64_t ms, f.Integer("duration_ms", 0, kMaxMillis, false));
+  ASSIGN_OR_RETURN(int64_t ms, f.Int("duration_ms", 0, kMaxMillis, 0));
   r.duration = std::chrono::milliseconds(ms);
-  ASSIGN_OR_RETURN(r.driver, f.String("driver", false));
+  ASSIGN_OR_RETURN(r.driver, f.String("driver", ""));
   r.driver = base::TerminalSafe(r.driver, 64);
-  ASSIGN_OR_RETURN(int64_t dropped_out, f.Integer("dropped_stdout", 0, kMaxBytes, false));
-  ASSIGN_OR_RETURN(int64_t dropped_err, f.Integer("dropped_stderr", 0, kMaxBytes, false));
+  ASSIGN_OR_RETURN(int64_t dropped_out, f.Int("dropped_stdout", 0, kMaxBytes, 0));
+  ASSIGN_OR_RETURN(int64_t dropped_err, f.Int("dropped_stderr", 0, kMaxBytes, 0));
   r.dropped_stdout = static_cast<uint64_t>(dropped_out);
   r.dropped_stderr = static_cast<uint64_t>(dropped_err);
   return r;

@@ -8,6 +8,9 @@
 #include "base/text.h"
 
 namespace codebox::api {
+
+// An optional list of strings that is absent reads as this.
+const std::vector<std::string> kNoStrings;
 namespace {
 
 using nlohmann::json;
@@ -31,11 +34,11 @@ StatusOr<CellResult> CellResultFromJson(const json& j, std::string_view what) {
   base::JsonFields f(j, std::string(what));
   CellResult r;
   const json* data = f.Find("data");
-  if (data == nullptr) return f.Error("data", "is missing");
-  if (!data->is_object()) return f.Error("data", "is a " + TypeOf(*data) + ", expected an object");
+  if (data == nullptr) return f.Missing("data");
+  if (!data->is_object()) return f.Fault("data", "is a " + TypeOf(*data) + ", expected an object");
   for (const auto& [mime, value] : data->items()) {
     if (!value.is_string()) {
-      return f.Error("data", "holds " + base::TerminalSafe(mime, 80) + " as a " + TypeOf(value) +
+      return f.Fault("data", "holds " + base::TerminalSafe(mime, 80) + " as a " + TypeOf(value) +
                                  ", expected a string");
     }
     r.data.emplace(mime, value.get<std::string>());
@@ -68,43 +71,43 @@ StatusOr<Execution> ExecutionFromJson(const json& j) {
   Execution e;
   if (const json* logs = f.Find("logs")) {
     if (!logs->is_object())
-      return f.Error("logs", "is a " + TypeOf(*logs) + ", expected an object");
+      return f.Fault("logs", "is a " + TypeOf(*logs) + ", expected an object");
     base::JsonFields l(*logs, f.what() + ": logs");
-    ASSIGN_OR_RETURN(e.stdout_chunks, l.Strings("stdout", false));
-    ASSIGN_OR_RETURN(e.stderr_chunks, l.Strings("stderr", false));
+    ASSIGN_OR_RETURN(e.stdout_chunks, l.Strings("stdout", kNoStrings));
+    ASSIGN_OR_RETURN(e.stderr_chunks, l.Strings("stderr", kNoStrings));
   }
   if (const json* results = f.Find("results")) {
     if (!results->is_array()) {
-      return f.Error("results", "is a " + TypeOf(*results) + ", expected a list");
+      return f.Fault("results", "is a " + TypeOf(*results) + ", expected a list");
     }
     bool have_main = false;
     for (const json& r : *results) {
       ASSIGN_OR_RETURN(CellResult cell, CellResultFromJson(r, f.what() + ": a result"));
       if (cell.is_main_result && std::exchange(have_main, true)) {
-        return f.Error("results", "holds more than one main result");
+        return f.Fault("results", "holds more than one main result");
       }
       e.results.push_back(std::move(cell));
     }
   }
   if (const json* error = f.Find("error")) {
     if (!error->is_object())
-      return f.Error("error", "is a " + TypeOf(*error) + ", expected an object");
+      return f.Fault("error", "is a " + TypeOf(*error) + ", expected an object");
     base::JsonFields ef(*error, f.what() + ": error");
     CellError ce;
     ASSIGN_OR_RETURN(ce.name, ef.String("name"));
-    ASSIGN_OR_RETURN(ce.value, ef.String("value", false));
-    ASSIGN_OR_RETURN(ce.traceback, ef.String("traceback", false));
+    ASSIGN_OR_RETURN(ce.value, ef.String("value", ""));
+    ASSIGN_OR_RETURN(ce.traceback, ef.String("traceback", ""));
     e.error = std::move(ce);
   }
   ASSIGN_OR_RETURN(e.execution_count,
-                   f.Integer("execution_count", 0, std::numeric_limits<int64_t>::max(), false));
-  ASSIGN_OR_RETURN(int64_t ms, f.Integer("duration_ms", 0, kMaxMillis, false));
+                   f.Int("execution_count", 0, std::numeric_limits<int64_t>::max(), 0));
+  ASSIGN_OR_RETURN(int64_t ms, f.Int("duration_ms", 0, kMaxMillis, 0));
   e.duration = std::chrono::milliseconds(ms);
   ASSIGN_OR_RETURN(e.timed_out, f.Bool("timed_out", false));
   ASSIGN_OR_RETURN(e.kernel_restarted, f.Bool("kernel_restarted", false));
   ASSIGN_OR_RETURN(e.out_of_memory, f.Bool("out_of_memory", false));
   ASSIGN_OR_RETURN(e.output_truncated, f.Bool("output_truncated", false));
-  ASSIGN_OR_RETURN(e.driver, f.String("driver", false));
+  ASSIGN_OR_RETURN(e.driver, f.String("driver", ""));
   e.driver = base::TerminalSafe(e.driver, 64);
   return e;
 }

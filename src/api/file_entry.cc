@@ -46,22 +46,22 @@ StatusOr<std::vector<FileEntry>> FileListFromJson(const json& j, std::string_vie
     // "/" lists as "/name": the parent part is then empty.
     if (!under && e.path == "/" + e.name) under = true;
     if (!under) {
-      return f.Error("path", host_files::ShowName(e.path) + " is not the directory + \"/\" + " +
+      return f.Fault("path", host_files::ShowName(e.path) + " is not the directory + \"/\" + " +
                                  host_files::ShowName(e.name));
     }
     std::string this_parent = e.path.substr(0, e.path.size() - e.name.size() - 1);
     if (entries.empty()) parent = this_parent;
     if (this_parent != parent) {
-      return f.Error("path", host_files::ShowName(e.path) + " is not in " + host_files::ShowName(parent) +
-                                 " like the entries before it");
+      return f.Fault("path", host_files::ShowName(e.path) + " is not in " +
+                                 host_files::ShowName(parent) + " like the entries before it");
     }
     ASSIGN_OR_RETURN(e.type, f.String("type"));
     if (e.type != "file" && e.type != "dir" && e.type != "symlink" && e.type != "other") {
-      return f.Error("type", "is " + host_files::ShowName(e.type) + ", not file, dir, symlink or other");
+      return f.Fault("type",
+                     "is " + host_files::ShowName(e.type) + ", not file, dir, symlink or other");
     }
-    ASSIGN_OR_RETURN(int64_t size,
-                     f.Integer("size", 0, std::numeric_limits<int64_t>::max(), false));
-    ASSIGN_OR_RETURN(int64_t mode, f.Integer("mode", 0, 07777, false));
+    ASSIGN_OR_RETURN(int64_t size, f.Int("size", 0, std::numeric_limits<int64_t>::max(), 0));
+    ASSIGN_OR_RETURN(int64_t mode, f.Int("mode", 0, 07777, 0));
     e.size = static_cast<uint64_t>(size);
     e.mode = static_cast<uint32_t>(mode);
     entries.push_back(std::move(e));

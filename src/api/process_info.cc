@@ -51,34 +51,34 @@ json ProcessListToJson(const std::vector<ProcessInfo>& processes) {
 StatusOr<std::vector<ProcessInfo>> ProcessListFromJson(const json& j) {
   base::JsonFields f(j, "the process list");
   const json* list = f.Find("processes");
-  if (list == nullptr || !list->is_array()) return f.Error("processes", "is not a list");
-  if (list->size() > 256) return f.Error("processes", "has more than 256 entries");
+  if (list == nullptr || !list->is_array()) return f.Fault("processes", "is not a list");
+  if (list->size() > 256) return f.Fault("processes", "has more than 256 entries");
   std::vector<ProcessInfo> out;
   for (const json& item : *list) {
-    if (!item.is_object()) return f.Error("processes", "holds an entry that is not an object");
+    if (!item.is_object()) return f.Fault("processes", "holds an entry that is not an object");
     base::JsonFields e(item, "the process entry");
     ProcessInfo p;
-    ASSIGN_OR_RETURN(int64_t pid, e.Integer("pid", 1, kMaxPid));
+    ASSIGN_OR_RETURN(int64_t pid, e.Int("pid", 1, kMaxPid));
     p.pid = static_cast<int>(pid);
     ASSIGN_OR_RETURN(p.argv, e.Strings("argv"));
-    if (p.argv.size() > 8) return e.Error("argv", "has more than 8 arguments");
+    if (p.argv.size() > 8) return e.Fault("argv", "has more than 8 arguments");
     for (std::string& arg : p.argv) arg = base::TerminalSafe(arg, 128);
     ASSIGN_OR_RETURN(p.tty, e.Bool("tty", false));
     ASSIGN_OR_RETURN(p.background, e.Bool("background", false));
-    ASSIGN_OR_RETURN(int64_t started, e.Integer("started_unix_ms", 0, kMaxMillis, false));
+    ASSIGN_OR_RETURN(int64_t started, e.Int("started_unix_ms", 0, kMaxMillis, 0));
     p.started = std::chrono::system_clock::time_point(std::chrono::milliseconds(started));
     ASSIGN_OR_RETURN(std::string state, e.String("state"));
     if (state != "running" && state != "exited") {
-      return e.Error("state", "is neither \"running\" nor \"exited\"");
+      return e.Fault("state", "is neither \"running\" nor \"exited\"");
     }
     p.running = state == "running";
     if (!p.running) {
       ExecResult r;
-      ASSIGN_OR_RETURN(int64_t code, e.Integer("exit_code", -1, 255));
-      ASSIGN_OR_RETURN(int64_t sig, e.Integer("signal", 0, 64, false));
+      ASSIGN_OR_RETURN(int64_t code, e.Int("exit_code", -1, 255));
+      ASSIGN_OR_RETURN(int64_t sig, e.Int("signal", 0, 64, 0));
       ASSIGN_OR_RETURN(r.timed_out, e.Bool("timed_out", false));
       ASSIGN_OR_RETURN(r.out_of_memory, e.Bool("out_of_memory", false));
-      ASSIGN_OR_RETURN(int64_t ms, e.Integer("duration_ms", 0, kMaxMillis, false));
+      ASSIGN_OR_RETURN(int64_t ms, e.Int("duration_ms", 0, kMaxMillis, 0));
       r.exit_code = static_cast<int>(code);
       r.signal = static_cast<int>(sig);
       r.duration = std::chrono::milliseconds(ms);
@@ -87,7 +87,7 @@ StatusOr<std::vector<ProcessInfo>> ProcessListFromJson(const json& j) {
     uint64_t* counts[] = {&p.stdout_bytes, &p.stderr_bytes, &p.dropped_stdout, &p.dropped_stderr};
     const char* names[] = {"stdout_bytes", "stderr_bytes", "dropped_stdout", "dropped_stderr"};
     for (size_t i = 0; i < 4; ++i) {
-      ASSIGN_OR_RETURN(int64_t n, e.Integer(names[i], 0, kMaxBytes, false));
+      ASSIGN_OR_RETURN(int64_t n, e.Int(names[i], 0, kMaxBytes, 0));
       *counts[i] = static_cast<uint64_t>(n);
     }
     out.push_back(std::move(p));
@@ -101,7 +101,7 @@ json ProcessStartedToJson(int pid, const std::vector<std::string>& argv) {
 
 StatusOr<int> ProcessStartedFromJson(const json& j) {
   ASSIGN_OR_RETURN(int64_t pid,
-                   base::JsonFields(j, "the server's started process").Integer("pid", 1, kMaxPid));
+                   base::JsonFields(j, "the server's started process").Int("pid", 1, kMaxPid));
   return static_cast<int>(pid);
 }
 

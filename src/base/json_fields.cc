@@ -27,72 +27,88 @@ StatusOr<json> ParseJsonObject(std::string_view body, std::string_view what) {
   return j;
 }
 
-Status JsonFields::Error(std::string_view key, std::string_view problem) const {
-  return ProtocolError(what_ + ": field '" + std::string(key) + "' " + std::string(problem));
+Status JsonFields::Fault(std::string_view key, std::string_view problem) const {
+  return ProtocolError(what_ + ": field \"" + base::TerminalSafe(key, 64) + "\" " +
+                       std::string(problem));
+}
+
+Status JsonFields::Missing(std::string_view key) const {
+  return ProtocolError(what_ + ": missing field \"" + base::TerminalSafe(key, 64) + "\"");
 }
 
 const json* JsonFields::Find(const char* key) const {
+  read_.insert(key);
   auto it = object_.find(key);
   if (it == object_.end() || it->is_null()) return nullptr;
   return &*it;
 }
 
-const json* JsonFields::Get(const char* key, bool required, Status* missing) const {
+Status JsonFields::CheckNoUnknown() const {
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    if (!read_.count(it.key())) {
+      return ProtocolError(what_ + ": unknown field \"" + base::TerminalSafe(it.key(), 64) + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> JsonFields::String(const char* key,
+                                         std::optional<std::string> fallback) const {
   const json* v = Find(key);
-  if (v == nullptr && required) *missing = Error(key, "is missing");
-  return v;
+  if (v == nullptr) {
+    if (fallback) return *std::move(fallback);
+    return Missing(key);
+  }
+  if (!v->is_string()) return Fault(key, "is not a string");
+  return v->get_ref<const std::string&>();
 }
 
-StatusOr<std::string> JsonFields::String(const char* key, bool required) const {
-  Status missing;
-  const json* v = Get(key, required, &missing);
-  if (!missing.ok()) return missing;
-  if (v == nullptr) return std::string();
-  if (!v->is_string()) return Error(key, "is a " + TypeOf(*v) + ", expected a string");
-  return v->get<std::string>();
-}
-
-StatusOr<int64_t> JsonFields::Integer(const char* key, int64_t min, int64_t max, bool required) const {
-  Status missing;
-  const json* v = Get(key, required, &missing);
-  if (!missing.ok()) return missing;
-  if (v == nullptr) return std::max<int64_t>(min, 0);
+StatusOr<int64_t> JsonFields::Int(const char* key, int64_t min, int64_t max,
+                                  std::optional<int64_t> fallback) const {
+  const json* v = Find(key);
+  if (v == nullptr) {
+    if (fallback) return *fallback;
+    return Missing(key);
+  }
+  if (!v->is_number_integer()) return Fault(key, "is not an integer");
+  auto out_of_range = [&](const std::string& value) {
+    return Fault(key, "is " + value + ", outside " + std::to_string(min) + ".." +
+                          std::to_string(max));
+  };
   if (v->is_number_unsigned()) {
     uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(max)) {
-      return Error(key, "is " + std::to_string(u) + ", over " + std::to_string(max));
-    }
+    if (max < 0 || u > static_cast<uint64_t>(max)) return out_of_range(std::to_string(u));
+    if (static_cast<int64_t>(u) < min) return out_of_range(std::to_string(u));
     return static_cast<int64_t>(u);
   }
-  if (!v->is_number_integer()) return Error(key, "is a " + TypeOf(*v) + ", expected an integer");
   int64_t i = v->get<int64_t>();
-  if (i < min || i > max) {
-    return Error(key, "is " + std::to_string(i) + ", outside " + std::to_string(min) + ".." +
-                          std::to_string(max));
-  }
+  if (i < min || i > max) return out_of_range(std::to_string(i));
   return i;
 }
 
-StatusOr<bool> JsonFields::Bool(const char* key, bool required) const {
-  Status missing;
-  const json* v = Get(key, required, &missing);
-  if (!missing.ok()) return missing;
-  if (v == nullptr) return false;
-  if (!v->is_boolean()) return Error(key, "is a " + TypeOf(*v) + ", expected true or false");
+StatusOr<bool> JsonFields::Bool(const char* key, std::optional<bool> fallback) const {
+  const json* v = Find(key);
+  if (v == nullptr) {
+    if (fallback) return *fallback;
+    return Missing(key);
+  }
+  if (!v->is_boolean()) return Fault(key, "is not a boolean");
   return v->get<bool>();
 }
 
-StatusOr<std::vector<std::string>> JsonFields::Strings(const char* key, bool required) const {
-  Status missing;
-  const json* v = Get(key, required, &missing);
-  if (!missing.ok()) return missing;
+StatusOr<std::vector<std::string>> JsonFields::Strings(
+    const char* key, std::optional<std::vector<std::string>> fallback) const {
+  const json* v = Find(key);
+  if (v == nullptr) {
+    if (fallback) return *std::move(fallback);
+    return Fault(key, "is not an array of strings");
+  }
+  if (!v->is_array()) return Fault(key, "is not an array of strings");
   std::vector<std::string> out;
-  if (v == nullptr) return out;
-  if (!v->is_array()) return Error(key, "is a " + TypeOf(*v) + ", expected a list of strings");
   out.reserve(v->size());
   for (const json& s : *v) {
-    if (!s.is_string()) return Error(key, "holds a " + TypeOf(s) + ", expected only strings");
-    out.push_back(s.get<std::string>());
+    if (!s.is_string()) return Fault(key, "holds a value that is not a string");
+    out.push_back(s.get_ref<const std::string&>());
   }
   return out;
 }

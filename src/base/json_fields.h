@@ -1,12 +1,16 @@
-// Checked reads of the fields of a JSON object that another process sent (a server's answer,
-// a peer's): a field of the wrong type, a number out of range or a missing required field is
-// kProtocolError naming the answer and the field, never a crash and never a silently wrong
-// value. Parse the text with ParseJsonObject (base/json.h's bounds) first.
+// The one checked reader of a JSON object's fields that another process sent: a server's or
+// a peer's answer (src/api), an agent protocol message (src/protocol), an OCI image's index
+// and manifests (src/image). A field of the wrong type, a number out of range or a missing
+// required field is kProtocolError naming the object and the field ("<what>: field \"k\" is
+// not a string"), never a crash and never a silently wrong value; nothing here throws. Parse
+// the text with ParseJsonObject (base/json.h's bounds) first.
 #ifndef CODEBOX_BASE_JSON_FIELDS_H_
 #define CODEBOX_BASE_JSON_FIELDS_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,26 +22,49 @@ namespace codebox::base {
 // The body as a JSON object; `what` names the answer in errors ("the server's exec answer").
 StatusOr<nlohmann::json> ParseJsonObject(std::string_view body, std::string_view what);
 
-// Checked reads of one JSON object's fields. Absent or null optional fields give the default.
+// Checked reads of one JSON object's fields. The one-argument forms read a required field
+// (absent or null: "missing field"); the forms with a fallback read an optional one (absent
+// or null: the fallback). It remembers which fields were read (Find, every read, MarkRead),
+// so that a decoder that knows every field can refuse the rest (CheckNoUnknown).
 class JsonFields {
  public:
+  // `object` must outlive the reader; `what` names it in errors ("exec request").
   JsonFields(const nlohmann::json& object, std::string what)
       : object_(object), what_(std::move(what)) {}
 
-  StatusOr<std::string> String(const char* key, bool required = true) const;
-  StatusOr<int64_t> Integer(const char* key, int64_t min, int64_t max, bool required = true) const;
-  StatusOr<bool> Bool(const char* key, bool required = true) const;
-  StatusOr<std::vector<std::string>> Strings(const char* key, bool required = true) const;
-  // The field's value, or nullptr when absent or null.
+  StatusOr<std::string> String(const char* key) const { return String(key, std::nullopt); }
+  StatusOr<std::string> String(const char* key, std::optional<std::string> fallback) const;
+  StatusOr<int64_t> Int(const char* key, int64_t min, int64_t max) const {
+    return Int(key, min, max, std::nullopt);
+  }
+  StatusOr<int64_t> Int(const char* key, int64_t min, int64_t max,
+                        std::optional<int64_t> fallback) const;
+  StatusOr<bool> Bool(const char* key) const { return Bool(key, std::nullopt); }
+  StatusOr<bool> Bool(const char* key, std::optional<bool> fallback) const;
+  // An array of strings.
+  StatusOr<std::vector<std::string>> Strings(const char* key) const {
+    return Strings(key, std::nullopt);
+  }
+  StatusOr<std::vector<std::string>> Strings(
+      const char* key, std::optional<std::vector<std::string>> fallback) const;
+
+  // The field's value (nullptr when absent or null), for arrays and objects; it counts as read.
   const nlohmann::json* Find(const char* key) const;
-  // kProtocolError "<what>: field '<key>' <problem>".
-  Status Error(std::string_view key, std::string_view problem) const;
+  // A field some other code read (a dispatcher's "op") counts as read.
+  void MarkRead(const char* key) const { read_.insert(key); }
+  // kProtocolError "<what>: unknown field \"<key>\"" for the first field nothing read.
+  Status CheckNoUnknown() const;
+
+  // kProtocolError "<what>: field \"<key>\" <problem>".
+  Status Fault(std::string_view key, std::string_view problem) const;
+  // kProtocolError "<what>: missing field \"<key>\"".
+  Status Missing(std::string_view key) const;
   const std::string& what() const { return what_; }
 
  private:
-  const nlohmann::json* Get(const char* key, bool required, Status* missing) const;
   const nlohmann::json& object_;
   std::string what_;
+  mutable std::set<std::string, std::less<>> read_;
 };
 
 }  // namespace codebox::base

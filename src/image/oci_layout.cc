@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "base/io.h"
+#include "base/json_fields.h"
 #include "base/text.h"
 #include "image/oci_reference.h"
 #include "image/sha256.h"
@@ -50,10 +52,7 @@ StatusOr<json> ParseObject(std::string_view text, const std::string& what) {
 
 // A string member, or "" when absent; an error when present with another type.
 StatusOr<std::string> StringField(const json& j, const char* key, const std::string& what) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::string();
-  if (!it->is_string()) return ProtocolError(what + ": \"" + key + "\" is not a string");
-  return it->get<std::string>();
+  return base::JsonFields(j, what).String(key, "");
 }
 
 StatusOr<OciDescriptor> ParseDescriptor(const json& j, const std::string& what) {
@@ -65,11 +64,9 @@ StatusOr<OciDescriptor> ParseDescriptor(const json& j, const std::string& what) 
     return ProtocolError(what + ": digest '" + d.digest.substr(0, 80) +
                          "' is not sha256: and 64 hex digits");
   }
-  auto size = j.find("size");
-  if (size == j.end() || !size->is_number_unsigned()) {
-    return ProtocolError(what + ": \"size\" is missing or not a non-negative integer");
-  }
-  d.size = size->get<uint64_t>();
+  ASSIGN_OR_RETURN(int64_t size,
+                   base::JsonFields(j, what).Int("size", 0, std::numeric_limits<int64_t>::max()));
+  d.size = static_cast<uint64_t>(size);
   return d;
 }
 

@@ -52,8 +52,7 @@ StatusOr<std::optional<TerminalSize>> DecodeTty(FieldReader& r) {
 StatusOr<Request> DecodeExec(const Json& m) {
   FieldReader r(m, "exec request");
   Exec e;
-  const Json* argv = r.Find("argv");
-  ASSIGN_OR_RETURN(e.argv, StringArray(r, "argv", argv));
+  ASSIGN_OR_RETURN(e.argv, r.Strings("argv"));
   if (e.argv.empty()) return r.Fault("argv", "is empty");
   if (const Json* env = r.Find("env")) {
     if (!env->is_object()) return r.Fault("env", "is not an object of strings");
@@ -182,7 +181,7 @@ StatusOr<ProcessEntry> DecodeProcess(const Json& j) {
   ProcessEntry e;
   ASSIGN_OR_RETURN(int64_t pid, r.Int("pid", 1, kMaxPid));
   e.pid = static_cast<int32_t>(pid);
-  ASSIGN_OR_RETURN(e.argv, StringArray(r, "argv", r.Find("argv")));
+  ASSIGN_OR_RETURN(e.argv, r.Strings("argv"));
   if (e.argv.size() > kMaxListedArgs) return r.Fault("argv", "has too many arguments");
   for (const std::string& arg : e.argv) {
     if (arg.size() > kMaxListedArgBytes) return r.Fault("argv", "holds a too long argument");
