@@ -33,11 +33,13 @@ struct Session::State {
   std::unique_ptr<BoxSource> boxes;
 
   // A tools/call being answered: cancelled says its answer is not wanted; running is the box
-  // while a run_python or run_command runs in it, so that a cancel can stop it (StopTool).
+  // while a run_python or run_command runs in it, so that a cancel can stop it (StopTool,
+  // with the call's own exec cancel).
   struct InFlight {
     bool cancelled = false;
     std::string tool;
     std::shared_ptr<Box> running;
+    std::shared_ptr<ExecCancel> cancel = std::make_shared<ExecCancel>();
   };
 
   mutable std::mutex mu;  // guards the fields below
@@ -259,19 +261,22 @@ ToolResult Session::State::RunInBox(const std::string& key, const std::string& t
     std::lock_guard lock(mu);
     box = current;
   }
+  std::shared_ptr<ExecCancel> cancel;
   {
     std::lock_guard lock(mu);
     if (in_flight[key].cancelled) return ErrorResult("cancelled");
     in_flight[key].tool = tool;
     in_flight[key].running = current;
+    cancel = in_flight[key].cancel;
   }
-  return RunTool(*current, tool, args, options);
+  return RunTool(*current, tool, args, options, std::move(cancel));
 }
 
 void Session::State::Cancel(const json& params) {
   auto id = params.find("requestId");
   if (id == params.end() || !IsValidId(*id)) return;
   std::shared_ptr<Box> running;
+  std::shared_ptr<ExecCancel> cancel;
   std::string tool;
   {
     std::lock_guard lock(mu);
@@ -279,10 +284,11 @@ void Session::State::Cancel(const json& params) {
     if (it == in_flight.end()) return;  // done already, or never ours: the spec says ignore
     it->second.cancelled = true;
     running = it->second.running;
+    cancel = it->second.cancel;
     tool = it->second.tool;
   }
   if (running) {
-    if (Status s = StopTool(*running, tool); !s.ok()) {
+    if (Status s = StopTool(*running, tool, *cancel); !s.ok()) {
       CODEBOX_LOG(kWarn, "mcp: stopping a cancelled " << tool << ": " << s.message());
     }
   }

@@ -101,15 +101,9 @@ ToolResult RunPython(Box& box, const json& args, const SessionOptions& options) 
   return result;
 }
 
-// A run_command's process records its pid (its process group: the agent starts each exec in
-// a session of its own) where StopTool finds it. One path per box is enough: a session runs
-// one call at a time. What code in the box does to the file only aims the kill within it.
-constexpr char kCommandPidFile[] = "/tmp/.codebox-mcp-command.pid";
-
-ToolResult RunCommand(Box& box, const json& args, const SessionOptions& options) {
-  std::vector<std::string> argv = {
-      "/bin/sh", "-c", std::string("echo $$ > ") + kCommandPidFile + " 2>/dev/null; exec \"$@\"",
-      "codebox-mcp"};
+ToolResult RunCommand(Box& box, const json& args, const SessionOptions& options,
+                      std::shared_ptr<ExecCancel> cancel) {
+  std::vector<std::string> argv;
   if (args.contains("cmd")) {
     argv.insert(argv.end(), {"/bin/sh", "-c", args["cmd"].get<std::string>()});
   } else {
@@ -117,6 +111,7 @@ ToolResult RunCommand(Box& box, const json& args, const SessionOptions& options)
   }
   ExecOptions exec;
   exec.timeout = ToolTimeout(args, options);
+  exec.cancel = std::move(cancel);  // StopTool kills exactly this process tree
   auto run = box.Exec(argv, exec);
   if (!run.ok()) return BoxFailure("run_command", run.status());
   ToolResult result;
@@ -237,20 +232,16 @@ std::optional<std::chrono::milliseconds> ToolTimeout(const json& arguments,
   return std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ms))));
 }
 
-Status StopTool(Box& box, std::string_view tool) {
+Status StopTool(Box& box, std::string_view tool, ExecCancel& cancel) {
   if (tool == "run_python") return box.InterruptCode();
-  if (tool != "run_command") return Status::Ok();
-  ExecOptions kill;
-  kill.timeout = std::chrono::seconds(5);
-  auto killed = box.Exec(
-      {"/bin/sh", "-c", std::string("kill -KILL -\"$(cat ") + kCommandPidFile + ")\""}, kill);
-  return killed.ok() ? Status::Ok() : killed.status();
+  cancel.Cancel();  // run_command's exec, however far it got; the other tools end soon
+  return Status::Ok();
 }
 
 ToolResult RunTool(Box& box, std::string_view tool, const json& arguments,
-                   const SessionOptions& options) {
+                   const SessionOptions& options, std::shared_ptr<ExecCancel> cancel) {
   if (tool == "run_python") return RunPython(box, arguments, options);
-  if (tool == "run_command") return RunCommand(box, arguments, options);
+  if (tool == "run_command") return RunCommand(box, arguments, options, std::move(cancel));
   if (tool == "write_file") return WriteFile(box, arguments);
   if (tool == "read_file") return ReadFile(box, arguments, options);
   if (tool == "list_files") return ListFiles(box, arguments, options);

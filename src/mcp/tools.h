@@ -41,14 +41,16 @@ ToolResult ErrorResult(std::string text);
 std::optional<std::chrono::milliseconds> ToolTimeout(const nlohmann::json& arguments,
                                                      const SessionOptions& options);
 
-// Runs a checked call of a tool that needs a box (all but reset) in `box`.
+// Runs a checked call of a tool that needs a box (all but reset) in `box`. `cancel` is the
+// call's own: StopTool cancels it.
 ToolResult RunTool(Box& box, std::string_view tool, const nlohmann::json& arguments,
-                   const SessionOptions& options);
+                   const SessionOptions& options, std::shared_ptr<ExecCancel> cancel);
 
 // Stops a call of `tool` running in `box` from another thread (notifications/cancelled):
 // run_python's cell is interrupted (KeyboardInterrupt, state kept); run_command's process
-// group is killed. Other tools end on their own soon.
-Status StopTool(Box& box, std::string_view tool);
+// tree is killed through `cancel`, the one RunTool was given (also when the exec has not
+// started yet: it is then killed as it starts). Other tools end on their own soon.
+Status StopTool(Box& box, std::string_view tool, ExecCancel& cancel);
 
 }  // namespace codebox::mcp
 
