@@ -2,7 +2,7 @@
 #       -DNAMESPACE=codebox::dir -P cmake/embed_source.cmake
 # The file's text as a C++ string `const char SYMBOL[]` in NAMESPACE, defined in OUTPUT, which
 # includes HEADER (where it is declared). Raw literal pieces: one literal may hold at most 64 KiB
-# on some compilers. Used by src/kernel (kernel.py), src/box (warm_python.py) and src/server
+# on some compilers. Used by src/interpreter (ipython_kernel.py, warm_python.py) and src/server
 # (openapi.json, the playground).
 foreach(required INPUT OUTPUT SYMBOL HEADER NAMESPACE)
   if(NOT ${required})

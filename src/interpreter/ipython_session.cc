@@ -1,4 +1,4 @@
-#include "kernel/session.h"
+#include "interpreter/ipython_session.h"
 
 #include <signal.h>
 #include <string.h>
@@ -10,10 +10,10 @@
 
 #include "base/log.h"
 #include "base/text.h"
-#include "kernel/decoder.h"
+#include "interpreter/ipython_decoder.h"
 #include "protocol/message.h"
 
-namespace codebox::kernel {
+namespace codebox::interpreter {
 
 namespace {
 
@@ -371,4 +371,4 @@ Status KernelSession::Restart() {
   return Status::Ok();
 }
 
-}  // namespace codebox::kernel
+}  // namespace codebox::interpreter

@@ -18,8 +18,8 @@
 //     the box's end (the connection's end ends its thread), then joined.
 //
 // Thread safety: every method may be called from any thread; one Run takes the waiter.
-#ifndef CODEBOX_BOX_WARM_PYTHON_H_
-#define CODEBOX_BOX_WARM_PYTHON_H_
+#ifndef CODEBOX_INTERPRETER_WARM_PYTHON_H_
+#define CODEBOX_INTERPRETER_WARM_PYTHON_H_
 
 #include <chrono>
 #include <cstdint>
@@ -36,9 +36,9 @@
 #include "codebox/options.h"
 #include "codebox/status.h"
 
-namespace codebox::box {
+namespace codebox::interpreter {
 
-// The waiter's source (src/box/warm_python.py), embedded at build time.
+// The waiter's source (src/interpreter/warm_python.py), embedded at build time.
 extern const char kWarmPythonSource[];
 
 // A waiter must say it is ready within this long (python3's start-up under tcg is slow).
@@ -104,6 +104,6 @@ class WarmPython {
   bool closed_ = false;
 };
 
-}  // namespace codebox::box
+}  // namespace codebox::interpreter
 
-#endif  // CODEBOX_BOX_WARM_PYTHON_H_
+#endif  // CODEBOX_INTERPRETER_WARM_PYTHON_H_

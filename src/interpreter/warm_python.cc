@@ -1,4 +1,4 @@
-#include "box/warm_python.h"
+#include "interpreter/warm_python.h"
 
 #include <signal.h>
 
@@ -11,7 +11,7 @@
 #include "codebox/process.h"
 #include "base/text.h"
 
-namespace codebox::box {
+namespace codebox::interpreter {
 
 namespace {
 
@@ -407,4 +407,4 @@ void WarmPython::Retire(std::shared_ptr<Waiter> w) {
   // Else its last reference goes here: its thread has returned from Wait(); the join is quick.
 }
 
-}  // namespace codebox::box
+}  // namespace codebox::interpreter
