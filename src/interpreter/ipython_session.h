@@ -1,9 +1,9 @@
 // KernelSession: the host side of a box's code-interpreter session (Box::RunCode). Starts the
-// IPython kernel (ipython_kernel.py, embedded in the library) through an interactive exec on the box's
-// agent, sends it one cell at a time and collects what the kernel reports, through the
-// checking KernelDecoder. Timeouts interrupt the cell (SIGINT), a kernel that ignores the
-// interrupt is killed after a grace, and a kernel that dies or breaks the protocol is reported
-// as the cell's KernelRestarted error. See docs/kernel.md.
+// IPython kernel (ipython_kernel.py, embedded in the library) as a ResidentPython (an
+// interactive exec on the box's agent, resident_python.h), sends it one cell at a time and
+// collects what the kernel reports, through the checking KernelDecoder. Timeouts interrupt the
+// cell (SIGINT), a kernel that ignores the interrupt is killed after a grace, and a kernel that
+// dies or breaks the protocol is reported as the cell's KernelRestarted error. See docs/kernel.md.
 //
 // Thread safety: RunCode calls are serialised (one cell at a time, the others wait);
 // InterruptCode may be called from any thread.

@@ -1,8 +1,8 @@
 // WarmPython: a box's waiting python3 (Box::Prewarm, used by RunPython). Prewarm starts
-// `python3 -c <warm_python.py>` through an interactive exec; it finishes its start-up, says it
-// is ready, and waits on stdin. The next RunPython hands it the program (with its environment,
-// directory and stdin) instead of starting python3, so the result comes without the
-// interpreter's start-up. It is used once.
+// `python3 -c <warm_python.py>` as a ResidentPython (resident_python.h: an interactive exec);
+// it finishes its start-up, says it is ready, and waits on stdin. The next RunPython hands it
+// the program (with its environment, directory and stdin) instead of starting python3, so the
+// result comes without the interpreter's start-up. It is used once.
 //
 // The result must be the one a cold `python3 -c` gives, and the box is the attacker, so:
 //   * the waiter has no timeout in the agent: the host kills it at the exec's deadline,
@@ -61,7 +61,6 @@ struct WarmHost {
   // The most a wait may last from now (the box's remaining lifetime), or nullopt.
   std::function<std::optional<std::chrono::milliseconds>()> time_left;
 };
-
 
 // Whether `a` and `b` agree on every variable python3 reads at start-up (PATH, HOME, TZ, the
 // locale, PYTHON*, the loader's and the allocator's): a waiter started with one cannot run a
