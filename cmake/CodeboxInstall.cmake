@@ -7,7 +7,7 @@
 include(CMakePackageConfigHelpers)
 
 # codebox::box and what it links, in link order.
-set(CODEBOX_EXPORTED_LIBRARIES codebox_box codebox_remote codebox_options codebox_host_files codebox_http codebox_kernel codebox_agent_client codebox_jail codebox_jail_core
+set(CODEBOX_EXPORTED_LIBRARIES codebox_box codebox_remote codebox_options codebox_host_files codebox_http codebox_interpreter codebox_agent_client codebox_jail codebox_jail_core
     codebox_vm codebox_image codebox_net codebox_protocol codebox_api codebox_base)
 set(cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/codebox)
 

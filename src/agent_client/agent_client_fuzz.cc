@@ -263,10 +263,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const bool exec_tty = size > 0 && (data[0] & 0x08);
       std::thread exec([&] {
         ExecRequest req;
-        req.argv = {"true"};
-        req.output_limit = 100000;
-        req.timeout = exec_timeout ? 30ms : 0ms;
-        if (exec_tty) req.tty = msg::TerminalSize{24, 80};
+        req.exec.argv = {"true"};
+        req.exec.output_limit = 100000;
+        req.exec.timeout = exec_timeout ? 30ms : codebox::kNoTimeout;
+        if (exec_tty) req.exec.tty = msg::TerminalSize{24, 80};
         std::string seen;
         req.on_stdout = [&seen](std::string_view s) { seen.append(s); };
         auto running = (*client)->StartExec(req);

@@ -20,8 +20,8 @@
 #include "box/image_run.h"
 #include "box/install.h"
 #include "box/local_process.h"
-#include "box/warm_python.h"
-#include "kernel/session.h"
+#include "interpreter/warm_python.h"
+#include "interpreter/ipython_session.h"
 
 namespace codebox {
 
@@ -406,8 +406,8 @@ class LocalBox final : public Box::Impl {
     return timeout;
   }
 
-  std::unique_ptr<kernel::KernelSession> MakeSession() {
-    kernel::KernelHost host;
+  std::unique_ptr<interpreter::KernelSession> MakeSession() {
+    interpreter::KernelHost host;
     host.agent = agent_.get();
     host.env = BaseEnvironment();
     host.cwd = run_.cwd;
@@ -419,11 +419,11 @@ class LocalBox final : public Box::Impl {
     host.oom_kill_count = [this] { return backend_->OomKillCount(); };
     host.time_left = [this] { return TimeLeft(); };
     host.explain = [this](Status st, const std::string& what) { return Explain(st, what); };
-    return std::make_unique<kernel::KernelSession>(std::move(host));
+    return std::make_unique<interpreter::KernelSession>(std::move(host));
   }
 
-  std::unique_ptr<box::WarmPython> MakeWarmPython() {
-    box::WarmHost host;
+  std::unique_ptr<interpreter::WarmPython> MakeWarmPython() {
+    interpreter::WarmHost host;
     host.agent = agent_.get();
     host.env = BaseEnvironment();
     host.workdir = run_.cwd;
@@ -432,7 +432,7 @@ class LocalBox final : public Box::Impl {
     host.output_limit = options_.output_limit_bytes;
     host.oom_kill_count = [this] { return backend_->OomKillCount(); };
     host.time_left = [this] { return TimeLeft(); };
-    return std::make_unique<box::WarmPython>(std::move(host));
+    return std::make_unique<interpreter::WarmPython>(std::move(host));
   }
 
   Status CheckUsable() {
@@ -498,9 +498,9 @@ class LocalBox final : public Box::Impl {
   std::thread watchdog_;
   std::atomic<uint64_t> next_program_{0};
   // Destroyed before the agent connection its execs use.
-  std::unique_ptr<box::WarmPython> warm_python_ = MakeWarmPython();
+  std::unique_ptr<interpreter::WarmPython> warm_python_ = MakeWarmPython();
   // Last: destroyed first, while the agent connection it uses still exists.
-  std::unique_ptr<kernel::KernelSession> session_ = MakeSession();
+  std::unique_ptr<interpreter::KernelSession> session_ = MakeSession();
 };
 
 std::unique_ptr<Box> Box::Impl::Wrap(std::unique_ptr<Impl> impl) {

@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 # The folders below src/box: what they share with Box's users is a vocabulary header of its own.
-LOWER_LAYERS = {"base", "protocol", "agent_client", "agent", "kernel", "http", "net", "image",
+LOWER_LAYERS = {"base", "protocol", "agent_client", "agent", "interpreter", "http", "net", "image",
                 "jail", "vm", "options", "host_files"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

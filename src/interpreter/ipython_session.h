@@ -1,14 +1,14 @@
 // KernelSession: the host side of a box's code-interpreter session (Box::RunCode). Starts the
-// IPython kernel (kernel.py, embedded in the library) through an interactive exec on the box's
-// agent, sends it one cell at a time and collects what the kernel reports, through the
-// checking KernelDecoder. Timeouts interrupt the cell (SIGINT), a kernel that ignores the
-// interrupt is killed after a grace, and a kernel that dies or breaks the protocol is reported
-// as the cell's KernelRestarted error. See docs/kernel.md.
+// IPython kernel (ipython_kernel.py, embedded in the library) as a ResidentPython (an
+// interactive exec on the box's agent, resident_python.h), sends it one cell at a time and
+// collects what the kernel reports, through the checking KernelDecoder. Timeouts interrupt the
+// cell (SIGINT), a kernel that ignores the interrupt is killed after a grace, and a kernel that
+// dies or breaks the protocol is reported as the cell's KernelRestarted error. See docs/kernel.md.
 //
 // Thread safety: RunCode calls are serialised (one cell at a time, the others wait);
 // InterruptCode may be called from any thread.
-#ifndef CODEBOX_KERNEL_SESSION_H_
-#define CODEBOX_KERNEL_SESSION_H_
+#ifndef CODEBOX_INTERPRETER_IPYTHON_SESSION_H_
+#define CODEBOX_INTERPRETER_IPYTHON_SESSION_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -26,9 +26,9 @@
 #include "codebox/execution.h"
 #include "codebox/status.h"
 
-namespace codebox::kernel {
+namespace codebox::interpreter {
 
-// The kernel's source (src/kernel/kernel.py), embedded at build time.
+// The kernel's source (src/interpreter/ipython_kernel.py), embedded at build time.
 extern const char kKernelSource[];
 
 // A cell that ignores its interrupt is killed after this long.
@@ -102,6 +102,6 @@ class KernelSession {
   int64_t next_cell_ = 1;
 };
 
-}  // namespace codebox::kernel
+}  // namespace codebox::interpreter
 
-#endif  // CODEBOX_KERNEL_SESSION_H_
+#endif  // CODEBOX_INTERPRETER_IPYTHON_SESSION_H_

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernel/decoder.h"
+#include "interpreter/ipython_decoder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace codebox::kernel;
+  using namespace codebox::interpreter;
   if (size == 0) return 0;
   const uint64_t cap = 1 + data[0] * 64u;  // small caps reach the truncation paths
   KernelDecoder decoder(cap);

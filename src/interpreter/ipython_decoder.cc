@@ -1,11 +1,11 @@
-#include "kernel/decoder.h"
+#include "interpreter/ipython_decoder.h"
 
 #include <algorithm>
 #include <array>
 
 #include "protocol/message.h"
 
-namespace codebox::kernel {
+namespace codebox::interpreter {
 
 namespace {
 
@@ -198,4 +198,4 @@ Status KernelDecoder::Line(std::string_view line) {
   return Status::Ok();
 }
 
-}  // namespace codebox::kernel
+}  // namespace codebox::interpreter

@@ -1,16 +1,14 @@
-# cmake -DINPUT=kernel.py -DOUTPUT=kernel_source.cc -P embed_source.cmake: the source as a C++
-# string (raw literal pieces: one literal may hold at most 64 KiB on some compilers).
-# Optional: -DSYMBOL (default kKernelSource), -DHEADER that declares it (default
-# kernel/session.h), -DNAMESPACE (default codebox::kernel); src/box embeds warm_python.py too.
-if(NOT SYMBOL)
-  set(SYMBOL kKernelSource)
-endif()
-if(NOT HEADER)
-  set(HEADER kernel/session.h)
-endif()
-if(NOT NAMESPACE)
-  set(NAMESPACE codebox::kernel)
-endif()
+# cmake -DINPUT=FILE -DOUTPUT=FILE_source.cc -DSYMBOL=kName -DHEADER=dir/name.h
+#       -DNAMESPACE=codebox::dir -P cmake/embed_source.cmake
+# The file's text as a C++ string `const char SYMBOL[]` in NAMESPACE, defined in OUTPUT, which
+# includes HEADER (where it is declared). Raw literal pieces: one literal may hold at most 64 KiB
+# on some compilers. Used by src/interpreter (ipython_kernel.py, warm_python.py) and src/server
+# (openapi.json, the playground).
+foreach(required INPUT OUTPUT SYMBOL HEADER NAMESPACE)
+  if(NOT ${required})
+    message(FATAL_ERROR "embed_source.cmake: -D${required}= is required")
+  endif()
+endforeach()
 file(READ ${INPUT} source)
 string(FIND "${source}" ")codebox\"" clash)
 if(NOT clash EQUAL -1)

@@ -1,19 +1,19 @@
-#include "kernel/session.h"
+#include "interpreter/ipython_session.h"
 
 #include <signal.h>
 #include <string.h>
 
 #include <algorithm>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "base/log.h"
 #include "base/text.h"
-#include "kernel/decoder.h"
+#include "interpreter/ipython_decoder.h"
+#include "interpreter/resident_python.h"
 #include "protocol/message.h"
 
-namespace codebox::kernel {
+namespace codebox::interpreter {
 
 namespace {
 
@@ -25,27 +25,20 @@ constexpr std::chrono::milliseconds kKillWait{10'000};
 // The kernel's own stderr (its crash messages) kept for the reason a kernel died.
 constexpr size_t kDiagnosticsTail = 4096;
 
-std::string Seconds(std::chrono::milliseconds ms) {
-  std::string s = std::to_string(ms.count() / 1000.0);
-  s.erase(s.find_last_not_of('0') + 1);
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s + " s";
-}
-
 std::string Restarted(const std::string& why) { return "kernel restarted: state lost: " + why; }
 
 }  // namespace
 
 struct KernelSession::Kernel {
   explicit Kernel(uint64_t output_limit) : decoder(output_limit) {}
-  std::unique_ptr<protocol::RunningExec> exec;
-  std::thread waiter;  // in exec->Wait() until the kernel's exit
   KernelDecoder decoder;
   bool exited = false;
   StatusOr<ExecResult> exit = Status::Ok();
   bool killed = false;  // by the host: not an OOM, whatever the counters say
   std::string broken;   // why the kernel's output broke the protocol
   std::string diagnostics;
+  // Last: its callbacks use the fields above, and its destruction waits for the last of them.
+  ResidentPython python;
 };
 
 KernelSession::KernelSession(KernelHost host) : host_(std::move(host)) {}
@@ -57,7 +50,7 @@ KernelSession::~KernelSession() {
   std::vector<std::shared_ptr<Kernel>> retired = std::move(retired_);
   lock.unlock();
   for (auto& kernel : retired) {
-    if (kernel->waiter.joinable()) kernel->waiter.join();
+    kernel->python.Join();
   }
 }
 
@@ -84,37 +77,33 @@ void KernelSession::OnDiagnostics(Kernel* kernel, std::string_view bytes) {
 StatusOr<std::shared_ptr<KernelSession::Kernel>> KernelSession::StartKernel(
     std::unique_lock<std::mutex>& lock) {
   auto kernel = std::make_shared<Kernel>(host_.output_limit);
-  protocol::ExecRequest request;
-  protocol::msg::Exec& exec = request.exec;
-  exec.argv = {"python3", "-c", kKernelSource};
-  exec.env = host_.env;
+  ResidentSpec spec;
+  spec.agent = host_.agent;
+  spec.source = kKernelSource;
+  spec.env = host_.env;
   // The inline backend turns plt.show() and figures left open into image/png results;
   // IPython's own files go to /tmp, never to the workdir.
-  exec.env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline";
-  exec.env["IPYTHONDIR"] = "/tmp/.codebox-ipython";
-  exec.env["PYTHONDONTWRITEBYTECODE"] = "1";
-  exec.cwd = host_.cwd;
-  exec.user = host_.user;
-  exec.stdin_stream = true;
-  request.keep_output = false;  // the decoder keeps what it needs, per cell
-  exec.output_limit = std::numeric_limits<int64_t>::max();  // capped per cell instead
-  // The callbacks run on the agent reader until the exec is waited for or abandoned, both
-  // before the Kernel is freed: a plain pointer, so the Kernel does not own itself.
+  spec.env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline";
+  spec.env["IPYTHONDIR"] = "/tmp/.codebox-ipython";
+  spec.env["PYTHONDONTWRITEBYTECODE"] = "1";
+  spec.cwd = host_.cwd;
+  spec.user = host_.user;
+  spec.output_limit = std::numeric_limits<int64_t>::max();  // the decoder caps each cell
+  // The callbacks run until the kernel's exit came or the connection ended, both before the
+  // Kernel is freed: a plain pointer, so the Kernel does not own itself.
   Kernel* k = kernel.get();
-  request.on_stdout = [this, k](std::string_view b) { OnOutput(k, b); };
-  request.on_stderr = [this, k](std::string_view b) { OnDiagnostics(k, b); };
-  lock.unlock();  // the reader thread takes mu_ in the callbacks while we send
-  auto running = host_.agent->StartExec(request);
-  lock.lock();
-  if (!running.ok()) return host_.explain(running.status(), "start the code-interpreter kernel");
-  kernel->exec = std::move(*running);
-  kernel->waiter = std::thread([this, k] {
-    StatusOr<ExecResult> exit = k->exec->Wait();
+  spec.on_stdout = [this, k](std::string_view b) { OnOutput(k, b); };
+  spec.on_stderr = [this, k](std::string_view b) { OnDiagnostics(k, b); };
+  spec.on_exit = [this, k](StatusOr<ExecResult> exit) {
     std::lock_guard<std::mutex> guard(mu_);
     k->exit = std::move(exit);
     k->exited = true;
     cv_.notify_all();
-  });
+  };
+  lock.unlock();  // the callbacks take mu_
+  Status started = kernel->python.Start(std::move(spec));
+  lock.lock();
+  if (!started.ok()) return host_.explain(started, "start the code-interpreter kernel");
   kernel_ = kernel;
 
   Clock::time_point deadline = Clock::now() + kKernelStartTimeout;
@@ -154,7 +143,7 @@ StatusOr<std::shared_ptr<KernelSession::Kernel>> KernelSession::StartKernel(
     failure = InvalidArgument("the box has been destroyed; create a new box");
   } else {
     failure = DeadlineExceeded("the code-interpreter kernel did not say it was ready within " +
-                               Seconds(kKernelStartTimeout) + " (or the box's lifetime)");
+                               SecondsText(kKernelStartTimeout) + " (or the box's lifetime)");
   }
   EndKernel(lock, kernel);
   return host_.explain(failure, "");
@@ -165,7 +154,7 @@ void KernelSession::EndKernel(std::unique_lock<std::mutex>& lock, std::shared_pt
   if (!kernel->exited) {
     kernel->killed = true;
     lock.unlock();
-    kernel->exec->Kill();  // the whole process tree, also what escaped its process group
+    kernel->python.Kill();  // the whole process tree, also what escaped its process group
     lock.lock();
     cv_.wait_for(lock, kKillWait, [&] { return kernel->exited; });
   }
@@ -177,7 +166,7 @@ void KernelSession::EndKernel(std::unique_lock<std::mutex>& lock, std::shared_pt
     return;
   }
   lock.unlock();
-  if (kernel->waiter.joinable()) kernel->waiter.join();
+  kernel->python.Join();
   lock.lock();
 }
 
@@ -261,17 +250,17 @@ StatusOr<Execution> KernelSession::AwaitCell(std::unique_lock<std::mutex>& lock,
       lock.unlock();
       // KeyboardInterrupt in the cell, as Jupyter's interrupt. A failure means the kernel is
       // already gone: its exit is on the way.
-      (void)kernel->exec->Signal(SIGINT);
+      (void)kernel->python.Signal(SIGINT);
       lock.lock();
       continue;
     }
     if (grace_end && now >= *grace_end) {
-      kill_reason = timed_out
-                        ? "the cell ignored the interrupt at its timeout of " + Seconds(*timeout) +
-                              "; the kernel was killed after a grace of " + Seconds(kInterruptGrace)
-                        : "the cell ignored the interrupt (InterruptCode); the kernel was "
-                          "killed after a grace of " +
-                              Seconds(kInterruptGrace);
+      kill_reason =
+          timed_out ? "the cell ignored the interrupt at its timeout of " + SecondsText(*timeout) +
+                          "; the kernel was killed after a grace of " + SecondsText(kInterruptGrace)
+                    : "the cell ignored the interrupt (InterruptCode); the kernel was "
+                      "killed after a grace of " +
+                          SecondsText(kInterruptGrace);
       break;
     }
     std::optional<Clock::time_point> wake = grace_end ? grace_end : deadline;
@@ -337,7 +326,7 @@ StatusOr<Execution> KernelSession::RunCode(std::string_view code, const RunCodeO
   const uint64_t oom_before = host_.oom_kill_count();
   lock.unlock();
   // A failed write means the kernel is gone: AwaitCell sees its exit.
-  (void)kernel->exec->WriteStdin(line);
+  (void)kernel->python.WriteStdin(line);
   lock.lock();
   return AwaitCell(lock, kernel, timeout, options, oom_before);
 }
@@ -371,4 +360,4 @@ Status KernelSession::Restart() {
   return Status::Ok();
 }
 
-}  // namespace codebox::kernel
+}  // namespace codebox::interpreter

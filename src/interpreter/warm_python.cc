@@ -1,17 +1,16 @@
-#include "box/warm_python.h"
+#include "interpreter/warm_python.h"
 
 #include <signal.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <limits>
-#include <thread>
 
-#include "base/log.h"
-#include "codebox/process.h"
 #include "base/text.h"
+#include "codebox/process.h"
+#include "interpreter/resident_python.h"
 
-namespace codebox::box {
+namespace codebox::interpreter {
 
 namespace {
 
@@ -23,13 +22,6 @@ constexpr std::string_view kReadyMarker = "\0codebox-warm:ready\0"sv;
 constexpr std::string_view kAckMarker = "\0codebox-warm:ack\0"sv;
 // Unexpected output of a waiter kept for the error that reports it.
 constexpr size_t kDiagnosticsBytes = 1024;
-
-std::string Seconds(std::chrono::milliseconds ms) {
-  std::string s = std::to_string(ms.count() / 1000.0);
-  s.erase(s.find_last_not_of('0') + 1);
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s + " s";
-}
 
 bool ReadAtStartup(const std::string& name) {
   static constexpr std::string_view kExact[] = {"PATH", "HOME",     "TZ",
@@ -59,46 +51,37 @@ bool SameStartupEnvironment(const std::map<std::string, std::string>& a,
   return covered(a, b) && covered(b, a);
 }
 
-// One waiting python3: its exec, the thread in the exec's Wait(), and what its output said.
+// One waiting python3: the resident python3 (its exec and the thread waiting for its exit) and
+// what its output said. Destroying it kills what still runs and joins that thread: only once
+// the exit came or the connection ended.
 class WarmPython::Waiter {
  public:
   explicit Waiter(uint64_t output_limit) : limit_(output_limit) {}
 
-  // Joins the thread in Wait(): only once the exit came or the connection ended.
-  ~Waiter() {
-    if (!thread_.joinable()) return;
-    Kill();
-    thread_.join();
-  }
-
   Status Start(const WarmHost& host) {
-    protocol::ExecRequest request;
-    protocol::msg::Exec& exec = request.exec;
-    exec.argv = {"python3", "-c", kWarmPythonSource};
-    exec.env = host.env;
-    exec.cwd = host.workdir;
-    exec.user = host.user;
-    exec.stdin_stream = true;
-    exec.timeout = kNoTimeout;    // the host enforces each program's own
-    request.keep_output = false;  // kept here, without the markers
+    ResidentSpec spec;
+    spec.agent = host.agent;
+    spec.source = kWarmPythonSource;
+    spec.env = host.env;
+    spec.cwd = host.workdir;
+    spec.user = host.user;
+    // Its output is kept here, without the markers, capped at the program's limit.
     const uint64_t markers = kReadyMarker.size() + kAckMarker.size();
-    exec.output_limit = host.output_limit > std::numeric_limits<uint64_t>::max() - markers
-                               ? host.output_limit
-                               : host.output_limit + markers;
-    // The exec's handler calls these until the exit came or the stream was given up, both
-    // before the destructor's join returns: a plain pointer, so the Waiter does not own itself.
-    request.on_stdout = [this](std::string_view b) { OnOutput(true, b); };
-    request.on_stderr = [this](std::string_view b) { OnOutput(false, b); };
-    oom_at_start_ = host.oom_kill_count();
-    ASSIGN_OR_RETURN(exec_, host.agent->StartExec(request));
-    thread_ = std::thread([this] {
-      StatusOr<ExecResult> exit = exec_->Wait();
+    spec.output_limit = host.output_limit > std::numeric_limits<uint64_t>::max() - markers
+                            ? host.output_limit
+                            : host.output_limit + markers;
+    spec.oom_kill_count = host.oom_kill_count;
+    // Called until the exit came or the connection ended, both before the Waiter's destruction
+    // returns: a plain pointer, so the Waiter does not own itself.
+    spec.on_stdout = [this](std::string_view b) { OnOutput(true, b); };
+    spec.on_stderr = [this](std::string_view b) { OnOutput(false, b); };
+    spec.on_exit = [this](StatusOr<ExecResult> exit) {
       std::lock_guard<std::mutex> lock(mu_);
       exit_ = std::move(exit);
       exited_ = true;
       cv_.notify_all();
-    });
-    return Status::Ok();
+    };
+    return python_.Start(std::move(spec));
   }
 
   Status AwaitReady(Clock::time_point deadline, const std::string& image) {
@@ -124,7 +107,7 @@ class WarmPython::Waiter {
     }
     if (killed_) return InvalidArgument("prewarm: the box has been destroyed; create a new box");
     return DeadlineExceeded("prewarm: the waiting python3 did not say it was ready within " +
-                            Seconds(kWarmStartTimeout) + " (or the box's lifetime)");
+                            SecondsText(kWarmStartTimeout) + " (or the box's lifetime)");
   }
 
   // Ready, and nothing has happened to it since.
@@ -142,16 +125,16 @@ class WarmPython::Waiter {
     std::lock_guard<std::mutex> lock(mu_);
     return exited_;
   }
-  uint64_t oom_at_start() const { return oom_at_start_; }
+  uint64_t oom_at_start() const { return python_.oom_at_start(); }
 
   void Kill() {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (exited_ || killed_ || !exec_) return;
+      if (exited_ || killed_ || !python_.started()) return;
       killed_ = true;
       cv_.notify_all();
     }
-    exec_->Kill();  // the whole process tree, also what left its process group
+    python_.Kill();  // the whole process tree, also what left its process group
   }
 
   std::optional<StatusOr<ExecResult>> Run(std::string_view code, const ExecOptions& options,
@@ -172,10 +155,7 @@ class WarmPython::Waiter {
   }
 
   const uint64_t limit_;
-  uint64_t oom_at_start_ = 0;
-  std::unique_ptr<protocol::RunningExec> exec_;
-  std::thread thread_;  // in exec_->Wait() until the exit
-  std::mutex mu_;       // guards everything below
+  std::mutex mu_;  // guards everything below but python_
   std::condition_variable cv_;
   Phase phase_ = Phase::kStarting;
   size_t matched_ = 0;  // bytes of the due marker seen
@@ -188,6 +168,8 @@ class WarmPython::Waiter {
   std::string out_, err_;
   uint64_t out_bytes_ = 0, err_bytes_ = 0;  // counted against the limit, kept or not
   bool truncated_ = false;
+  // Last: its callbacks use the members above, and its destruction waits for the last of them.
+  ResidentPython python_;
 };
 
 std::string_view WarmPython::Waiter::ConsumeMarker(std::string_view bytes) {
@@ -270,9 +252,9 @@ std::optional<StatusOr<ExecResult>> WarmPython::Waiter::Run(std::string_view cod
   // cold run that follows die as it starts).
   if (options.cancel) options.cancel->Bind([this] { Kill(); });
   // A failed send means the connection is gone: the exit (an error) says so below.
-  Status sent = exec_->WriteStdin(payload);
-  if (sent.ok() && options.stdin_data) sent = exec_->WriteStdin(*options.stdin_data);
-  if (sent.ok()) (void)exec_->CloseStdin();
+  Status sent = python_.WriteStdin(payload);
+  if (sent.ok() && options.stdin_data) sent = python_.WriteStdin(*options.stdin_data);
+  if (sent.ok()) (void)python_.CloseStdin();
 
   std::unique_lock<std::mutex> lock(mu_);
   std::optional<Clock::time_point> deadline;
@@ -309,8 +291,8 @@ std::optional<StatusOr<ExecResult>> WarmPython::Waiter::Run(std::string_view cod
   if (!exited_) {
     return StatusOr<ExecResult>(DeadlineExceeded(
         "exec python3: the agent did not report the program's end within " +
-        Seconds(kWarmKillWait) + " of its kill" +
-        (timed_out ? " at its timeout of " + Seconds(exec.timeout) : std::string())));
+        SecondsText(kWarmKillWait) + " of its kill" +
+        (timed_out ? " at its timeout of " + SecondsText(exec.timeout) : std::string())));
   }
   // Gone before it took the program (killed, OOM, or untrusted): the program never ran here.
   if (phase_ != Phase::kRunning) return std::nullopt;
@@ -407,4 +389,4 @@ void WarmPython::Retire(std::shared_ptr<Waiter> w) {
   // Else its last reference goes here: its thread has returned from Wait(); the join is quick.
 }
 
-}  // namespace codebox::box
+}  // namespace codebox::interpreter

@@ -1,8 +1,8 @@
 // WarmPython: a box's waiting python3 (Box::Prewarm, used by RunPython). Prewarm starts
-// `python3 -c <warm_python.py>` through an interactive exec; it finishes its start-up, says it
-// is ready, and waits on stdin. The next RunPython hands it the program (with its environment,
-// directory and stdin) instead of starting python3, so the result comes without the
-// interpreter's start-up. It is used once.
+// `python3 -c <warm_python.py>` as a ResidentPython (resident_python.h: an interactive exec);
+// it finishes its start-up, says it is ready, and waits on stdin. The next RunPython hands it
+// the program (with its environment, directory and stdin) instead of starting python3, so the
+// result comes without the interpreter's start-up. It is used once.
 //
 // The result must be the one a cold `python3 -c` gives, and the box is the attacker, so:
 //   * the waiter has no timeout in the agent: the host kills it at the exec's deadline,
@@ -18,8 +18,8 @@
 //     the box's end (the connection's end ends its thread), then joined.
 //
 // Thread safety: every method may be called from any thread; one Run takes the waiter.
-#ifndef CODEBOX_BOX_WARM_PYTHON_H_
-#define CODEBOX_BOX_WARM_PYTHON_H_
+#ifndef CODEBOX_INTERPRETER_WARM_PYTHON_H_
+#define CODEBOX_INTERPRETER_WARM_PYTHON_H_
 
 #include <chrono>
 #include <cstdint>
@@ -36,9 +36,9 @@
 #include "codebox/options.h"
 #include "codebox/status.h"
 
-namespace codebox::box {
+namespace codebox::interpreter {
 
-// The waiter's source (src/box/warm_python.py), embedded at build time.
+// The waiter's source (src/interpreter/warm_python.py), embedded at build time.
 extern const char kWarmPythonSource[];
 
 // A waiter must say it is ready within this long (python3's start-up under tcg is slow).
@@ -61,7 +61,6 @@ struct WarmHost {
   // The most a wait may last from now (the box's remaining lifetime), or nullopt.
   std::function<std::optional<std::chrono::milliseconds>()> time_left;
 };
-
 
 // Whether `a` and `b` agree on every variable python3 reads at start-up (PATH, HOME, TZ, the
 // locale, PYTHON*, the loader's and the allocator's): a waiter started with one cannot run a
@@ -104,6 +103,6 @@ class WarmPython {
   bool closed_ = false;
 };
 
-}  // namespace codebox::box
+}  // namespace codebox::interpreter
 
-#endif  // CODEBOX_BOX_WARM_PYTHON_H_
+#endif  // CODEBOX_INTERPRETER_WARM_PYTHON_H_

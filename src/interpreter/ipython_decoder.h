@@ -3,8 +3,8 @@
 // checked types, a cap per line and per cell, only known MIME types kept. A line that breaks
 // the protocol is an error (the session kills the kernel for it); nothing here throws, and no
 // buffer is sized from a number the kernel sent.
-#ifndef CODEBOX_KERNEL_DECODER_H_
-#define CODEBOX_KERNEL_DECODER_H_
+#ifndef CODEBOX_INTERPRETER_IPYTHON_DECODER_H_
+#define CODEBOX_INTERPRETER_IPYTHON_DECODER_H_
 
 #include <cstdint>
 #include <optional>
@@ -15,7 +15,7 @@
 #include "codebox/execution.h"
 #include "codebox/status.h"
 
-namespace codebox::kernel {
+namespace codebox::interpreter {
 
 // A line may be this much longer than the per-cell output cap (JSON escaping, error texts):
 // the kernel keeps its lines under the cap plus this (it is told the cap per cell).
@@ -89,6 +89,6 @@ class KernelDecoder {
   std::vector<Emit> emits_;
 };
 
-}  // namespace codebox::kernel
+}  // namespace codebox::interpreter
 
-#endif  // CODEBOX_KERNEL_DECODER_H_
+#endif  // CODEBOX_INTERPRETER_IPYTHON_DECODER_H_

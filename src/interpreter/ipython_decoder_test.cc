@@ -1,11 +1,11 @@
 // KernelDecoder against what a hostile cell can write to the kernel's protocol fd.
-#include "kernel/decoder.h"
+#include "interpreter/ipython_decoder.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace codebox::kernel {
+namespace codebox::interpreter {
 namespace {
 
 constexpr char kReady[] = R"({"type":"ready","protocol":1,"pid":7,"ipython":"8.5.0"})"
@@ -202,4 +202,4 @@ TEST(KernelDecoder, ReportsFatal) {
 }
 
 }  // namespace
-}  // namespace codebox::kernel
+}  // namespace codebox::interpreter
