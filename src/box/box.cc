@@ -135,8 +135,7 @@ class LocalBox final : public Box::Impl {
   // refuse goes to Exec, to be refused in its words.
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) override {
     protocol::msg::Exec warm;
-    warm.env = BaseEnvironment();
-    for (const auto& [k, v] : options.env) warm.env[k] = v;
+    warm.env = ExecEnvironment(options);
     if (code.find('\0') == std::string_view::npos && options.cwd.find('\0') == std::string::npos &&
         (!options.timeout || ValidateTimeout(*options.timeout, "").ok()) &&
         ValidateEnvironment(warm.env).ok() && CheckUsable().ok()) {
@@ -312,8 +311,7 @@ class LocalBox final : public Box::Impl {
     protocol::ExecRequest request;
     protocol::msg::Exec& exec = request.exec;
     exec.argv = std::move(argv);
-    exec.env = BaseEnvironment();
-    for (const auto& [k, v] : options.env) exec.env[k] = v;
+    exec.env = ExecEnvironment(options);
     RETURN_IF_ERROR(ValidateEnvironment(exec.env).WithContext("exec"));
     exec.cwd = ExecCwd(options);
     exec.user = run_.user;
@@ -379,6 +377,13 @@ class LocalBox final : public Box::Impl {
   // BoxOptions::env).
   std::map<std::string, std::string> BaseEnvironment() const {
     return box::BoxEnvironment(options_, run_);
+  }
+
+  // An exec's whole environment: the box's, with the exec's own variables over it.
+  std::map<std::string, std::string> ExecEnvironment(const ExecOptions& options) const {
+    std::map<std::string, std::string> env = BaseEnvironment();
+    for (const auto& [k, v] : options.env) env[k] = v;
+    return env;
   }
 
   // An exec's directory: the box's default (the workdir, or the image's WorkingDir), or the
