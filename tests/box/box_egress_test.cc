@@ -7,9 +7,10 @@
 #include <string>
 
 #include "box/box_internal.h"
+#include "box/egress.h"
 #include "image/sha256.h"
-#include "tests/box/egress_box_util.h"
 #include "testing/rebinding_resolver.h"
+#include "tests/box/egress_box_util.h"
 
 namespace codebox {
 namespace {
@@ -318,6 +319,36 @@ TEST(BoxEgressTest, DestroyEndsAConnectionToASilentUpstream) {
   EXPECT_TRUE(box->Destroy().ok());
   box.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// The log waits for the records of connections the box closed, but a box cannot make it hang:
+// here the box's program ends its sending and exits while the upstream (which never accepts)
+// keeps the relay waiting, and the log still answers within its bound.
+TEST(BoxEgressTest, AConnectionTheBoxClosedCannotHoldTheLog) {
+  auto silent = testing::ListenOnLoopback();  // never accepts: connected, and silent
+  ASSERT_TRUE(silent.ok());
+  const std::string where = "127.0.0.1:" + std::to_string(silent->port);
+  CODEBOX_MAKE_BOX_OR_SKIP(box, AllowOptions({where}));
+  ExecOptions e = ThroughProxy();
+  e.timeout = std::chrono::seconds(20);
+  auto r = box->RunPython(
+      "import os, socket, urllib.parse\n"
+      "p = urllib.parse.urlsplit(os.environ['http_proxy'])\n"
+      "s = socket.create_connection((p.hostname, p.port), timeout=10)\n"
+      "s.sendall(b'CONNECT " +
+          where + " HTTP/1.1\\r\\nHost: " + where +
+          "\\r\\n\\r\\n')\n"
+          "print(s.recv(100).split(b'\\r\\n')[0].decode())\n"
+          "s.shutdown(socket.SHUT_WR)\n",
+      e);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->stdout_data.find(" 200"), std::string::npos) << r->stdout_data << r->stderr_data;
+  for (int i = 0; i < 3; ++i) {  // every read is bounded, not only the first
+    const auto start = std::chrono::steady_clock::now();
+    (void)box->EgressLog();
+    EXPECT_LT(std::chrono::steady_clock::now() - start,
+              box::EgressService::kCloseRecordWait + std::chrono::milliseconds(500));
+  }
 }
 
 // The same channel carries a vm's connections (virtio-serial instead of a socketpair): one
