@@ -9,8 +9,6 @@
 
 namespace codebox::api {
 
-// An optional list of strings that is absent reads as this.
-const std::vector<std::string> kNoStrings;
 namespace {
 
 using nlohmann::json;
@@ -61,15 +59,16 @@ StatusOr<CreatedBox> CreatedBoxFromJson(const json& j) {
   if (!ok) return f.Fault("id", "is not a box id: " + base::TerminalSafe(box.id, 80));
   ASSIGN_OR_RETURN(box.info.driver, f.String("driver"));
   box.info.driver = base::TerminalSafe(box.info.driver, 64);
-  ASSIGN_OR_RETURN(box.info.limits, f.Strings("limits", kNoStrings));
-  ASSIGN_OR_RETURN(box.info.limits_not_enforced, f.Strings("limits_not_enforced", kNoStrings));
+  ASSIGN_OR_RETURN(box.info.limits, f.Strings("limits", std::vector<std::string>{}));
+  ASSIGN_OR_RETURN(box.info.limits_not_enforced,
+                   f.Strings("limits_not_enforced", std::vector<std::string>{}));
   ASSIGN_OR_RETURN(std::string network, f.String("network", ""));
   if (!network.empty()) box.info.network = base::TerminalSafe(network, 4096);
   ASSIGN_OR_RETURN(std::string user, f.String("user", ""));
   if (!user.empty()) box.info.user = base::TerminalSafe(user, 4096);
   ASSIGN_OR_RETURN(std::string start, f.String("start", ""));
   box.info.start = base::TerminalSafe(start, 128);
-  ASSIGN_OR_RETURN(box.info.warnings, f.Strings("warnings", kNoStrings));
+  ASSIGN_OR_RETURN(box.info.warnings, f.Strings("warnings", std::vector<std::string>{}));
   for (std::string& w : box.info.warnings) w = base::TerminalSafe(w, 4096);
   return box;
 }

@@ -9,8 +9,6 @@
 
 namespace codebox::api {
 
-// An optional list of strings that is absent reads as this.
-const std::vector<std::string> kNoStrings;
 namespace {
 
 using nlohmann::json;
@@ -73,8 +71,8 @@ StatusOr<Execution> ExecutionFromJson(const json& j) {
     if (!logs->is_object())
       return f.Fault("logs", "is a " + TypeOf(*logs) + ", expected an object");
     base::JsonFields l(*logs, f.what() + ": logs");
-    ASSIGN_OR_RETURN(e.stdout_chunks, l.Strings("stdout", kNoStrings));
-    ASSIGN_OR_RETURN(e.stderr_chunks, l.Strings("stderr", kNoStrings));
+    ASSIGN_OR_RETURN(e.stdout_chunks, l.Strings("stdout", std::vector<std::string>{}));
+    ASSIGN_OR_RETURN(e.stderr_chunks, l.Strings("stderr", std::vector<std::string>{}));
   }
   if (const json* results = f.Find("results")) {
     if (!results->is_array()) {

@@ -28,12 +28,12 @@ StatusOr<json> ParseJsonObject(std::string_view body, std::string_view what) {
 }
 
 Status JsonFields::Fault(std::string_view key, std::string_view problem) const {
-  return ProtocolError(what_ + ": field \"" + base::TerminalSafe(key, 64) + "\" " +
+  return Status(code_, what_ + ": field \"" + base::TerminalSafe(key, 64) + "\" " +
                        std::string(problem));
 }
 
 Status JsonFields::Missing(std::string_view key) const {
-  return ProtocolError(what_ + ": missing field \"" + base::TerminalSafe(key, 64) + "\"");
+  return Status(code_, what_ + ": missing field \"" + base::TerminalSafe(key, 64) + "\"");
 }
 
 const json* JsonFields::Find(const char* key) const {
@@ -46,7 +46,7 @@ const json* JsonFields::Find(const char* key) const {
 Status JsonFields::CheckNoUnknown() const {
   for (auto it = object_.begin(); it != object_.end(); ++it) {
     if (!read_.count(it.key())) {
-      return ProtocolError(what_ + ": unknown field \"" + base::TerminalSafe(it.key(), 64) + "\"");
+      return Status(code_, what_ + ": unknown field \"" + base::TerminalSafe(it.key(), 64) + "\"");
     }
   }
   return Status::Ok();

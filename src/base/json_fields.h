@@ -1,9 +1,10 @@
 // The one checked reader of a JSON object's fields that another process sent: a server's or
-// a peer's answer (src/api), an agent protocol message (src/protocol), an OCI image's index
-// and manifests (src/image). A field of the wrong type, a number out of range or a missing
-// required field is kProtocolError naming the object and the field ("<what>: field \"k\" is
-// not a string"), never a crash and never a silently wrong value; nothing here throws. Parse
-// the text with ParseJsonObject (base/json.h's bounds) first.
+// a peer's answer and a client's request (src/api), an agent protocol message (src/protocol),
+// an OCI image's index and manifests (src/image). A field of the wrong type, a number out of
+// range or a missing required field is an error (kProtocolError, or the reader's own code)
+// naming the object and the field ("<what>: field \"k\" is not a string"), never a crash and
+// never a silently wrong value; nothing here throws. Parse the text with ParseJsonObject
+// (base/json.h's bounds) first.
 #ifndef CODEBOX_BASE_JSON_FIELDS_H_
 #define CODEBOX_BASE_JSON_FIELDS_H_
 
@@ -28,9 +29,12 @@ StatusOr<nlohmann::json> ParseJsonObject(std::string_view body, std::string_view
 // so that a decoder that knows every field can refuse the rest (CheckNoUnknown).
 class JsonFields {
  public:
-  // `object` must outlive the reader; `what` names it in errors ("exec request").
-  JsonFields(const nlohmann::json& object, std::string what)
-      : object_(object), what_(std::move(what)) {}
+  // `object` must outlive the reader; `what` names it in errors ("exec request"). Errors are
+  // kProtocolError (another process sent it) unless `code` says otherwise: a client's request
+  // to the server is kInvalidArgument.
+  JsonFields(const nlohmann::json& object, std::string what,
+             StatusCode code = StatusCode::kProtocolError)
+      : object_(object), what_(std::move(what)), code_(code) {}
 
   StatusOr<std::string> String(const char* key) const { return String(key, std::nullopt); }
   StatusOr<std::string> String(const char* key, std::optional<std::string> fallback) const;
@@ -52,18 +56,19 @@ class JsonFields {
   const nlohmann::json* Find(const char* key) const;
   // A field some other code read (a dispatcher's "op") counts as read.
   void MarkRead(const char* key) const { read_.insert(key); }
-  // kProtocolError "<what>: unknown field \"<key>\"" for the first field nothing read.
+  // "<what>: unknown field \"<key>\"" for the first field nothing read.
   Status CheckNoUnknown() const;
 
-  // kProtocolError "<what>: field \"<key>\" <problem>".
+  // "<what>: field \"<key>\" <problem>".
   Status Fault(std::string_view key, std::string_view problem) const;
-  // kProtocolError "<what>: missing field \"<key>\"".
+  // "<what>: missing field \"<key>\"".
   Status Missing(std::string_view key) const;
   const std::string& what() const { return what_; }
 
  private:
   const nlohmann::json& object_;
   std::string what_;
+  StatusCode code_;
   mutable std::set<std::string, std::less<>> read_;
 };
 

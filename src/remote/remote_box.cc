@@ -13,10 +13,10 @@
 #include "api/execution.h"
 #include "api/file_entry.h"
 #include "api/process_info.h"
+#include "api/requests.h"
 #include "api/text_event.h"
 #include "base/json_fields.h"
 #include "host_files/host_files.h"
-#include "options/options_json.h"
 #include "remote/remote_copy.h"
 #include "remote/server_api.h"
 
@@ -25,19 +25,12 @@ namespace {
 
 using nlohmann::json;
 
-// The box options as the server takes them: what only this process needs stays here.
 // What the HTTP API cannot do yet: a process the caller talks to while it runs, and terminals.
 Status NotOnServerYet(const std::string& what) {
   return FailedPrecondition(what +
                             ": a box on a codebox server cannot do this yet (the HTTP API has no "
                             "route for it); run the box in this process (no BoxOptions::server; "
                             "--local for the CLI)");
-}
-
-json BoxOptionsBody(const BoxOptions& options) {
-  json body = options::BoxOptionsToJson(options);
-  for (const char* local : {"server", "server_token", "home", "prestart"}) body.erase(local);
-  return body;
 }
 
 // Returned from an event callback once `done` has come: the answer is complete, and the server
@@ -164,13 +157,14 @@ class RemoteProcess final : public Process {
   static Status Signal(const ServerApi& api, const std::string& target, int sig, bool tree) {
     const std::string what = "signal " + std::to_string(sig) + " to " + target;
     if (tree) return api.CallNoContent("DELETE", target, "", kControlTimeout, what);
-    return api.CallNoContent("POST", target + "/signal", json({{"signal", sig}}).dump(),
+    return api.CallNoContent("POST", target + "/signal", api::SignalRequestToJson(sig).dump(),
                              kControlTimeout, what);
   }
   static Status Stdin(const ServerApi& api, const std::string& target, std::string_view data,
                       bool close) {
     const std::string what = "stdin of " + target;
-    ASSIGN_OR_RETURN(std::string body, DumpJson(json({{"text", data}, {"close", close}}), what));
+    ASSIGN_OR_RETURN(std::string body,
+                     DumpJson(api::StdinRequestToJson({std::string(data), close}), what));
     return api.CallNoContent("POST", target + "/stdin", body, kControlTimeout, what);
   }
 
@@ -221,10 +215,9 @@ class RemoteBox final : public Box::Impl {
   StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) override {
     if (argv.empty()) return InvalidArgument("exec: argv is empty; name the program to run");
     RETURN_IF_ERROR(CheckExec(options));
-    json body = options::ExecOptionsToJson(options);
-    body["argv"] = std::move(argv);
-    return SendExec(api_, base_ + "/exec", body, options, ExecTimeout(options),
-                    "exec " + body["argv"][0].get<std::string>());
+    const std::string what = "exec " + argv[0];
+    return SendExec(api_, base_ + "/exec", api::ExecRequestToJson({std::move(argv), options}),
+                    options, ExecTimeout(options), what);
   }
 
   // A background process only: the HTTP API has no request that a process lives as long as.
@@ -237,11 +230,9 @@ class RemoteBox final : public Box::Impl {
     if (argv.empty()) return InvalidArgument("start: argv is empty; name the program to run");
     if (options.tty) return NotOnServerYet("start a process on a terminal (ExecOptions::tty)");
     RETURN_IF_ERROR(CheckExec(options));
-    json body = options::ExecOptionsToJson(options);
-    body["argv"] = std::move(argv);
-    body["ring_bytes"] = options.ring_bytes;
-    const std::string what = "start " + body["argv"][0].get<std::string>();
-    ASSIGN_OR_RETURN(std::string text, DumpJson(body, what));
+    const std::string what = "start " + argv[0];
+    ASSIGN_OR_RETURN(std::string text,
+                     DumpJson(api::StartRequestToJson({std::move(argv), options}), what));
     ASSIGN_OR_RETURN(json started,
                      api_.CallJson("POST", base_ + "/processes", text, kControlTimeout, what));
     ASSIGN_OR_RETURN(int pid, api::ProcessStartedFromJson(started));
@@ -275,17 +266,15 @@ class RemoteBox final : public Box::Impl {
 
   StatusOr<ExecResult> RunPython(std::string_view code, const ExecOptions& options) override {
     RETURN_IF_ERROR(CheckExec(options));
-    json body = options::ExecOptionsToJson(options);
-    body["code"] = code;
-    return SendExec(api_, base_ + "/python", body, options, ExecTimeout(options), "exec python3");
+    return SendExec(api_, base_ + "/python", api::PythonRequestToJson({std::string(code), options}),
+                    options, ExecTimeout(options), "exec python3");
   }
 
   StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options) override {
     if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "run code timeout"));
     RETURN_IF_ERROR(CheckUsable());
     std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
-    json body = {{"code", code}};
-    if (options.timeout) body["timeout"] = TimeoutJson(*options.timeout);
+    const json body = api::CellRequestToJson({std::string(code), options.timeout});
     http::ClientRequest request;
     request.method = "POST";
     request.target = base_ + "/run_code";
@@ -430,9 +419,8 @@ class RemoteBox final : public Box::Impl {
   StatusOr<ExecResult> InstallPackages(const std::vector<std::string>& packages,
                                        const InstallOptions& options) override {
     RETURN_IF_ERROR(CheckUsable());
-    json body = {{"packages", packages}, {"index_url", options.index_url}};
-    if (options.timeout != kNoTimeout) body["timeout"] = options.timeout.count() / 1000.0;
-    ASSIGN_OR_RETURN(std::string text, DumpJson(body, "install packages"));
+    ASSIGN_OR_RETURN(std::string text,
+                     DumpJson(api::PackagesRequestToJson({packages, options}), "install packages"));
     ASSIGN_OR_RETURN(
         json j, api_.CallJson("POST", base_ + "/packages", std::move(text),
                               RequestTimeout(options.timeout, kExecMargin), "install packages"));
@@ -495,7 +483,7 @@ class RemoteBox final : public Box::Impl {
 
 StatusOr<std::unique_ptr<Box::Impl>> CreateRemoteBox(const BoxOptions& options) {
   ASSIGN_OR_RETURN(ServerApi api, ServerApi::Open(options.server, options.server_token));
-  ASSIGN_OR_RETURN(std::string body, DumpJson(BoxOptionsBody(options), "create box"));
+  ASSIGN_OR_RETURN(std::string body, DumpJson(api::BoxOptionsRequestToJson(options), "create box"));
   auto asked = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(json answer, api.CallJson("POST", "/v1/boxes", std::move(body), kCreateTimeout,
                                              "create box"));
@@ -509,16 +497,8 @@ StatusOr<ExecResult> RunOnServer(const BoxOptions& options, std::string_view cod
   if (exec.timeout) RETURN_IF_ERROR(ValidateTimeout(*exec.timeout, "exec timeout"));
   if (exec.tty) return NotOnServerYet("exec on a terminal (ExecOptions::tty)");
   ASSIGN_OR_RETURN(ServerApi api, ServerApi::Open(options.server, options.server_token));
-  json body = BoxOptionsBody(options);
-  // The box lives for this one exec: its environment and the exec's are one.
-  for (const auto& [k, v] : exec.env) body["env"][k] = v;
-  body["code"] = code;
-  if (exec.stdin_data) body["stdin"] = *exec.stdin_data;
-  if (!exec.cwd.empty()) {
-    return InvalidArgument("run on a server: a one-shot run takes no cwd (create a box for that)");
-  }
+  ASSIGN_OR_RETURN(json body, api::RunRequestToJson({std::string(code), exec, options}));
   std::chrono::milliseconds timeout = exec.timeout.value_or(options.exec_timeout);
-  if (exec.timeout) body["timeout"] = TimeoutJson(*exec.timeout);
   // Taking a pool box is instant; starting one on demand is not.
   return SendExec(api, "/v1/run", body, exec,
                   timeout == kNoTimeout ? timeout : timeout + kCreateTimeout, "run");

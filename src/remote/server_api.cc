@@ -99,9 +99,4 @@ StatusOr<std::string> DumpJson(const json& j, std::string_view what) {
   }
 }
 
-json TimeoutJson(std::chrono::milliseconds timeout) {
-  if (timeout == kNoTimeout) return "none";
-  return static_cast<double>(timeout.count()) / 1000.0;
-}
-
 }  // namespace codebox::remote

@@ -68,9 +68,6 @@ class ServerApi {
 // file: WriteFile).
 StatusOr<std::string> DumpJson(const nlohmann::json& j, std::string_view what);
 
-// A timeout as the API takes it: seconds, or "none" for kNoTimeout.
-nlohmann::json TimeoutJson(std::chrono::milliseconds timeout);
-
 }  // namespace codebox::remote
 
 #endif  // CODEBOX_REMOTE_SERVER_API_H_

@@ -100,7 +100,7 @@ void Ask(Call& call) {
   }
   auto body = ParseObject(call.request.body);
   if (!body.ok()) return call.RespondError(body.status());
-  auto request = DecodeAskRequest(*body);
+  auto request = api::AskRequestFromJson(*body);
   if (!request.ok()) return call.RespondError(request.status());
   auto box_options = DecodeBoxOptions(json::object(), api.defaults, api.ceilings);
   if (!box_options.ok()) return call.RespondError(box_options.status());

@@ -102,7 +102,8 @@ void RunCodeInBox(Call& call) {
 
   const bool streaming = call.request.WantsEventStream();
   EventSink sink(call.exchange);
-  RunCodeOptions options = request->options;
+  RunCodeOptions options;
+  options.timeout = request->timeout;
   if (streaming) {
     if (!sink.Begin().ok()) return;
     options.on_stdout = [&sink](std::string_view c) { sink.SendText("stdout", c); };

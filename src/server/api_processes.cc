@@ -85,11 +85,11 @@ void AttachToProcess(Call& call) {
 void WriteProcessStdin(Call& call) {
   auto body = ParseObject(call.request.body);
   if (!body.ok()) return call.RespondError(body.status());
-  auto request = DecodeStdinRequest(*body);
+  auto request = api::StdinRequestFromJson(*body);
   if (!request.ok()) return call.RespondError(request.status());
   auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
-  Status st = lease->box().SendStdin(call.pid, request->data, request->close);
+  Status st = lease->box().SendStdin(call.pid, request->text, request->close);
   if (!st.ok()) return call.RespondError(st);
   call.RespondNoContent();
 }
@@ -97,7 +97,7 @@ void WriteProcessStdin(Call& call) {
 void SignalProcessInBox(Call& call) {
   auto body = ParseObject(call.request.body);
   if (!body.ok()) return call.RespondError(body.status());
-  auto signal = DecodeSignalRequest(*body);
+  auto signal = api::SignalRequestFromJson(*body);
   if (!signal.ok()) return call.RespondError(signal.status());
   auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());

@@ -1,7 +1,6 @@
-// Decoding the API's request bodies: JSON parse errors name the position, unknown fields name
-// the closest known one, wrong types say what was expected; every error is kInvalidArgument
-// (400). Option values go through the option schema (src/options/options_json.h), so the API takes
-// exactly what the CLI and Python take.
+// A request body as this server takes it: parsed (JSON parse errors name the position),
+// decoded (api/requests.h: unknown fields name the closest known one, wrong types say what was
+// expected) and held to the server's ceilings; every error is kInvalidArgument (400).
 #ifndef CODEBOX_SERVER_API_REQUEST_H_
 #define CODEBOX_SERVER_API_REQUEST_H_
 
@@ -11,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/requests.h"
 #include "codebox/execution.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
@@ -43,62 +43,29 @@ struct Ceilings {
 // first option over its ceiling, its value, the ceiling and the serve flag that sets it.
 Status ApplyCeilings(BoxOptions* options, const Ceilings& ceilings);
 
-// POST /v1/boxes: the client's options over the server's `defaults`; "server", "server_token"
-// and "home" are the server's own and refused; then ApplyCeilings.
+// Each route's request (api/requests.h decodes its shape) under `ceilings`: a timeout within
+// ceilings.exec_timeout, and for a box its options over the server's `defaults` within
+// ApplyCeilings and Validate()d.
+
+// POST /v1/boxes.
 StatusOr<BoxOptions> DecodeBoxOptions(const nlohmann::json& object, const BoxOptions& defaults,
                                       const Ceilings& ceilings);
-
-// POST .../exec: {"argv": [...], "stdin", "env", "cwd", "timeout"}.
-struct ExecRequest {
-  std::vector<std::string> argv;
-  ExecOptions options;
-};
-// The exec's timeout within ceilings.exec_timeout, as for every exec-like request below.
-StatusOr<ExecRequest> DecodeExecRequest(const nlohmann::json& object, const Ceilings& ceilings);
-
-// POST .../processes: an exec request with "background": true (or left out) and "ring_bytes"
-// (at most --max-output-limit and 64 MiB); its timeout is none unless given.
-StatusOr<ExecRequest> DecodeStartRequest(const nlohmann::json& object, const Ceilings& ceilings);
-
-// POST .../processes/{pid}/stdin: {"text": "...", "close": false}.
-struct StdinRequest {
-  std::string data;
-  bool close = false;  // end the process's stdin after the text
-};
-StatusOr<StdinRequest> DecodeStdinRequest(const nlohmann::json& object);
-
-// POST .../processes/{pid}/signal: {"signal": 15} or {"signal": "SIGTERM"}.
-StatusOr<int> DecodeSignalRequest(const nlohmann::json& object);
-
-// POST .../python: {"code", "stdin", "env", "cwd", "timeout"}.
-struct PythonRequest {
-  std::string code;
-  ExecOptions options;
-};
-StatusOr<PythonRequest> DecodePythonRequest(const nlohmann::json& object,
-                                            const Ceilings& ceilings);
-
-// POST .../run_code: {"code", "timeout"}.
-struct CellRequest {
-  std::string code;
-  RunCodeOptions options;
-};
-StatusOr<CellRequest> DecodeCellRequest(const nlohmann::json& object, const Ceilings& ceilings);
-
-// POST /v1/run: {"code", "stdin", "env", "timeout"} for the exec, every other key a box option.
-struct RunRequest {
-  std::string code;
-  ExecOptions exec;
-  BoxOptions box;
-};
-StatusOr<RunRequest> DecodeRunRequest(const nlohmann::json& object, const BoxOptions& defaults,
-                                      const Ceilings& ceilings);
-
-// POST /v1/ask: {"task"}, a non-empty string.
-struct AskRequest {
-  std::string task;
-};
-StatusOr<AskRequest> DecodeAskRequest(const nlohmann::json& object);
+// POST .../exec.
+StatusOr<api::ExecRequest> DecodeExecRequest(const nlohmann::json& object,
+                                             const Ceilings& ceilings);
+// POST .../processes: "ring_bytes" at most --max-output-limit and 64 MiB; no timeout unless
+// given.
+StatusOr<api::ExecRequest> DecodeStartRequest(const nlohmann::json& object,
+                                              const Ceilings& ceilings);
+// POST .../python.
+StatusOr<api::PythonRequest> DecodePythonRequest(const nlohmann::json& object,
+                                                 const Ceilings& ceilings);
+// POST .../run_code.
+StatusOr<api::CellRequest> DecodeCellRequest(const nlohmann::json& object,
+                                             const Ceilings& ceilings);
+// POST /v1/run.
+StatusOr<api::RunRequest> DecodeRunRequest(const nlohmann::json& object,
+                                           const BoxOptions& defaults, const Ceilings& ceilings);
 
 }  // namespace codebox::server
 

@@ -24,7 +24,7 @@ const json& OpenApiChecker::Resolve(const json& schema) const {
 }
 
 namespace {
-bool HasType(const json& value, const std::string& type) {
+bool HasOneType(const json& value, const std::string& type) {
   if (type == "object") return value.is_object();
   if (type == "array") return value.is_array();
   if (type == "string") return value.is_string();
@@ -33,6 +33,15 @@ bool HasType(const json& value, const std::string& type) {
   if (type == "boolean") return value.is_boolean();
   if (type == "null") return value.is_null();
   return false;
+}
+
+// "type": "string", or a list of types ("type": ["string", "null"]).
+bool HasType(const json& value, const json& types) {
+  if (types.is_string()) return HasOneType(value, types.get<std::string>());
+  if (!types.is_array()) return false;
+  return std::any_of(types.begin(), types.end(), [&](const json& t) {
+    return t.is_string() && HasOneType(value, t.get<std::string>());
+  });
 }
 }  // namespace
 
@@ -51,7 +60,7 @@ std::string OpenApiChecker::CheckValue(const json& raw, const json& value,
     if (!any) return where + ": fits none of oneOf: " + value.dump();
   }
   if (schema.contains("type") && !HasType(value, schema["type"])) {
-    return where + ": expected " + schema["type"].get<std::string>() + ", got " + value.dump();
+    return where + ": expected " + schema["type"].dump() + ", got " + value.dump();
   }
   if (schema.contains("const") && value != schema["const"]) return where + ": not the const";
   if (schema.contains("enum")) {

@@ -19,6 +19,7 @@
 #include "api/execution.h"
 #include "api/file_entry.h"
 #include "api/process_info.h"
+#include "api/requests.h"
 #include "api/text_event.h"
 #include "tests/server/openapi_check.h"
 
@@ -113,6 +114,141 @@ void Compare(const OpenApiChecker& doc, const json& schema, const json& full, co
 void ExpectSameFields(const std::string& name, const json& full, const json& minimal) {
   OpenApiChecker doc;
   Compare(doc, doc.Schema(name), full, minimal, name);
+}
+
+// A request body against its schema (`extra`: schemas whose properties it also takes, as
+// RunRequest takes BoxOptions'): the properties openapi.json documents are exactly the fields
+// (names and aliases) the decoder takes, what the encoder writes is documented, with the
+// documented types, and a required field is one the encoder always writes.
+void ExpectRequestFields(const std::string& name, const json& full, const json& minimal,
+                         const std::vector<std::string>& extra = {}) {
+  OpenApiChecker doc;
+  std::map<std::string, json> props;
+  std::set<std::string> required;
+  Collect(doc, doc.Schema(name), &props, &required);
+  for (const std::string& more : extra) {
+    std::set<std::string> ignored;
+    Collect(doc, doc.Schema(more), &props, &ignored);
+  }
+  const std::vector<std::string> names = api::RequestFieldNames(name);
+  const std::set<std::string> taken(names.begin(), names.end());
+  EXPECT_FALSE(taken.empty()) << name << ": api::RequestFieldNames knows no such request";
+  for (const auto& [field, sub] : props) {
+    EXPECT_TRUE(taken.count(field))
+        << name << ": openapi.json documents '" << field << "', which the decoder refuses";
+    EXPECT_TRUE(Typed(doc, sub)) << name << "." << field << ": no JSON type in openapi.json";
+  }
+  for (const std::string& field : taken) {
+    EXPECT_TRUE(props.count(field))
+        << name << ": the decoder takes '" << field << "', which openapi.json does not document";
+  }
+  for (const auto& [field, value] : full.items()) {
+    EXPECT_TRUE(props.count(field))
+        << name << ": the encoder writes '" << field << "', which openapi.json does not document";
+  }
+  for (const std::string& field : required) {
+    EXPECT_TRUE(minimal.contains(field))
+        << name << ": openapi.json requires '" << field << "', which the encoder may leave out";
+  }
+  EXPECT_EQ(doc.CheckValue(doc.Schema(name), full, name), "");
+  EXPECT_EQ(doc.CheckValue(doc.Schema(name), minimal, name + " (minimal)"), "");
+}
+
+TEST(OpenApiTypesTest, Requests) {
+  ExecOptions full;
+  full.env = {{"A", "1"}};
+  full.cwd = "/work";
+  full.stdin_data = "in";
+  full.timeout = std::chrono::milliseconds(1500);
+  const std::vector<std::string> argv = {"echo", "hi"};
+  ExpectRequestFields("ExecRequest", api::ExecRequestToJson({argv, full}),
+                      api::ExecRequestToJson({argv, ExecOptions{}}));
+  ExpectRequestFields("StartProcessRequest", api::StartRequestToJson({argv, full}),
+                      api::StartRequestToJson({argv, ExecOptions{}}));
+  ExpectRequestFields("PythonRequest", api::PythonRequestToJson({"print(1)", full}),
+                      api::PythonRequestToJson({"print(1)", ExecOptions{}}));
+  ExpectRequestFields("RunCodeRequest", api::CellRequestToJson({"1+1", kNoTimeout}),
+                      api::CellRequestToJson({"1+1", std::nullopt}));
+  ExpectRequestFields("StdinRequest", api::StdinRequestToJson({"x", true}),
+                      api::StdinRequestToJson({}));
+  ExpectRequestFields("SignalRequest", api::SignalRequestToJson(15), api::SignalRequestToJson(9));
+  InstallOptions index;
+  index.index_url = "http://127.0.0.1:1/simple";
+  ExpectRequestFields("PackagesRequest", api::PackagesRequestToJson({{"pandas"}, index}),
+                      api::PackagesRequestToJson({{"pandas"}, InstallOptions{}}));
+  ExpectRequestFields("AskRequest", api::AskRequestToJson({"add 1 and 2"}),
+                      api::AskRequestToJson({"add 1 and 2"}));
+  ExpectRequestFields("BoxOptions", api::BoxOptionsRequestToJson(BoxOptions{}),
+                      api::BoxOptionsRequestToJson(BoxOptions{}));
+  ExecOptions run = full;
+  run.cwd.clear();  // a one-shot run takes none
+  auto run_full = api::RunRequestToJson({"print(1)", run, BoxOptions{}});
+  auto run_minimal = api::RunRequestToJson({"print(1)", ExecOptions{}, BoxOptions{}});
+  ASSERT_TRUE(run_full.ok() && run_minimal.ok()) << run_full.status().ToString();
+  ExpectRequestFields("RunRequest", *run_full, *run_minimal, {"BoxOptions"});
+}
+
+TEST(OpenApiTypesTest, RequestDecodersReadWhatTheEncodersWriteAndRefuseTheRest) {
+  ExecOptions o;
+  o.env = {{"A", "1"}};
+  o.stdin_data = std::string("a\0b", 3);
+  o.timeout = kNoTimeout;
+  o.ring_bytes = 4096;
+  auto start = api::StartRequestFromJson(api::StartRequestToJson({{"sleep", "9"}, o}));
+  ASSERT_TRUE(start.ok()) << start.status().ToString();
+  EXPECT_EQ(start->argv, (std::vector<std::string>{"sleep", "9"}));
+  EXPECT_EQ(start->options.env, o.env);
+  EXPECT_EQ(start->options.stdin_data, o.stdin_data);
+  EXPECT_EQ(start->options.timeout, kNoTimeout);
+  EXPECT_TRUE(start->options.background);
+  EXPECT_EQ(start->options.ring_bytes, 4096u);
+
+  auto cell = api::CellRequestFromJson(api::CellRequestToJson({"1+1", std::chrono::seconds(2)}));
+  ASSERT_TRUE(cell.ok()) << cell.status().ToString();
+  EXPECT_EQ(cell->timeout, std::chrono::milliseconds(2000));
+  auto signal = api::SignalRequestFromJson(json{{"signal", "SIGTERM"}});
+  ASSERT_TRUE(signal.ok());
+  EXPECT_EQ(*signal, 15);
+
+  BoxOptions box;
+  box.memory_mib = 256;
+  box.env = {{"B", "2"}};
+  ExecOptions exec;
+  exec.env = {{"A", "1"}};
+  exec.stdin_data = "in";
+  auto run_json = api::RunRequestToJson({"print(1)", exec, box});
+  ASSERT_TRUE(run_json.ok());
+  auto run = api::RunRequestFromJson(*run_json, BoxOptions{});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->box.memory_mib, 256u);
+  EXPECT_EQ(run->exec.env, (std::map<std::string, std::string>{{"A", "1"}, {"B", "2"}}));
+  EXPECT_EQ(run->exec.stdin_data, "in");
+  exec.cwd = "/tmp";
+  EXPECT_EQ(api::RunRequestToJson({"x", exec, box}).status().code(), StatusCode::kInvalidArgument);
+
+  // Wrong shapes are the client's error (400), naming the field.
+  auto refused = [](const StatusOr<api::ExecRequest>& r) {
+    return r.ok() ? std::string("accepted") : r.status().message();
+  };
+  EXPECT_NE(refused(api::ExecRequestFromJson(json{{"argv", json::array()}})).find("argv"),
+            std::string::npos);
+  EXPECT_NE(refused(api::ExecRequestFromJson(json{{"argv", {"ls"}}, {"cwdd", "/"}}))
+                .find("did you mean 'cwd'"),
+            std::string::npos);
+  EXPECT_EQ(api::ExecRequestFromJson(json{{"argv", {1}}}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(api::StartRequestFromJson(json{{"argv", {"ls"}}, {"background", false}})
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(api::BoxOptionsRequestFromJson(json{{"token", "t"}}, BoxOptions{}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(api::AskRequestFromJson(json{{"task", " \n"}}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(api::PackagesRequestFromJson(json{{"packages", {"x"}}, {"timeout", "none"}})
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
 }
 
 // Every optional field present in `full`, none in `minimal`: the comparison sees both.
