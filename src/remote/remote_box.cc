@@ -12,6 +12,7 @@
 #include "api/exec_result.h"
 #include "api/execution.h"
 #include "api/file_entry.h"
+#include "api/files_query.h"
 #include "api/process_info.h"
 #include "api/requests.h"
 #include "api/text_event.h"
@@ -92,8 +93,8 @@ StatusOr<Result> ReadStream(
   if (result) return std::move(*result);
   if (!response.ok()) return response.status();
   if (!response->body.empty()) {  // the server answered without a stream
-    ASSIGN_OR_RETURN(json j,
-                     base::ParseJsonObject(response->body, "the server's answer to " + std::string(what)));
+    ASSIGN_OR_RETURN(json j, base::ParseJsonObject(response->body,
+                                                   "the server's answer to " + std::string(what)));
     return decode(j);
   }
   return ProtocolError(std::string(what) + ": the server's event stream ended without a result");
@@ -138,8 +139,8 @@ StatusOr<ExecResult> SendExec(const ServerApi& api, std::string target, const js
   if (!options.on_stdout && !options.on_stderr && timeout != kNoTimeout) {
     ASSIGN_OR_RETURN(http::ClientResponse response,
                      api.Call(request, http::ClientOptions{}.max_response_bytes, what));
-    ASSIGN_OR_RETURN(json j,
-                     base::ParseJsonObject(response.body, "the server's answer to " + std::string(what)));
+    ASSIGN_OR_RETURN(json j, base::ParseJsonObject(response.body,
+                                                   "the server's answer to " + std::string(what)));
     return api::ExecResultFromJson(j);
   }
   return StreamExec(api, std::move(request), options, what);
@@ -242,15 +243,14 @@ class RemoteBox final : public Box::Impl {
   StatusOr<std::unique_ptr<Process>> Attach(int pid, const ExecOptions& options) override {
     RETURN_IF_ERROR(CheckUsable());
     if (pid <= 0) return InvalidArgument("attach: no process " + std::to_string(pid));
-    return std::unique_ptr<Process>(
-        std::make_unique<RemoteProcess>(api_, base_ + "/processes/" + std::to_string(pid), pid,
-                                        options));
+    return std::unique_ptr<Process>(std::make_unique<RemoteProcess>(
+        api_, base_ + "/processes/" + std::to_string(pid), pid, options));
   }
 
   StatusOr<std::vector<ProcessInfo>> Processes() override {
     RETURN_IF_ERROR(CheckUsable());
-    ASSIGN_OR_RETURN(json j, api_.CallJson("GET", base_ + "/processes", "", kControlTimeout,
-                                           "list processes"));
+    ASSIGN_OR_RETURN(
+        json j, api_.CallJson("GET", base_ + "/processes", "", kControlTimeout, "list processes"));
     return api::ProcessListFromJson(j);
   }
 
@@ -315,7 +315,7 @@ class RemoteBox final : public Box::Impl {
     ASSIGN_OR_RETURN(Upload upload, ReadForUpload(host_path));
     http::ClientRequest request;
     request.method = "PUT";
-    request.target = FilesTarget(box_path, {{"mode", ModeText(upload.mode)}});
+    request.target = FilesTarget({box_path, upload.mode});
     request.body = std::move(upload.body);
     request.content_type = upload.content_type;
     request.timeout = kFilesTimeout;
@@ -329,7 +329,7 @@ class RemoteBox final : public Box::Impl {
     CopyOutOptions resolved = options;
     if (resolved.max_bytes == 0) resolved.max_bytes = DiskBytes();
     http::ClientRequest request;
-    request.target = FilesTarget(box_path, {});
+    request.target = FilesTarget({box_path});
     request.timeout = kFilesTimeout;
     std::string what = "copy out " + host_files::ShowName(box_path);
     auto response = api_.Call(request, DownloadCap(resolved), what);
@@ -347,7 +347,7 @@ class RemoteBox final : public Box::Impl {
     RETURN_IF_ERROR(CheckUsable());
     http::ClientRequest request;
     request.method = "PUT";
-    request.target = FilesTarget(box_path, {{"mode", ModeText(mode)}});
+    request.target = FilesTarget({box_path, mode});
     request.body = std::string(data);
     request.content_type = "application/octet-stream";
     request.timeout = kFilesTimeout;
@@ -359,20 +359,20 @@ class RemoteBox final : public Box::Impl {
     RETURN_IF_ERROR(CheckUsable());
     if (max_bytes == 0) max_bytes = DiskBytes();
     http::ClientRequest request;
-    request.target = FilesTarget(box_path, {});
+    request.target = FilesTarget({box_path});
     request.timeout = kFilesTimeout;
     std::string what = "read file " + host_files::ShowName(box_path);
     // An error answer may be longer than a small max_bytes: the cap leaves it room, and the
     // data is held to max_bytes below.
     auto response = api_.Call(request, std::max<uint64_t>(max_bytes, 1 << 20), what);
     if (!response.ok() && response.status().code() == StatusCode::kLimitExceeded) {
-      return LimitExceeded(what + ": larger than the limit of " + host_files::HumanBytes(max_bytes) +
-                           "; pass a larger max_bytes");
+      return LimitExceeded(what + ": larger than the limit of " +
+                           host_files::HumanBytes(max_bytes) + "; pass a larger max_bytes");
     }
     if (!response.ok()) return response.status();
     if (response->body.size() > max_bytes) {  // whatever the client let through
-      return LimitExceeded(what + ": larger than the limit of " + host_files::HumanBytes(max_bytes) +
-                           "; pass a larger max_bytes");
+      return LimitExceeded(what + ": larger than the limit of " +
+                           host_files::HumanBytes(max_bytes) + "; pass a larger max_bytes");
     }
     auto type = response->headers.find("content-type");
     if (type != response->headers.end() && type->second.starts_with("application/x-tar")) {
@@ -383,14 +383,15 @@ class RemoteBox final : public Box::Impl {
 
   StatusOr<std::vector<FileEntry>> ListDir(const std::string& box_path) override {
     RETURN_IF_ERROR(CheckUsable());
-    ASSIGN_OR_RETURN(json j, api_.CallJson("GET", FilesTarget(box_path, {{"list", "1"}}), "",
-                                           kFilesTimeout, "list dir " + host_files::ShowName(box_path)));
+    ASSIGN_OR_RETURN(json j,
+                     api_.CallJson("GET", FilesTarget({box_path, std::nullopt, /*list=*/true}), "",
+                                   kFilesTimeout, "list dir " + host_files::ShowName(box_path)));
     return api::FileListFromJson(j, box_path);
   }
 
   Status Remove(const std::string& box_path) override {
     RETURN_IF_ERROR(CheckUsable());
-    return api_.CallNoContent("DELETE", FilesTarget(box_path, {}), "", kFilesTimeout,
+    return api_.CallNoContent("DELETE", FilesTarget({box_path}), "", kFilesTimeout,
                               "remove " + host_files::ShowName(box_path));
   }
 
@@ -457,16 +458,8 @@ class RemoteBox final : public Box::Impl {
   // The box cannot hold more than its scratch disk.
   uint64_t DiskBytes() const { return std::max<uint64_t>(options_.disk_mib, 1) << 20; }
 
-  std::string FilesTarget(const std::string& box_path,
-                          std::vector<std::pair<std::string, std::string>> extra) const {
-    extra.insert(extra.begin(), {"path", box_path});
-    return base_ + "/files?" + http::EncodeQuery(extra);
-  }
-
-  static std::string ModeText(uint32_t mode) {
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", mode & 07777);
-    return text;
+  std::string FilesTarget(const api::FilesQuery& query) const {
+    return base_ + "/files?" + http::EncodeQuery(api::FilesQueryToParams(query));
   }
 
   const ServerApi api_;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/file_entry.h"
+#include "api/files_query.h"
 #include "base/fs.h"
 #include "base/json.h"
 #include "http/tar.h"
@@ -16,27 +17,6 @@ namespace {
 using nlohmann::json;
 
 constexpr char kTarType[] = "application/x-tar";
-
-StatusOr<std::string> PathParam(const Call& call) {
-  auto it = call.request.query.find("path");
-  if (it == call.request.query.end() || it->second.empty()) {
-    return InvalidArgument("the query parameter 'path' is required: ?path=/work/file");
-  }
-  return it->second;
-}
-
-StatusOr<uint32_t> ModeParam(const Call& call) {
-  auto it = call.request.query.find("mode");
-  if (it == call.request.query.end()) return 0644u;
-  const std::string& text = it->second;
-  bool octal =
-      !text.empty() && text.size() <= 4 && text.find_first_not_of("01234567") == std::string::npos;
-  if (!octal) {
-    return InvalidArgument("mode '" + base::Excerpt(text) +
-                           "' is not octal permission bits like 0644");
-  }
-  return static_cast<uint32_t>(std::stoul(text, nullptr, 8));
-}
 
 bool IsTar(const Call& call) {
   const std::string& type = call.request.Header("content-type");
@@ -79,39 +59,39 @@ StatusOr<std::string> GetTar(Box& box, const std::string& box_path) {
 }  // namespace
 
 void PutFile(Call& call) {
-  auto path = PathParam(call);
-  if (!path.ok()) return call.RespondError(path.status());
-  auto mode = ModeParam(call);
-  if (!mode.ok()) return call.RespondError(mode.status());
+  auto query = api::FilesQueryFromParams(call.request.query);
+  if (!query.ok()) return call.RespondError(query.status());
+  const std::string& path = query->path;
   auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
-  Status st = IsTar(call) ? PutTar(lease->box(), *path, call.request.body)
-                          : lease->box().WriteFile(*path, call.request.body, *mode);
+  Status st = IsTar(call)
+                  ? PutTar(lease->box(), path, call.request.body)
+                  : lease->box().WriteFile(path, call.request.body, query->mode.value_or(0644));
   if (!st.ok()) return call.RespondError(st);
   call.RespondNoContent();
 }
 
 void GetFile(Call& call) {
-  auto path = PathParam(call);
-  if (!path.ok()) return call.RespondError(path.status());
+  auto query = api::FilesQueryFromParams(call.request.query);
+  if (!query.ok()) return call.RespondError(query.status());
+  const std::string& path = query->path;
   auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
   Box& box = lease->box();
-  auto list = call.request.query.find("list");
-  if (list != call.request.query.end() && list->second != "0" && list->second != "false") {
-    auto entries = box.ListDir(*path);
+  if (query->list) {
+    auto entries = box.ListDir(path);
     if (!entries.ok()) return call.RespondError(entries.status());
     return call.RespondJson(200, api::FileListToJson(*entries));
   }
   // A file is read whole (capped at the box's disk size); a directory (the agent refuses to
   // read it as a file: kInvalidArgument) comes out as a tar archive.
   http::Response response;
-  auto data = box.ReadFile(*path);
+  auto data = box.ReadFile(path);
   if (data.ok()) {
     response.content_type = "application/octet-stream";
     response.body = std::move(*data);
-  } else if (data.status().code() == StatusCode::kInvalidArgument && box.ListDir(*path).ok()) {
-    auto tar = GetTar(box, *path);
+  } else if (data.status().code() == StatusCode::kInvalidArgument && box.ListDir(path).ok()) {
+    auto tar = GetTar(box, path);
     if (!tar.ok()) return call.RespondError(tar.status());
     response.content_type = kTarType;
     response.body = std::move(*tar);
@@ -122,11 +102,11 @@ void GetFile(Call& call) {
 }
 
 void DeleteFile(Call& call) {
-  auto path = PathParam(call);
-  if (!path.ok()) return call.RespondError(path.status());
+  auto query = api::FilesQueryFromParams(call.request.query);
+  if (!query.ok()) return call.RespondError(query.status());
   auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return call.RespondError(lease.status());
-  Status st = lease->box().Remove(*path);
+  Status st = lease->box().Remove(query->path);
   if (!st.ok()) return call.RespondError(st);
   call.RespondNoContent();
 }

@@ -18,6 +18,7 @@
 #include "api/exec_result.h"
 #include "api/execution.h"
 #include "api/file_entry.h"
+#include "api/files_query.h"
 #include "api/process_info.h"
 #include "api/requests.h"
 #include "api/text_event.h"
@@ -249,6 +250,18 @@ TEST(OpenApiTypesTest, RequestDecodersReadWhatTheEncodersWriteAndRefuseTheRest) 
                 .status()
                 .code(),
             StatusCode::kInvalidArgument);
+
+  // The files route's query.
+  auto params = api::FilesQueryToParams({"a b/c", 0750, true});
+  const std::map<std::string, std::string> by_name(params.begin(), params.end());
+  EXPECT_EQ(by_name.at("mode"), "0750");
+  auto files = api::FilesQueryFromParams(by_name);
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_EQ(files->path, "a b/c");
+  EXPECT_EQ(files->mode, 0750u);
+  EXPECT_TRUE(files->list);
+  EXPECT_FALSE(api::FilesQueryFromParams({{"path", "x"}, {"mode", "9"}}).ok());
+  EXPECT_FALSE(api::FilesQueryFromParams({{"mode", "0644"}}).ok()) << "path is required";
 }
 
 // Every optional field present in `full`, none in `minimal`: the comparison sees both.
