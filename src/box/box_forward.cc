@@ -1,4 +1,4 @@
-// codebox::Box's methods: each forwards to the Impl that runs the box (box.cc's LocalBox or
+// codebox::Box's methods: each forwards to the Impl that runs the box (local_box.cc's LocalBox or
 // src/remote's RemoteBox).
 #include "box/box_internal.h"
 #include "codebox/box.h"

@@ -45,7 +45,7 @@ class BoxEnv {
   static BoxEnv& Default();
 };
 
-// A box of this process (box.cc's LocalBox) on a started backend and its connected agent:
+// A box of this process (local_box.cc's LocalBox) on a started backend and its connected agent:
 // its network started and its workdir made.
 StatusOr<std::unique_ptr<Box>> MakeLocalBox(const BoxOptions& options,
                                             std::unique_ptr<Backend> backend,
