@@ -1,5 +1,5 @@
-// Box::Create: a box on a server, or one started here (the driver chosen, started, its agent
-// connected); a vm box restored from a template that fails falls back to a cold boot.
+// A box started here: the driver chosen and started, its agent connected (CreateBox on a
+// BoxEnv); a vm box restored from a template that fails falls back to a cold boot.
 #include <algorithm>
 
 #include "agent_client/agent_client.h"
@@ -9,10 +9,8 @@
 #include "box/box_internal.h"
 #include "box/image_lookup.h"
 #include "image/store.h"
-#include "remote/remote_box.h"
 
-namespace codebox {
-namespace box {
+namespace codebox::box {
 namespace {
 
 constexpr std::chrono::milliseconds kHandshakeTimeout{60'000};  // a VM under tcg is slow
@@ -99,17 +97,4 @@ StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env)
   return MakeLocalBox(options, std::move(connected->backend), std::move(connected->agent), env);
 }
 
-}  // namespace box
-
-StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
-  if (!options.server.empty()) {
-    // The server starts the box and checks the options again; nothing of this host's image
-    // store or drivers is looked at.
-    RETURN_IF_ERROR(options.Validate().WithContext("create box"));
-    ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, remote::CreateRemoteBox(options));
-    return Impl::Wrap(std::move(impl));
-  }
-  return box::CreateBox(options, box::BoxEnv::Default());
-}
-
-}  // namespace codebox
+}  // namespace codebox::box

@@ -508,10 +508,6 @@ class LocalBox final : public Box::Impl {
   std::unique_ptr<interpreter::KernelSession> session_ = MakeSession();
 };
 
-std::unique_ptr<Box> Box::Impl::Wrap(std::unique_ptr<Impl> impl) {
-  return std::unique_ptr<Box>(new Box(std::move(impl)));
-}
-
 namespace box {
 
 StatusOr<std::unique_ptr<Box>> MakeLocalBox(const BoxOptions& options,

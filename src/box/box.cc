@@ -1,12 +1,31 @@
-// codebox::Box's methods: each forwards to the Impl that runs the box (local_box.cc's LocalBox or
-// src/remote's RemoteBox).
-#include "box/box_internal.h"
+// codebox::Box, the facade: Box::Create picks where the box runs (a box on a codebox server,
+// src/remote's RemoteBox, or one this process starts, local_box.cc's LocalBox), and each of its
+// methods forwards to that Impl.
 #include "codebox/box.h"
+
+#include "box/box_internal.h"
+#include "box_impl/box_impl.h"
+#include "remote/remote_box.h"
 
 namespace codebox {
 
 Box::Box(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Box::~Box() = default;
+
+std::unique_ptr<Box> Box::Impl::Wrap(std::unique_ptr<Impl> impl) {
+  return std::unique_ptr<Box>(new Box(std::move(impl)));
+}
+
+StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
+  if (!options.server.empty()) {
+    // The server starts the box and checks the options again; nothing of this host's image
+    // store or drivers is looked at.
+    RETURN_IF_ERROR(options.Validate().WithContext("create box"));
+    ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, remote::CreateRemoteBox(options));
+    return Impl::Wrap(std::move(impl));
+  }
+  return box::CreateBox(options, box::BoxEnv::Default());
+}
 
 StatusOr<ExecResult> Box::Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
   return impl_->Exec(argv, options);
