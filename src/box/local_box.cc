@@ -5,6 +5,8 @@
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "agent_client/agent_client.h"
@@ -13,7 +15,6 @@
 #include "base/text.h"
 #include "box/backend.h"
 #include "box/box_internal.h"
-#include "box/box_paths.h"
 #include "box/copy.h"
 #include "box/egress.h"
 #include "host_files/host_files.h"
@@ -25,11 +26,40 @@
 
 namespace codebox {
 
-using box::CheckBoxPath;
-using box::CleanBoxPath;
-using box::ResolveBoxPath;
-
 namespace {
+
+// A box path as the file calls take it, relative ones under the box's workdir: `path` as is
+// when absolute, else under `workdir`.
+std::string ResolveBoxPath(const std::string& workdir, const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  return workdir + "/" + path;
+}
+
+// A path the file calls accept: not empty, no NUL (the agent's system calls would cut it);
+// `what` names the call in the error.
+Status CheckBoxPath(const std::string& path, const char* what) {
+  if (path.empty()) {
+    return InvalidArgument(std::string(what) + ": the box path is empty (\".\" is the workdir)");
+  }
+  if (path.find('\0') != std::string::npos) {
+    return InvalidArgument(std::string(what) + ": the box path contains a NUL byte");
+  }
+  return Status::Ok();
+}
+
+// `path` under the workdir without "." components and doubled or trailing slashes: the
+// directory as ListDir names it in its entries' paths ("." is the workdir itself).
+std::string CleanBoxPath(const std::string& workdir, const std::string& path) {
+  std::string resolved = ResolveBoxPath(workdir, path), clean;
+  size_t start = 0;
+  while (start <= resolved.size()) {
+    size_t end = std::min(resolved.find('/', start), resolved.size());
+    std::string_view part(resolved.data() + start, end - start);
+    if (!part.empty() && part != ".") clean.append("/").append(part);
+    start = end + 1;
+  }
+  return clean.empty() ? "/" : clean;
+}
 
 // `python3 -c PROGRAM ...`: a program this long is sent as a file instead of an argument.
 constexpr size_t kInlineProgramBytes = 64u << 10;
