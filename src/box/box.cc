@@ -3,7 +3,7 @@
 // methods forwards to that Impl.
 #include "codebox/box.h"
 
-#include "box/box_internal.h"
+#include "box/local_box.h"
 #include "box_impl/box_impl.h"
 #include "remote/remote_box.h"
 

@@ -1,4 +1,4 @@
-#include "codebox/box.h"
+#include "box/local_box.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,15 +14,15 @@
 #include "base/paths.h"
 #include "base/text.h"
 #include "box/backend.h"
-#include "box/box_internal.h"
 #include "box/copy.h"
 #include "box/egress.h"
-#include "host_files/host_files.h"
 #include "box/image_run.h"
 #include "box/install.h"
 #include "box/local_process.h"
-#include "interpreter/warm_python.h"
+#include "codebox/box.h"
+#include "host_files/host_files.h"
 #include "interpreter/ipython_session.h"
+#include "interpreter/warm_python.h"
 
 namespace codebox {
 

@@ -1,13 +1,14 @@
-// A box started here: the driver chosen and started, its agent connected (CreateBox on a
-// BoxEnv); a vm box restored from a template that fails falls back to a cold boot.
+// How a box this process runs starts (CreateBox on a BoxEnv): the driver chosen and started,
+// its agent connected, the LocalBox made; a vm box restored from a template that fails falls
+// back to a cold boot. BoxEnv's defaults and its real env, the image store and the drivers.
 #include <algorithm>
 
 #include "agent_client/agent_client.h"
 #include "base/log.h"
 #include "base/text.h"
 #include "box/backend.h"
-#include "box/box_internal.h"
 #include "box/image_lookup.h"
+#include "box/local_box.h"
 #include "image/store.h"
 
 namespace codebox::box {
@@ -89,8 +90,8 @@ StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env)
     booted.no_snapshot = true;
     connected = StartAndConnect(booted, env, &restore_failed);
   } else if (!connected.ok() && restore_failed) {
-    return Status(connected.status().code(), "restored from a template, and --no-fallback: " +
-                                                 connected.status().message());
+    return Status(connected.status().code(),
+                  "restored from a template, and --no-fallback: " + connected.status().message());
   }
   if (!connected.ok()) return connected.status();
   if (!fallback.empty()) connected->backend->AddWarning(std::move(fallback));
