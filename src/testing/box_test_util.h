@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "box/box_internal.h"
+#include "box/local_box.h"
 #include "codebox/box.h"
 
 namespace codebox::testing {

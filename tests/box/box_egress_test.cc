@@ -6,8 +6,8 @@
 #include <chrono>
 #include <string>
 
-#include "box/box_internal.h"
 #include "box/egress.h"
+#include "box/local_box.h"
 #include "image/sha256.h"
 #include "testing/rebinding_resolver.h"
 #include "tests/box/egress_box_util.h"

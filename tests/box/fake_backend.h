@@ -1,4 +1,4 @@
-// Test backends for the box::BoxEnv seam (src/box/box_internal.h): a Box whose "box" is the
+// Test backends for the box::BoxEnv seam (src/box/local_box.h): a Box whose "box" is the
 // real agent code (codebox_agent_core) serving in a forked child of the test process, as an
 // ordinary user can run it, optionally behind a relay that injects faults: the agent dies,
 // stalls or lies. No root, no image, no jail.
@@ -19,7 +19,7 @@
 #include <string>
 
 #include "agent_client/agent_client.h"
-#include "box/box_internal.h"
+#include "box/local_box.h"
 #include "image/store.h"
 #include "protocol/frame.h"
 #include "protocol/message.h"

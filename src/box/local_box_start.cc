@@ -1,18 +1,17 @@
-// Box::Create: a box on a server, or one started here (the driver chosen, started, its agent
-// connected); a vm box restored from a template that fails falls back to a cold boot.
+// How a box this process runs starts (CreateBox on a BoxEnv): the driver chosen and started,
+// its agent connected, the LocalBox made; a vm box restored from a template that fails falls
+// back to a cold boot. BoxEnv's defaults and its real env, the image store and the drivers.
 #include <algorithm>
 
 #include "agent_client/agent_client.h"
 #include "base/log.h"
 #include "base/text.h"
 #include "box/backend.h"
-#include "box/box_internal.h"
 #include "box/image_lookup.h"
+#include "box/local_box.h"
 #include "image/store.h"
-#include "remote/remote_box.h"
 
-namespace codebox {
-namespace box {
+namespace codebox::box {
 namespace {
 
 constexpr std::chrono::milliseconds kHandshakeTimeout{60'000};  // a VM under tcg is slow
@@ -91,25 +90,12 @@ StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env)
     booted.no_snapshot = true;
     connected = StartAndConnect(booted, env, &restore_failed);
   } else if (!connected.ok() && restore_failed) {
-    return Status(connected.status().code(), "restored from a template, and --no-fallback: " +
-                                                 connected.status().message());
+    return Status(connected.status().code(),
+                  "restored from a template, and --no-fallback: " + connected.status().message());
   }
   if (!connected.ok()) return connected.status();
   if (!fallback.empty()) connected->backend->AddWarning(std::move(fallback));
   return MakeLocalBox(options, std::move(connected->backend), std::move(connected->agent), env);
 }
 
-}  // namespace box
-
-StatusOr<std::unique_ptr<Box>> Box::Create(const BoxOptions& options) {
-  if (!options.server.empty()) {
-    // The server starts the box and checks the options again; nothing of this host's image
-    // store or drivers is looked at.
-    RETURN_IF_ERROR(options.Validate().WithContext("create box"));
-    ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, remote::CreateRemoteBox(options));
-    return Impl::Wrap(std::move(impl));
-  }
-  return box::CreateBox(options, box::BoxEnv::Default());
-}
-
-}  // namespace codebox
+}  // namespace codebox::box

@@ -1,10 +1,11 @@
-// The seam between Box and the drivers, like leveldb's Env: where a Box gets its running box
-// and the host's deadlines for talking to the agent. Box::Create uses BoxEnv::Default() (the
-// image store and the real jail and vm drivers); tests hand CreateBox an env of their own
-// (tests/box/fake_backend.h) to check the Box's lifecycle, deadlines and error reporting
-// without root, an image or a jail. Not part of the public API.
-#ifndef CODEBOX_BOX_BOX_INTERNAL_H_
-#define CODEBOX_BOX_BOX_INTERNAL_H_
+// A box this process runs itself (local_box.cc's LocalBox) and how one starts
+// (local_box_start.cc). BoxEnv is the seam between such a box and the drivers, like leveldb's
+// Env: where it gets its running box and the host's deadlines for talking to the agent.
+// Box::Create uses BoxEnv::Default() (the image store and the real jail and vm drivers); tests
+// hand CreateBox an env of their own (tests/box/fake_backend.h) to check the Box's lifecycle,
+// deadlines and error reporting without root, an image or a jail. Not part of the public API.
+#ifndef CODEBOX_BOX_LOCAL_BOX_H_
+#define CODEBOX_BOX_LOCAL_BOX_H_
 
 #include <chrono>
 #include <memory>
@@ -45,16 +46,16 @@ class BoxEnv {
   static BoxEnv& Default();
 };
 
-// A box of this process (box.cc's LocalBox) on a started backend and its connected agent:
+// A box of this process (local_box.cc's LocalBox) on a started backend and its connected agent:
 // its network started and its workdir made.
 StatusOr<std::unique_ptr<Box>> MakeLocalBox(const BoxOptions& options,
                                             std::unique_ptr<Backend> backend,
                                             std::unique_ptr<protocol::AgentClient> agent,
                                             BoxEnv& env);
 
-// Box::Create on `env`. The env is used only during the call.
+// Box::Create of a box this process runs, on `env`. The env is used only during the call.
 StatusOr<std::unique_ptr<Box>> CreateBox(const BoxOptions& options, BoxEnv& env);
 
 }  // namespace codebox::box
 
-#endif  // CODEBOX_BOX_BOX_INTERNAL_H_
+#endif  // CODEBOX_BOX_LOCAL_BOX_H_
