@@ -15,6 +15,11 @@ constexpr int64_t kMaxMillis = int64_t{1} << 50;  // ~35,000 years: a number, no
 constexpr int64_t kMaxStep = INT32_MAX;
 constexpr size_t kMaxSteps = 1 << 16;  // far past any server's --max-steps
 
+StatusOr<int> StepNumber(const base::JsonFields& f) {
+  ASSIGN_OR_RETURN(int64_t step, f.Int("step", 0, kMaxStep));
+  return static_cast<int>(step);
+}
+
 }  // namespace
 
 json AskStepToJson(const AskStep& step) {
@@ -29,8 +34,7 @@ json AskStepToJson(const AskStep& step) {
 StatusOr<AskStep> AskStepFromJson(const json& j) {
   base::JsonFields f(j, "the ask's step");
   AskStep step;
-  ASSIGN_OR_RETURN(int64_t index, f.Int("step", 0, kMaxStep));
-  step.index = static_cast<int>(index);
+  ASSIGN_OR_RETURN(step.index, StepNumber(f));
   ASSIGN_OR_RETURN(step.kind, f.String("kind"));
   ASSIGN_OR_RETURN(step.code, f.String("code", ""));
   if (const json* result = f.Find("result")) {
@@ -78,8 +82,7 @@ json AskCodeToJson(const AskCode& code) { return {{"step", code.step}, {"code", 
 StatusOr<AskCode> AskCodeFromJson(const json& j) {
   base::JsonFields f(j, "the ask's code event");
   AskCode code;
-  ASSIGN_OR_RETURN(int64_t step, f.Int("step", 0, kMaxStep));
-  code.step = static_cast<int>(step);
+  ASSIGN_OR_RETURN(code.step, StepNumber(f));
   ASSIGN_OR_RETURN(code.code, f.String("code"));
   return code;
 }

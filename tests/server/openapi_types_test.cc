@@ -274,14 +274,7 @@ const api::PeerStatus kDownPeer{.node = "n2",
                                 .full = true,
                                 .busy = false};
 
-TEST(OpenApiTypesTest, HealthStatusPeersPoolsAndBoxList) {
-  ExpectSameFields("Pool", api::PoolStatusToJson(kPool), api::PoolStatusToJson({}));
-  ExpectSameFields("Health", api::HealthToJson({.boxes = 3, .pools = {kPool}}),
-                   api::HealthToJson({}));
-  api::PeerStatus up = kDownPeer;
-  up.up = true;
-  up.drivers = {"jail", "vm"};
-  ExpectSameFields("Peer", api::PeerStatusToJson(kDownPeer), api::PeerStatusToJson(up));
+api::ServerStatus FullStatus() {
   api::ServerStatus full;
   full.version = "0.1.0";
   full.boxes = {ListedBox()};
@@ -293,6 +286,18 @@ TEST(OpenApiTypesTest, HealthStatusPeersPoolsAndBoxList) {
   full.drivers = {"jail"};
   full.peers = {kDownPeer};
   full.uptime = std::chrono::duration<double>(12.5);
+  return full;
+}
+
+TEST(OpenApiTypesTest, HealthStatusPeersPoolsAndBoxList) {
+  ExpectSameFields("Pool", api::PoolStatusToJson(kPool), api::PoolStatusToJson({}));
+  ExpectSameFields("Health", api::HealthToJson({.boxes = 3, .pools = {kPool}}),
+                   api::HealthToJson({}));
+  api::PeerStatus up = kDownPeer;
+  up.up = true;
+  up.drivers = {"jail", "vm"};
+  ExpectSameFields("Peer", api::PeerStatusToJson(kDownPeer), api::PeerStatusToJson(up));
+  const api::ServerStatus full = FullStatus();
   ExpectSameFields("ServerStatus", api::ServerStatusToJson(full),
                    api::ServerStatusToJson(api::ServerStatus{}));
   ExpectSameFields("BoxList",
@@ -461,15 +466,7 @@ TEST(OpenApiTypesTest, TheNewDecodersReadWhatTheEncodersWrite) {
   EXPECT_EQ(answer->stop_reason, "step_limit");
   EXPECT_EQ(answer->stop_detail, "8 steps, no answer");
 
-  api::ServerStatus full;
-  full.version = "0.1.0";
-  full.boxes = {ListedBox()};
-  full.pools = {kPool};
-  full.max_boxes = 64;
-  full.listen = {"127.0.0.1:8080"};
-  full.node = "n1";
-  full.peers = {kDownPeer};
-  full.uptime = std::chrono::duration<double>(12.5);
+  const api::ServerStatus full = FullStatus();
   auto status = api::ServerStatusFromJson(api::ServerStatusToJson(full));
   ASSERT_TRUE(status.ok()) << status.status().ToString();
   EXPECT_EQ(api::ServerStatusToJson(*status), api::ServerStatusToJson(full))
