@@ -1,5 +1,6 @@
 // A box as JSON (POST /v1/boxes, GET /v1/boxes and /v1/boxes/{id}): the server's record of a
-// box and its encoder, and the clients' checked decoder of what they need of a created box.
+// box and its encoder; the clients' checked decoders of a whole record, of what they need of a
+// created box, and of a box list.
 #ifndef CODEBOX_API_BOX_RECORD_H_
 #define CODEBOX_API_BOX_RECORD_H_
 
@@ -34,6 +35,14 @@ struct BoxRecord {
 // GET /v1/boxes/{id} gives it.
 nlohmann::json BoxToJson(const BoxRecord& record,
                          const std::vector<EgressRecord>* egress = nullptr);
+// The checked decoder of BoxToJson's shape, every field but "egress" (EgressLogFromJson reads
+// that). The id must look like one the API makes; the text is as the server sent it (a box's
+// image, network, warnings): whoever prints it makes it terminal-safe.
+StatusOr<BoxRecord> BoxFromJson(const nlohmann::json& j);
+
+// created_at and last_used as they go on the wire: RFC 3339 UTC to the second
+// ("2026-12-03T12:00:00Z").
+std::string UtcSecondsText(std::chrono::system_clock::time_point t);
 
 // What a client keeps of BoxToJson's answer to POST /v1/boxes: the id and what the box
 // enforces.
@@ -44,6 +53,18 @@ struct CreatedBox {
 // The id must look like one the API makes (it goes into every later request's path); the
 // box's text (driver, network, user, start, warnings) is made terminal-safe.
 StatusOr<CreatedBox> CreatedBoxFromJson(const nlohmann::json& j);
+
+// GET /v1/boxes: the boxes the caller may see; on a replica with peers, every node's, and the
+// peers that did not answer, each "<node>: <why>".
+struct BoxList {
+  std::vector<BoxRecord> boxes;
+  std::vector<std::string> unreachable;
+};
+// {"boxes": [BoxToJson...]}, and "unreachable" when a peer did not answer.
+nlohmann::json BoxListToJson(const BoxList& list);
+// Each box by BoxFromJson; at most kMaxListedBoxes of them.
+StatusOr<BoxList> BoxListFromJson(const nlohmann::json& j);
+inline constexpr size_t kMaxListedBoxes = 1 << 20;
 
 }  // namespace codebox::api
 

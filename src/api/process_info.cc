@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "api/exec_result.h"
 #include "base/json_fields.h"
 #include "base/text.h"
 
@@ -103,6 +104,22 @@ StatusOr<int> ProcessStartedFromJson(const json& j) {
   ASSIGN_OR_RETURN(int64_t pid,
                    base::JsonFields(j, "the server's started process").Int("pid", 1, kMaxPid));
   return static_cast<int>(pid);
+}
+
+json ProcessResultToJson(int pid, const ExecResult& result) {
+  json j = ExecResultToJson(result);
+  j["pid"] = pid;
+  j["dropped_stdout"] = result.dropped_stdout;
+  j["dropped_stderr"] = result.dropped_stderr;
+  return j;
+}
+
+StatusOr<ProcessResult> ProcessResultFromJson(const json& j) {
+  ProcessResult p;
+  ASSIGN_OR_RETURN(p.result, ExecResultFromJson(j));
+  ASSIGN_OR_RETURN(int64_t pid, base::JsonFields(j, "the process's result").Int("pid", 1, kMaxPid));
+  p.pid = static_cast<int>(pid);
+  return p;
 }
 
 }  // namespace codebox::api

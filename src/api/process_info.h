@@ -27,6 +27,17 @@ nlohmann::json ProcessStartedToJson(int pid, const std::vector<std::string>& arg
 // The pid, checked (1..2^22, as the agent's).
 StatusOr<int> ProcessStartedFromJson(const nlohmann::json& j);
 
+// A process's end (GET /v1/boxes/{id}/processes/{pid}/events, its answer or `done` event):
+// ExecResultToJson's fields, "pid", and "dropped_stdout" / "dropped_stderr" always (bytes that
+// fell out of the ring before this client saw them, 0 when none).
+struct ProcessResult {
+  int pid = 0;
+  ExecResult result;
+};
+nlohmann::json ProcessResultToJson(int pid, const ExecResult& result);
+// ExecResultFromJson and the pid, checked as ProcessStartedFromJson's.
+StatusOr<ProcessResult> ProcessResultFromJson(const nlohmann::json& j);
+
 }  // namespace codebox::api
 
 #endif  // CODEBOX_API_PROCESS_INFO_H_

@@ -67,18 +67,20 @@ std::string Excerpt(std::string_view text, size_t max_chars) {
   return std::string(text.substr(0, cut)) + "...";
 }
 
+std::string JsonText(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string JsonExcerpt(const nlohmann::json& value, size_t max_chars) {
   // A value of bounded depth dumps safely; a large one is dumped whole and then cut, which
   // costs at most what the text it came from did.
   if (value.is_string()) {
     const std::string& s = value.get_ref<const std::string&>();
     if (s.size() > max_chars) {
-      return Excerpt(nlohmann::json(s.substr(0, max_chars)).dump(-1, ' ', false,
-                                                                 nlohmann::json::error_handler_t::replace),
-                     max_chars);
+      return Excerpt(JsonText(nlohmann::json(s.substr(0, max_chars))), max_chars);
     }
   }
-  return Excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), max_chars);
+  return Excerpt(JsonText(value), max_chars);
 }
 
 }  // namespace codebox::base

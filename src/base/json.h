@@ -60,6 +60,10 @@ class JsonStringScanner {
 // early once past `stop_after`. For a text that is not JSON the count is meaningless but bounded.
 size_t JsonNestingDepth(std::string_view text, size_t stop_after);
 
+// `value`'s JSON text (`indent` as dump()'s) with bytes that are not UTF-8 replaced by U+FFFD:
+// never throws for text from a box (files are the way to move bytes exactly).
+std::string JsonText(const nlohmann::json& value, int indent = -1);
+
 // `value` for an error message or a log line: its JSON text, cut to at most `max_chars`
 // characters (then ending in "..."); bytes that are not UTF-8 replaced.
 std::string JsonExcerpt(const nlohmann::json& value, size_t max_chars = 64);

@@ -1,6 +1,7 @@
 #include "base/json_fields.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/json.h"
 #include "base/text.h"
@@ -86,6 +87,22 @@ StatusOr<int64_t> JsonFields::Int(const char* key, int64_t min, int64_t max,
   return i;
 }
 
+StatusOr<double> JsonFields::Number(const char* key, double min, double max,
+                                    std::optional<double> fallback) const {
+  const json* v = Find(key);
+  if (v == nullptr) {
+    if (fallback) return *fallback;
+    return Missing(key);
+  }
+  if (!v->is_number()) return Fault(key, "is not a number");
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || d < min || d > max) {
+    return Fault(key,
+                 "is " + v->dump() + ", outside " + json(min).dump() + ".." + json(max).dump());
+  }
+  return d;
+}
+
 StatusOr<bool> JsonFields::Bool(const char* key, std::optional<bool> fallback) const {
   const json* v = Find(key);
   if (v == nullptr) {
@@ -109,6 +126,27 @@ StatusOr<std::vector<std::string>> JsonFields::Strings(
   for (const json& s : *v) {
     if (!s.is_string()) return Fault(key, "holds a value that is not a string");
     out.push_back(s.get_ref<const std::string&>());
+  }
+  return out;
+}
+
+StatusOr<std::vector<const json*>> JsonFields::Objects(const char* key, size_t max_items,
+                                                       bool required) const {
+  const json* v = Find(key);
+  if (v == nullptr) {
+    if (required) return Missing(key);
+    return std::vector<const json*>{};
+  }
+  if (!v->is_array()) return Fault(key, "is a " + TypeOf(*v) + ", not an array");
+  if (v->size() > max_items) {
+    return Fault(key, "has " + std::to_string(v->size()) + " entries, more than " +
+                          std::to_string(max_items));
+  }
+  std::vector<const json*> out;
+  out.reserve(v->size());
+  for (const json& item : *v) {
+    if (!item.is_object()) return Fault(key, "holds a " + TypeOf(item) + ", not an object");
+    out.push_back(&item);
   }
   return out;
 }

@@ -43,6 +43,12 @@ class JsonFields {
   }
   StatusOr<int64_t> Int(const char* key, int64_t min, int64_t max,
                         std::optional<int64_t> fallback) const;
+  // A finite number, integer or not, within min..max.
+  StatusOr<double> Number(const char* key, double min, double max) const {
+    return Number(key, min, max, std::nullopt);
+  }
+  StatusOr<double> Number(const char* key, double min, double max,
+                          std::optional<double> fallback) const;
   StatusOr<bool> Bool(const char* key) const { return Bool(key, std::nullopt); }
   StatusOr<bool> Bool(const char* key, std::optional<bool> fallback) const;
   // An array of strings.
@@ -51,6 +57,26 @@ class JsonFields {
   }
   StatusOr<std::vector<std::string>> Strings(
       const char* key, std::optional<std::vector<std::string>> fallback) const;
+
+  // An array of at most `max_items` objects, each as a pointer into the object read. Absent or
+  // null: missing when `required`, else no objects.
+  StatusOr<std::vector<const nlohmann::json*>> Objects(const char* key, size_t max_items,
+                                                       bool required) const;
+  // Objects(), each read by `decode` (an API message's checked decoder); its first error.
+  template <class T>
+  StatusOr<std::vector<T>> ObjectsOf(const char* key, size_t max_items, bool required,
+                                     StatusOr<T> (*decode)(const nlohmann::json&)) const {
+    StatusOr<std::vector<const nlohmann::json*>> items = Objects(key, max_items, required);
+    if (!items.ok()) return items.status();
+    std::vector<T> out;
+    out.reserve(items->size());
+    for (const nlohmann::json* item : *items) {
+      StatusOr<T> one = decode(*item);
+      if (!one.ok()) return one.status();
+      out.push_back(std::move(one).value());
+    }
+    return out;
+  }
 
   // The field's value (nullptr when absent or null), for arrays and objects; it counts as read.
   const nlohmann::json* Find(const char* key) const;

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "base/json_fields.h"
+
 namespace codebox::base {
 namespace {
 
@@ -63,6 +65,30 @@ TEST(JsonExcerptTest, IsShortWhateverTheValue) {
   // Never cut inside a UTF-8 sequence.
   std::string e = Excerpt("\xc3\xa9\xc3\xa9\xc3\xa9", 3);
   EXPECT_EQ(e, "\xc3\xa9...");
+}
+
+TEST(JsonFieldsTest, NumbersAreFiniteAndInRange) {
+  const nlohmann::json j = {{"a", 1.5}, {"b", 7}, {"c", "x"}, {"d", 101}};
+  JsonFields f(j, "load");
+  EXPECT_EQ(*f.Number("a", 0, 100), 1.5);
+  EXPECT_EQ(*f.Number("b", 0, 100), 7);
+  EXPECT_EQ(f.Number("c", 0, 100).status().message(), "load: field \"c\" is not a number");
+  EXPECT_EQ(f.Number("d", 0, 100).status().code(), StatusCode::kProtocolError);
+  EXPECT_EQ(*f.Number("e", 0, 100, 2.0), 2.0);
+  EXPECT_EQ(f.Number("e", 0, 100).status().code(), StatusCode::kProtocolError);
+}
+
+TEST(JsonFieldsTest, ObjectsAreAnArrayOfObjects) {
+  const nlohmann::json j = {{"list", {{{"x", 1}}, {{"x", 2}}}}, {"mixed", {1, {{"x", 1}}}}};
+  JsonFields f(j, "answer");
+  auto list = f.Objects("list", 2, true);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*(*list)[1])["x"], 2);
+  EXPECT_FALSE(f.Objects("list", 1, true).ok()) << "more than max_items";
+  EXPECT_FALSE(f.Objects("mixed", 9, true).ok());
+  EXPECT_FALSE(f.Objects("none", 9, true).ok());
+  EXPECT_TRUE(f.Objects("none", 9, false)->empty());
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 
 #include "base/json.h"
 #include "server/api_internal.h"
-#include "server/api_json.h"
 #include "server/api_origin.h"
 #include "server/api_request.h"
 #include "server/box_id.h"
@@ -170,7 +169,7 @@ BoxOwner Call::Owner() const {
 void Call::RespondJson(int status, const json& body) {
   http::Response response;
   response.status = status;
-  response.body = Dump(body);
+  response.body = base::JsonText(body);
   (void)exchange.Respond(std::move(response));
 }
 

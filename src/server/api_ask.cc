@@ -11,12 +11,13 @@
 #include <memory>
 #include <mutex>
 
+#include "api/ask.h"
 #include "api/error.h"
+#include "api/run_result.h"
+#include "api/text_event.h"
 #include "llm/interpreter.h"
 #include "llm/runner.h"
-#include "api/execution.h"
 #include "server/api_internal.h"
-#include "server/api_json.h"
 #include "server/api_request.h"
 #include "server/api_stream.h"
 
@@ -31,27 +32,30 @@ constexpr std::string_view kImageDirNotice = "images are saved in ";
 
 // One step for the page: the code and the whole cell result, images included as the base64
 // the box sent (the page shows them as data: images; never as HTML outside a sandbox).
-json AskStepJson(const llm::Step& step) {
-  json j = {{"step", step.index}, {"kind", step.kind}};
-  if (!step.code.empty()) j["code"] = step.code;
-  if (step.result) j["result"] = api::ExecutionToJson(*step.result);
-  if (!step.error.empty()) j["error"] = step.error;
-  if (!step.thinking.empty()) j["thinking"] = step.thinking;
-  return j;
+api::AskStep PageStep(const llm::Step& step) {
+  return {.index = step.index,
+          .kind = step.kind,
+          .code = step.code,
+          .result = step.result,
+          .error = step.error,
+          .thinking = step.thinking};
 }
 
-json SummaryJson(const llm::Transcript& t, Clock::time_point start) {
-  json steps = json::array();
-  for (const llm::Step& step : t.steps) steps.push_back(AskStepJson(step));
-  return {{"answer", t.answer},
-          {"stop_reason", t.stop_reason},
-          {"stop_detail", t.stop_detail},
-          {"mode", t.mode},
-          {"model", t.model},
-          {"driver", t.driver},
-          {"steps", std::move(steps)},
-          {"duration_ms",
-           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()}};
+// The transcript for the page; its steps only `with_steps` (a stream sent them one by one).
+api::AskResult PageResult(const llm::Transcript& t, Clock::time_point start, bool with_steps) {
+  api::AskResult r{
+      .answer = t.answer,
+      .stop_reason = t.stop_reason,
+      .stop_detail = t.stop_detail,
+      .mode = t.mode,
+      .model = t.model,
+      .driver = t.driver,
+      .steps = {},
+      .duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)};
+  if (with_steps) {
+    for (const llm::Step& step : t.steps) r.steps.push_back(PageStep(step));
+  }
+  return r;
 }
 
 // The ask's box: made by the interpreter through the factory, destroyed by the watch when the
@@ -121,21 +125,26 @@ void Ask(Call& call) {
     bool from_pool = false;
     ASSIGN_OR_RETURN(std::shared_ptr<Box> box, registry->TakeOneShot(o, &from_pool, owner));
     if (!ask_box.Set(box)) return Unavailable("the client went away before the box started");
-    if (streaming) sink.Send("box", {{"driver", box->info().driver}, {"from_pool", from_pool}});
+    if (streaming) {
+      sink.Send("box",
+                api::OneShotBoxToJson({.driver = box->info().driver, .from_pool = from_pool}));
+    }
     return llm::BoxRunnerOver(std::move(box));
   };
   if (streaming) {
     options.on_text = [&](std::string_view text) { sink.SendText("text", text); };
     options.on_thinking = [&](std::string_view text) { sink.SendText("thinking", text); };
     options.on_code = [&](int step, const std::string& code) {
-      sink.Send("code", {{"step", step}, {"code", code}});
+      sink.Send("code", api::AskCodeToJson({.step = step, .code = code}));
     };
-    options.on_result = [&](const llm::Step& step) { sink.Send("result", AskStepJson(step)); };
+    options.on_result = [&](const llm::Step& step) {
+      sink.Send("result", api::AskStepToJson(PageStep(step)));
+    };
     options.on_notice = [&](std::string_view text) {
       // Where the interpreter saved images on this host is no business of the page (it gets
       // the images in `result` events, and the directory is removed after the ask).
       if (text.rfind(kImageDirNotice, 0) == 0) return;
-      sink.Send("notice", {{"text", text}});
+      sink.Send("notice", api::TextEventToJson(text));
     };
   }
 
@@ -158,13 +167,13 @@ void Ask(Call& call) {
     call.NoteError(transcript.status());
     return sink.Send("error", api::ErrorToJson(transcript.status()));
   }
-  json summary = SummaryJson(*transcript, start);
-  if (!streaming) return call.RespondJson(200, summary);
-  sink.Send("answer", {{"text", transcript->answer},
-                       {"stop_reason", transcript->stop_reason},
-                       {"stop_detail", transcript->stop_detail}});
-  summary.erase("steps");  // they went out one by one
-  sink.Send("done", summary);
+  const api::AskResult result = PageResult(*transcript, start, /*with_steps=*/!streaming);
+  if (!streaming) return call.RespondJson(200, api::AskResultToJson(result));
+  sink.Send("answer", api::AskAnswerToJson({.text = transcript->answer,
+                                            .stop_reason = transcript->stop_reason,
+                                            .stop_detail = transcript->stop_detail}));
+  // Its steps went out one by one.
+  sink.Send("done", api::AskResultToJson(result, /*with_steps=*/false));
 }
 
 }  // namespace codebox::server

@@ -4,26 +4,16 @@
 
 #include "api/box_record.h"
 #include "api/egress_record.h"
+#include "api/server_status.h"
 #include "base/text.h"
 #include "server/api_internal.h"
-#include "server/api_json.h"
 #include "server/api_request.h"
 #include "server/openapi.h"
+#include "server/peers.h"
 
 namespace codebox::server {
 
 using nlohmann::json;
-
-namespace {
-// This node's boxes that the caller may see.
-json TenantBoxesJson(const Call& call) {
-  json boxes = json::array();
-  for (const BoxRecord& record : call.context.registry->List(call.caller)) {
-    boxes.push_back(api::BoxToJson(record));
-  }
-  return boxes;
-}
-}  // namespace
 
 std::string_view OpenApiDocument() { return kOpenApiJson; }
 
@@ -52,9 +42,9 @@ void ListBoxes(Call& call) {
     return call.RespondError(InvalidArgument("scope must be cluster or node, not '" +
                                              base::TerminalSafe(scope_text, 40) + "'"));
   }
-  json body = {{"boxes", TenantBoxesJson(call)}};
-  if (scope_text == "cluster") AddPeerBoxes(call, &body);
-  call.RespondJson(200, body);
+  api::BoxList list{.boxes = call.context.registry->List(call.caller), .unreachable = {}};
+  if (scope_text == "cluster") AddPeerBoxes(call, &list);
+  call.RespondJson(200, api::BoxListToJson(list));
 }
 
 void GetBox(Call& call) {
@@ -75,26 +65,19 @@ void DeleteBox(Call& call) {
 }
 
 namespace {
-json PoolsJson(const BoxRegistry& registry) {
-  json pools = json::array();
-  for (const PoolStatus& pool : registry.Pools()) pools.push_back(PoolJson(pool));
-  return pools;
-}
-
-json PeersJson(const Peers* peers) {
-  json out = json::array();
+std::vector<api::PeerStatus> PeerStatuses(const Peers* peers) {
+  std::vector<api::PeerStatus> out;
   if (peers == nullptr) return out;
   for (const Peer& peer : peers->List()) {
-    json p = {{"node", peer.node},
-              {"address", peer.address.ToString()},
-              {"state", peer.up ? "up" : "down"},
-              {"boxes", peer.load.boxes},
-              {"max_boxes", peer.load.max_boxes},
-              {"drivers", peer.load.drivers},
-              {"full", peer.load.full()},
-              {"busy", peer.load.busy()}};
-    if (!peer.up) p["error"] = peer.error;
-    out.push_back(std::move(p));
+    out.push_back({.node = peer.node,
+                   .address = peer.address.ToString(),
+                   .up = peer.up,
+                   .error = peer.up ? "" : peer.error,
+                   .boxes = peer.load.boxes,
+                   .max_boxes = peer.load.max_boxes,
+                   .drivers = peer.load.drivers,
+                   .full = peer.load.full(),
+                   .busy = peer.load.busy()});
   }
   return out;
 }
@@ -102,25 +85,24 @@ json PeersJson(const Peers* peers) {
 
 void Healthz(Call& call) {
   const BoxRegistry& registry = *call.context.registry;
-  call.RespondJson(
-      200, {{"status", "ok"}, {"boxes", registry.box_count()}, {"pools", PoolsJson(registry)}});
+  call.RespondJson(200,
+                   api::HealthToJson({.boxes = registry.box_count(), .pools = registry.Pools()}));
 }
 
 void ServerStatus(Call& call) {
   const Api::Context& context = call.context;
-  json boxes = TenantBoxesJson(call);
-  double uptime =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - context.started).count();
-  call.RespondJson(200, {{"version", context.options.version},
-                         {"boxes", std::move(boxes)},
-                         {"pools", PoolsJson(*context.registry)},
-                         {"max_boxes", context.options.max_boxes},
-                         {"listen", context.options.listen},
-                         {"node", context.registry->node()},
-                         {"incarnation", context.registry->incarnation()},
-                         {"drivers", context.options.drivers},
-                         {"peers", PeersJson(context.options.peers)},
-                         {"uptime_s", uptime}});
+  api::ServerStatus status;
+  status.version = context.options.version;
+  status.boxes = context.registry->List(call.caller);
+  status.pools = context.registry->Pools();
+  status.max_boxes = context.options.max_boxes;
+  status.listen = context.options.listen;
+  status.node = context.registry->node();
+  status.incarnation = context.registry->incarnation();
+  status.drivers = context.options.drivers;
+  status.peers = PeerStatuses(context.options.peers);
+  status.uptime = std::chrono::steady_clock::now() - context.started;
+  call.RespondJson(200, api::ServerStatusToJson(status));
 }
 
 void MetricsText(Call& call) {

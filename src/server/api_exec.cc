@@ -9,8 +9,8 @@
 #include "api/error.h"
 #include "api/exec_result.h"
 #include "api/execution.h"
+#include "api/run_result.h"
 #include "server/api_internal.h"
-#include "server/api_json.h"
 #include "server/api_request.h"
 #include "server/api_stream.h"
 
@@ -27,10 +27,13 @@ void ReportStreamError(Call& call, EventSink& sink, const Status& status) {
 
 using ExecCall = std::function<StatusOr<ExecResult>(const ExecOptions&)>;
 
-// Runs `run` and answers with its ExecResultJson (plus `extra`), streaming when asked.
-// `on_gone` stops the work when the client goes away.
+using ExecAnswer = std::function<json(const ExecResult&)>;
+
+// Runs `run` and answers with its result as `encode` writes it (the exec result, or a one-shot
+// run's), streaming when asked. `on_gone` stops the work when the client goes away.
 void AnswerExec(Call& call, std::string_view kind, ExecOptions options, const ExecCall& run,
-                const std::function<void()>& on_gone, const json& extra = json::object()) {
+                const std::function<void()>& on_gone,
+                const ExecAnswer& encode = api::ExecResultToJson) {
   const bool streaming = call.request.WantsEventStream();
   EventSink sink(call.exchange);
   if (streaming) {
@@ -51,8 +54,7 @@ void AnswerExec(Call& call, std::string_view kind, ExecOptions options, const Ex
     if (streaming) return ReportStreamError(call, sink, result.status());
     return call.RespondError(result.status());
   }
-  json body = api::ExecResultToJson(*result);
-  body.update(extra);
+  json body = encode(*result);
   if (streaming) return sink.Send("done", body);
   call.RespondJson(200, body);
 }
@@ -160,12 +162,13 @@ void RunOneShot(Call& call) {
   }
   if (!taken.ok()) return call.RespondError(taken.status());
   std::shared_ptr<Box> box = *taken;
-  json extra = {{"box", {{"driver", box->info().driver}, {"from_pool", from_pool}}}};
+  const api::OneShotBox ran_in{.driver = box->info().driver, .from_pool = from_pool};
   AnswerExec(
       call, "run", request->exec,
       [&](const ExecOptions& o) { return box->RunPython(request->code, o); },
       // The box is this request's alone: a client gone mid-run ends it at once.
-      [&] { (void)box->Destroy(); }, extra);
+      [&] { (void)box->Destroy(); },
+      [&](const ExecResult& r) { return api::RunResultToJson(r, ran_in); });
   if (const auto& on_egress = call.context.options.hooks.on_egress) {  // all of it: it ends
     for (const EgressRecord& r : box->EgressLog()) on_egress("one-shot", r);
   }

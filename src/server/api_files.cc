@@ -9,7 +9,6 @@
 #include "base/json.h"
 #include "http/tar.h"
 #include "server/api_internal.h"
-#include "server/api_json.h"
 
 namespace codebox::server {
 namespace {

@@ -7,12 +7,14 @@
 #include <chrono>
 #include <future>
 
+#include "api/box_record.h"
 #include "api/error.h"
+#include "api/node_load.h"
 #include "base/json.h"
+#include "base/json_fields.h"
 #include "http/client.h"
 #include "http/request.h"
 #include "server/api_internal.h"
-#include "server/api_json.h"
 #include "server/box_id.h"
 #include "server/node_load.h"
 
@@ -141,7 +143,7 @@ Status Forward(Call& call, const http::Address& address, std::string_view node) 
   if (begun) {  // the stream broke: say so in it, if the client is still there
     Status lost(StatusCode::kBoxLost, "the stream from " + why);
     call.NoteError(lost);
-    (void)call.exchange.SendEvent("error", Dump(api::ErrorToJson(lost)));
+    (void)call.exchange.SendEvent("error", base::JsonText(api::ErrorToJson(lost)));
     return Status::Ok();
   }
   if (answer.status().code() == StatusCode::kUnavailable) {  // nothing listens there now
@@ -210,24 +212,23 @@ bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused) {
     return false;
   }
   NodeLoad local = MeasureLoad(*call.context.registry, options.drivers);
-  const bool local_can = !local_refused && !local.full() && local.Offers(driver);
+  const bool local_can = !local_refused && !local.full() && Offers(local, driver);
   if (local_can && !local.busy()) return false;
   const PeerChoice* best = nullptr;
   std::vector<PeerChoice> choices = options.peers->SampleTwo(driver);
   for (const PeerChoice& c : choices) {
-    if (c.load.full() || !c.load.Offers(driver)) continue;
+    if (c.load.full() || !Offers(c.load, driver)) continue;
     if (best == nullptr || c.load.score() < best->load.score()) best = &c;
   }
-  const bool offered_elsewhere = std::any_of(choices.begin(), choices.end(), [&](auto& c) {
-    return c.load.Offers(driver);
-  });
-  if (best == nullptr && offered_elsewhere && !local.Offers(driver)) {
+  const bool offered_elsewhere =
+      std::any_of(choices.begin(), choices.end(), [&](auto& c) { return Offers(c.load, driver); });
+  if (best == nullptr && offered_elsewhere && !Offers(local, driver)) {
     call.RespondError(ResourceExhausted("every node asked that offers driver " +
                                         std::string(DriverKindName(driver)) +
                                         " is full; retry later"));
     return true;
   }
-  if (best == nullptr && !local.Offers(driver)) {
+  if (best == nullptr && !Offers(local, driver)) {
     // Asked for a driver no node offers (vm where no node has kvm): say so, rather than run it
     // here against the node's own --drivers.
     std::string offered;
@@ -248,13 +249,13 @@ bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused) {
   return true;
 }
 
-void AddPeerBoxes(Call& call, json* body) {
+void AddPeerBoxes(Call& call, api::BoxList* list) {
   const ApiOptions& options = call.context.options;
   if (options.peers == nullptr || !options.peers->enabled() || IsForwarded(call.request)) return;
   std::vector<Peer> peers = options.peers->List();
-  std::vector<std::future<StatusOr<json>>> answers;
+  std::vector<std::future<StatusOr<api::BoxList>>> answers;
   for (const Peer& peer : peers) {
-    answers.push_back(std::async(std::launch::async, [&call, peer]() -> StatusOr<json> {
+    answers.push_back(std::async(std::launch::async, [&call, peer]() -> StatusOr<api::BoxList> {
       if (!peer.up) return Unavailable(peer.error);
       http::ClientOptions client_options{.token = ForwardToken(call),
                                          .connect_timeout = kPeerConnectTimeout,
@@ -266,36 +267,29 @@ void AddPeerBoxes(Call& call, json* body) {
       ASSIGN_OR_RETURN(http::ClientResponse answer,
                        http::Client(peer.address, client_options).Send(request));
       if (answer.status != 200) return http::StatusFromErrorResponse(answer);
-      json list = base::ParseJsonOrDiscarded(answer.body);
-      if (!list.is_object() || !list.contains("boxes") || !list["boxes"].is_array()) {
-        return ProtocolError("its box list is not {\"boxes\": [...]}");
-      }
+      ASSIGN_OR_RETURN(json j, base::ParseJsonObject(answer.body, "its box list"));
+      ASSIGN_OR_RETURN(api::BoxList list, api::BoxListFromJson(j));
       // Only boxes of its own node: a peer cannot make this list name boxes elsewhere.
-      json own = json::array();
-      for (json& box : list["boxes"]) {
-        if (!box.is_object() || !box.contains("id") || !box["id"].is_string()) continue;
-        const std::string id = box["id"].get<std::string>();  // the parts view into it
-        auto parts = ParseBoxId(id);
-        if (parts && parts->node == peer.node) own.push_back(std::move(box));
-      }
-      return own;
+      std::erase_if(list.boxes, [&peer](const BoxRecord& box) {
+        auto parts = ParseBoxId(box.id);
+        return !parts || parts->node != peer.node;
+      });
+      return list;
     }));
   }
-  json unreachable = json::array();
   for (size_t i = 0; i < peers.size(); ++i) {
-    StatusOr<json> boxes = answers[i].get();
-    if (!boxes.ok()) {
-      unreachable.push_back(peers[i].node + ": " + boxes.status().message());
+    StatusOr<api::BoxList> listed = answers[i].get();
+    if (!listed.ok()) {
+      list->unreachable.push_back(peers[i].node + ": " + listed.status().message());
       continue;
     }
-    for (json& box : *boxes) (*body)["boxes"].push_back(std::move(box));
+    for (BoxRecord& box : listed->boxes) list->boxes.push_back(std::move(box));
   }
-  if (!unreachable.empty()) (*body)["unreachable"] = std::move(unreachable);
 }
 
 void Load(Call& call) {
   const ApiOptions& options = call.context.options;
-  call.RespondJson(200, LoadJson(MeasureLoad(*call.context.registry, options.drivers)));
+  call.RespondJson(200, api::NodeLoadToJson(MeasureLoad(*call.context.registry, options.drivers)));
 }
 
 }  // namespace codebox::server

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api/box_record.h"
 #include "codebox/status.h"
 #include "http/server.h"
 #include "server/api.h"
@@ -100,8 +101,9 @@ Status Forward(Call& call, const http::Address& address, std::string_view node);
 bool RouteToBoxNode(Call& call);
 bool RouteToSessionNode(Call& call);
 // GET /v1/boxes of a replica with peers: every peer's own boxes (?scope=node), asked in
-// parallel, added to body["boxes"]; those that did not answer go in body["unreachable"].
-void AddPeerBoxes(Call& call, nlohmann::json* body);
+// parallel and read by api::BoxListFromJson, added to list->boxes; those that did not answer
+// (or answered no box list) go in list->unreachable.
+void AddPeerBoxes(Call& call, api::BoxList* list);
 bool PlaceOnPeer(Call& call, DriverKind driver, bool local_refused = false);
 void Load(Call& call);
 // api_pulls.cc: before a client's box starts, its image: in the store, or pulled now if this

@@ -12,7 +12,6 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/session.h"
 #include "server/api_internal.h"
-#include "server/api_json.h"
 #include "server/mcp_sessions.h"
 
 namespace codebox::server {
@@ -27,16 +26,16 @@ void RespondRpcError(Call& call, int status, const json& id, const Status& why) 
   call.NoteError(why);
   http::Response response;
   response.status = status;
-  response.body = Dump({{"jsonrpc", "2.0"},
-                        {"id", id},
-                        {"error", {{"code", kServerError}, {"message", why.message()}}}});
+  response.body = base::JsonText({{"jsonrpc", "2.0"},
+                                  {"id", id},
+                                  {"error", {{"code", kServerError}, {"message", why.message()}}}});
   if (status == 429) response.headers.emplace_back("Retry-After", "1");
   (void)call.exchange.Respond(std::move(response));
 }
 
 void RespondMessage(Call& call, const json& answer, const std::string& session_id) {
   http::Response response;
-  response.body = Dump(answer);
+  response.body = base::JsonText(answer);
   if (!session_id.empty()) response.headers.emplace_back("Mcp-Session-Id", session_id);
   (void)call.exchange.Respond(std::move(response));
 }
@@ -114,7 +113,7 @@ void McpPost(Call& call) {
     call.NoteError(InvalidArgument("not a JSON-RPC message"));
     http::Response response;
     response.status = 400;
-    response.body = Dump(*parsed.error_answer);
+    response.body = base::JsonText(*parsed.error_answer);
     (void)call.exchange.Respond(std::move(response));
     return;
   }
@@ -127,9 +126,9 @@ void McpPost(Call& call) {
     call.NoteError(InvalidArgument("an invalid JSON-RPC id"));
     http::Response response;
     response.status = 400;
-    response.body = Dump(mcp::ErrorAnswer(
-        nullptr, mcp::kInvalidRequest,
-        "Invalid Request: an id is a string of at most 256 bytes or an integer"));
+    response.body = base::JsonText(
+        mcp::ErrorAnswer(nullptr, mcp::kInvalidRequest,
+                         "Invalid Request: an id is a string of at most 256 bytes or an integer"));
     (void)call.exchange.Respond(std::move(response));
     return;
   }

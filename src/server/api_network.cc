@@ -7,7 +7,6 @@
 #include "api/requests.h"
 #include "base/json.h"
 #include "server/api_internal.h"
-#include "server/api_json.h"
 #include "server/api_request.h"
 
 namespace codebox::server {

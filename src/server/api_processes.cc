@@ -5,10 +5,8 @@
 #include <memory>
 
 #include "api/error.h"
-#include "api/exec_result.h"
 #include "api/process_info.h"
 #include "server/api_internal.h"
-#include "server/api_json.h"
 #include "server/api_request.h"
 #include "server/api_stream.h"
 
@@ -74,10 +72,7 @@ void AttachToProcess(Call& call) {
     }
     return call.RespondError(result.status());
   }
-  json body = api::ExecResultToJson(*result);
-  body["pid"] = call.pid;
-  body["dropped_stdout"] = result->dropped_stdout;
-  body["dropped_stderr"] = result->dropped_stderr;
+  json body = api::ProcessResultToJson(call.pid, *result);
   if (streaming) return sink.Send("done", body);
   call.RespondJson(200, body);
 }

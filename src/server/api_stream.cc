@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "api/text_event.h"
-#include "server/api_json.h"
+#include "base/json.h"
 
 namespace codebox::server {
 
@@ -32,11 +32,11 @@ size_t CutCharacterBytes(std::string_view s) {
 
 void EventSink::Send(std::string_view event, const nlohmann::json& data) {
   if (failed_) return;
-  std::string text = Dump(data);
+  std::string text = base::JsonText(data);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [held_event, bytes] : held_) {
     if (bytes.empty()) continue;
-    SendLocked(held_event, Dump(api::TextEventToJson(std::exchange(bytes, {}))));
+    SendLocked(held_event, base::JsonText(api::TextEventToJson(std::exchange(bytes, {}))));
   }
   SendLocked(event, text);
 }
@@ -51,7 +51,7 @@ void EventSink::SendText(std::string_view event, std::string_view chunk) {
   size_t cut = CutCharacterBytes(text);
   it->second = text.substr(text.size() - cut);
   text.resize(text.size() - cut);
-  if (!text.empty()) SendLocked(event, Dump(api::TextEventToJson(text)));
+  if (!text.empty()) SendLocked(event, base::JsonText(api::TextEventToJson(text)));
 }
 
 void EventSink::SendLocked(std::string_view event, const std::string& text) {

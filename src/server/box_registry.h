@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/box_record.h"
+#include "api/server_status.h"
 #include "codebox/box.h"
 #include "codebox/options.h"
 #include "codebox/status.h"
@@ -68,15 +69,8 @@ struct BoxStartCounts {
 // What `GET /v1/boxes/{id}` shows: an API message (api/box_record.h).
 using api::BoxRecord;
 
-struct PoolStatus {
-  std::string spec;    // PoolSpec::text
-  std::string image;
-  uint32_t target = 0;
-  uint32_t ready = 0;     // started, prewarmed, waiting
-  uint32_t starting = 0;
-  uint64_t taken = 0;     // handed out since start
-  std::string last_error;  // why the last start failed, or ""
-};
+// A warm pool as /healthz and /v1/status show it: an API message (api/server_status.h).
+using api::PoolStatus;
 
 // Whose box a Create or TakeOneShot makes, and how many boxes that tenant may hold at once
 // (pool boxes are nobody's until taken).

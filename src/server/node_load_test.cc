@@ -37,9 +37,9 @@ TEST(NodeLoadTest, FullBusyScoreAndDrivers) {
   EXPECT_FALSE(load.full());
   EXPECT_FALSE(load.busy());
   EXPECT_NEAR(load.score(), 0.75 + 0.10 - 0.01, 1e-9);
-  EXPECT_TRUE(load.Offers(DriverKind::kAuto));
-  EXPECT_TRUE(load.Offers(DriverKind::kJail));
-  EXPECT_FALSE(load.Offers(DriverKind::kVm));
+  EXPECT_TRUE(Offers(load, DriverKind::kAuto));
+  EXPECT_TRUE(Offers(load, DriverKind::kJail));
+  EXPECT_FALSE(Offers(load, DriverKind::kVm));
   load.boxes = 4;
   EXPECT_TRUE(load.full());
   load.cpu_pressure = 85;
@@ -50,7 +50,7 @@ TEST(NodeLoadTest, FullBusyScoreAndDrivers) {
 }
 
 TEST(NodeLoadTest, TheJsonRoundTrips) {
-  auto back = LoadFromJson(LoadJson(Sample()));
+  auto back = LoadFromJson(api::NodeLoadToJson(Sample()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->node, "n2");
   EXPECT_EQ(back->incarnation, "1f2e");
@@ -64,7 +64,7 @@ TEST(NodeLoadTest, TheJsonRoundTrips) {
 // A peer's answer is checked field by field: a broken or lying peer is an error, never a
 // crash or a node name that could not be routed.
 TEST(NodeLoadTest, AWrongAnswerIsAnErrorNotACrash) {
-  const json good = LoadJson(Sample());
+  const json good = api::NodeLoadToJson(Sample());
   auto with = [&](const char* key, json value) {
     json j = good;
     j[key] = std::move(value);

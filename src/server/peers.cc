@@ -227,7 +227,7 @@ std::vector<PeerChoice> Peers::SampleTwo(DriverKind driver) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [node, peer] : table_) {
-      if (peer.up && peer.load.Offers(driver)) candidates.push_back(peer.address);
+      if (peer.up && Offers(peer.load, driver)) candidates.push_back(peer.address);
     }
   }
   thread_local std::mt19937_64 random{std::random_device{}()};

@@ -45,7 +45,7 @@ std::string LoadOf(const std::string& node, std::vector<std::string> drivers = {
   load.incarnation = "abcd";
   load.max_boxes = 8;
   load.drivers = std::move(drivers);
-  return LoadJson(load).dump();
+  return api::NodeLoadToJson(load).dump();
 }
 
 struct Running {
