@@ -20,6 +20,7 @@ ADDRESSES = {"n2": "127.0.0.2", "n3": "127.0.0.3", "n4": "127.0.0.4"}
 DNS_ADDRESS = "127.0.0.5"
 DNS_NAME = "codebox-peers.cluster.test"
 START_DEADLINE_S = 30
+PORT_ATTEMPTS = 3  # starts of a cluster on fresh ports when another test took the port first
 PEERS_DEADLINE_S = 30
 STOP_DEADLINE_S = 20
 # Every box request of the tests: a jail box of the python recipe image.
@@ -248,6 +249,11 @@ class Replica:
         except OSError:
             return ""
 
+    def log_of_this_start(self):
+        """The log from this replica's latest "==== start" line on."""
+        text = self.log()
+        return text[text.rfind(f"==== start {self.starts}:"):]
+
     # Requests to this replica.
     def call(self, method, path, body=None, **kw):
         kw.setdefault("token", self.cluster.token)
@@ -311,10 +317,23 @@ class Cluster:
         return self.replicas[node]
 
     def start(self):
-        for r in self.replicas.values():
-            r.start()
-        for r in self.replicas.values():
-            r.wait_ready()
+        # free_port() only knows the port was free on 127.0.0.2 a moment ago: a test running
+        # beside this one may take it on .3 or .4 first. A replica that lost that race exits
+        # with "Address already in use"; the cluster then starts over on a fresh port.
+        for attempt in range(PORT_ATTEMPTS):
+            for r in self.replicas.values():
+                r.start()
+            try:
+                for r in self.replicas.values():
+                    r.wait_ready()
+                return self
+            except ClusterError:
+                lost_port = any("Address already in use" in r.log_of_this_start()
+                                for r in self.replicas.values())
+                if not lost_port or attempt + 1 == PORT_ATTEMPTS:
+                    raise
+            self.stop()
+            self.port = free_port()
         return self
 
     def wait_peers(self, deadline_s=PEERS_DEADLINE_S, nodes=None):
