@@ -121,6 +121,17 @@ TEST_F(AgentTest, TimeoutKillsAndReportsPromptly) {
   EXPECT_EQ(DescendantsAfterSettling(), 0);
 }
 
+// The wire takes timeout_ms up to INT64_MAX; one just short of kNoTimeout is as good as none
+// (and must not overflow the agent's clock: the asan-ubsan build checks that).
+TEST_F(AgentTest, ATimeoutNoClockReachesIsNoTimeout) {
+  for (auto timeout : {kNoTimeout - 1ms, std::chrono::milliseconds(INT64_MAX / 1000)}) {
+    auto r = client_->Exec(Sh("echo ran", timeout));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_data, "ran\n");
+    EXPECT_FALSE(r->timed_out);
+  }
+}
+
 TEST_F(AgentTest, TimeoutKillsEscapedDaemons) {
   // Ignores SIGTERM; one daemon leaves the session (setsid), one also leaves its parent
   // (double fork, reparented to the agent).

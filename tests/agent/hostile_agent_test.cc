@@ -54,7 +54,10 @@ TEST(HostileAgentTest, MistypedExitCodeIsAProtocolErrorNamingTheField) {
 TEST(HostileAgentTest, ExitValuesOutOfRangeAreViolations) {
   const std::pair<const char*, Json> cases[] = {
       {"exit_code", 300}, {"exit_code", -7}, {"signal", 99}, {"duration_ms", -5}};
-  for (const auto& [field, value] : cases) {
+  for (const auto& one_case : cases) {
+    // Named copies: clang 14 cannot capture structured bindings in a lambda.
+    const char* field = one_case.first;
+    const Json& value = one_case.second;
     HostileAgent agent([&](HostileAgent& a) {
       auto [stream, req] = a.NextRequest();
       Json exit = ExitEvent();
