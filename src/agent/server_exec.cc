@@ -12,6 +12,7 @@
 
 #include "agent/proc.h"
 #include "agent/server.h"
+#include "base/deadline.h"
 #include "base/io.h"
 #include "base/log.h"
 #include "base/text.h"
@@ -54,11 +55,8 @@ void Server::StartExec(uint32_t stream, const protocol::msg::Exec& request) {
   for (size_t i = 0; i < request.argv.size() && i < protocol::msg::kMaxListedArgs; ++i) {
     exec.listed_argv.push_back(ListedArg(request.argv[i]));
   }
-  // A limit the clock cannot reach (the wire allows up to INT64_MAX ms) is no limit: adding
-  // it to `start` would overflow the clock's nanoseconds.
-  const auto reachable = std::chrono::duration_cast<std::chrono::milliseconds>(
-      Clock::time_point::max() - exec.start);
-  if (request.timeout < reachable) exec.deadline = exec.start + request.timeout;
+  // The wire allows up to INT64_MAX ms; a limit the clock cannot reach is none.
+  exec.deadline = base::DeadlineAfter(exec.start, request.timeout);
   SendEvent(stream, protocol::msg::Started{exec.pid});
   // A background process belongs to no stream: `started` was its stream's last word.
   if (!exec.background) {

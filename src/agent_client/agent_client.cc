@@ -21,6 +21,7 @@
 #include <variant>
 
 #include "agent_client/agent_connection.h"
+#include "base/deadline.h"
 #include "base/io.h"
 #include "base/log.h"
 #include "protocol/frame.h"
@@ -333,7 +334,7 @@ StatusOr<ExecResult> RunningExec::Wait() {
   // The agent enforces the timeout; the host waits for it plus a grace, and while the exec
   // is silent asks the agent every idle period whether it still runs (kill, signal 0).
   WaitPolicy policy;
-  if (timeout_ != kNoTimeout) policy.deadline = Clock::now() + timeout_ + kExecGrace;
+  policy.deadline = base::DeadlineAfter(Clock::now() + kExecGrace, timeout_);
   bool ended_on_agent = false;
   Status st;
   while (st.ok()) {

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <limits>
 
+#include "base/deadline.h"
 #include "base/text.h"
 #include "codebox/process.h"
 #include "interpreter/resident_python.h"
@@ -257,8 +258,7 @@ std::optional<StatusOr<ExecResult>> WarmPython::Waiter::Run(std::string_view cod
   if (sent.ok()) (void)python_.CloseStdin();
 
   std::unique_lock<std::mutex> lock(mu_);
-  std::optional<Clock::time_point> deadline;
-  if (exec.timeout != kNoTimeout) deadline = start + exec.timeout;
+  const std::optional<Clock::time_point> deadline = base::DeadlineAfter(start, exec.timeout);
   std::optional<Clock::time_point> give_up;  // set by our kill
   bool timed_out = false;
   while (!exited_) {

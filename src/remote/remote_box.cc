@@ -16,6 +16,7 @@
 #include "api/process_info.h"
 #include "api/requests.h"
 #include "api/text_event.h"
+#include "base/deadline.h"
 #include "base/json_fields.h"
 #include "host_files/host_files.h"
 #include "remote/remote_copy.h"
@@ -208,7 +209,7 @@ class RemoteBox final : public Box::Impl {
         id_(std::move(created.id)),
         base_("/v1/boxes/" + id_),
         info_(std::move(created.info)) {
-    if (options_.box_timeout != kNoTimeout) deadline_ = asked + options_.box_timeout;
+    deadline_ = base::DeadlineAfter(asked, options_.box_timeout);
   }
 
   ~RemoteBox() override { (void)Destroy(); }

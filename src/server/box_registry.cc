@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/deadline.h"
 #include "base/paths.h"
 #include "base/random.h"
 #include "base/text.h"
@@ -141,7 +142,7 @@ BoxRecord BoxRegistry::State::RegisterLocked(std::string id, std::shared_ptr<Box
   entry.record.last_used = entry.record.created_at;
   entry.last_active = Clock::now();
   // The Box's own watchdog counts box_timeout from its start; the reaper removes it then.
-  if (o.box_timeout != kNoTimeout) entry.deadline = started + o.box_timeout;
+  entry.deadline = base::DeadlineAfter(started, o.box_timeout);
   entry.box = std::move(box);
   BoxRecord record = entry.record;
   record.state = "idle";
