@@ -51,7 +51,7 @@ StatusOr<std::vector<std::string>> Hosts(const base::JsonFields& f, const char* 
 }
 
 Status NotSupported(std::string_view what) {
-  return InvalidArgument(std::string(what) + " is not supported by codebox (docs/e2b.md)");
+  return InvalidArgument(std::string(what) + " is not supported by codebox");
 }
 
 }  // namespace
