@@ -3,79 +3,49 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json.h"
+#include "base/text.h"
 
 namespace codebox::e2b::connect {
 
-std::string_view CodeName(Code code) {
-  switch (code) {
-    case Code::kCanceled:
-      return "canceled";
-    case Code::kUnknown:
-      return "unknown";
-    case Code::kInvalidArgument:
-      return "invalid_argument";
-    case Code::kDeadlineExceeded:
-      return "deadline_exceeded";
-    case Code::kNotFound:
-      return "not_found";
-    case Code::kAlreadyExists:
-      return "already_exists";
-    case Code::kPermissionDenied:
-      return "permission_denied";
-    case Code::kResourceExhausted:
-      return "resource_exhausted";
-    case Code::kFailedPrecondition:
-      return "failed_precondition";
-    case Code::kAborted:
-      return "aborted";
-    case Code::kOutOfRange:
-      return "out_of_range";
-    case Code::kUnimplemented:
-      return "unimplemented";
-    case Code::kInternal:
-      return "internal";
-    case Code::kUnavailable:
-      return "unavailable";
-    case Code::kDataLoss:
-      return "data_loss";
-    case Code::kUnauthenticated:
-      return "unauthenticated";
+namespace {
+
+// Each code's name on the wire and the HTTP status a unary error goes with.
+struct CodeInfo {
+  Code code;
+  std::string_view name;
+  int http_status;
+};
+constexpr CodeInfo kCodes[] = {
+    {Code::kCanceled, "canceled", 499},
+    {Code::kUnknown, "unknown", 500},
+    {Code::kInvalidArgument, "invalid_argument", 400},
+    {Code::kDeadlineExceeded, "deadline_exceeded", 504},
+    {Code::kNotFound, "not_found", 404},
+    {Code::kAlreadyExists, "already_exists", 409},
+    {Code::kPermissionDenied, "permission_denied", 403},
+    {Code::kResourceExhausted, "resource_exhausted", 429},
+    {Code::kFailedPrecondition, "failed_precondition", 400},
+    {Code::kAborted, "aborted", 409},
+    {Code::kOutOfRange, "out_of_range", 400},
+    {Code::kUnimplemented, "unimplemented", 501},
+    {Code::kInternal, "internal", 500},
+    {Code::kUnavailable, "unavailable", 503},
+    {Code::kDataLoss, "data_loss", 500},
+    {Code::kUnauthenticated, "unauthenticated", 401},
+};
+
+const CodeInfo& InfoOf(Code code) {
+  for (const CodeInfo& info : kCodes) {
+    if (info.code == code) return info;
   }
-  return "unknown";
+  return kCodes[1];  // unknown
 }
 
-int HttpStatus(Code code) {
-  switch (code) {
-    case Code::kCanceled:
-      return 499;
-    case Code::kInvalidArgument:
-    case Code::kFailedPrecondition:
-    case Code::kOutOfRange:
-      return 400;
-    case Code::kDeadlineExceeded:
-      return 504;
-    case Code::kNotFound:
-      return 404;
-    case Code::kAlreadyExists:
-    case Code::kAborted:
-      return 409;
-    case Code::kPermissionDenied:
-      return 403;
-    case Code::kResourceExhausted:
-      return 429;
-    case Code::kUnimplemented:
-      return 501;
-    case Code::kUnavailable:
-      return 503;
-    case Code::kUnauthenticated:
-      return 401;
-    case Code::kUnknown:
-    case Code::kInternal:
-    case Code::kDataLoss:
-      return 500;
-  }
-  return 500;
-}
+}  // namespace
+
+std::string_view CodeName(Code code) { return InfoOf(code).name; }
+
+int HttpStatus(Code code) { return InfoOf(code).http_status; }
 
 Code CodeFor(StatusCode code) {
   switch (code) {
@@ -169,16 +139,9 @@ StatusOr<std::string_view> SingleEnvelope(std::string_view body, size_t max_payl
 }
 
 bool IsStreamContentType(std::string_view content_type) {
-  const size_t end = content_type.find(';');
-  std::string_view type = content_type.substr(0, end);
+  std::string_view type = content_type.substr(0, content_type.find(';'));
   while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
-  if (type.size() != kStreamContentType.size()) return false;
-  for (size_t i = 0; i < type.size(); ++i) {
-    const char c = type[i];
-    const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    if (lower != kStreamContentType[i]) return false;
-  }
-  return true;
+  return base::AsciiLower(type) == kStreamContentType;
 }
 
 }  // namespace codebox::e2b::connect

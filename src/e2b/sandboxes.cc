@@ -113,8 +113,7 @@ StatusOr<std::map<std::string, std::string>> MetadataFilterFromQuery(std::string
     ASSIGN_OR_RETURN(std::string once, http::PercentDecode(part, /*plus_is_space=*/true));
     return http::PercentDecode(once, /*plus_is_space=*/false);
   };
-  size_t start = 0;
-  while (start <= value.size() && !value.empty()) {
+  for (size_t start = 0; start < value.size();) {
     const size_t end = std::min(value.find('&', start), value.size());
     const std::string_view pair = value.substr(start, end - start);
     start = end + 1;
