@@ -104,18 +104,30 @@ install_packages() {  # install_packages LABEL PACKAGE...: the missing ones, fro
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The npm packages the tests use (tests/mcp/package.json, versions pinned by its lock file),
-# from the npm registry npm is configured with; again only when the lock file changed.
+# The npm packages the tests use (tests/mcp: the MCP SDK; tests/e2b: E2B's SDKs), versions
+# pinned by each lock file, from the npm registry npm is configured with; again only when a
+# lock file changed.
 install_node_packages() {
-  step "npm packages (tests/mcp)"
-  local dir="$ROOT/tests/mcp"
-  if [[ -f "$dir/node_modules/.package-lock.json" && \
-        "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]]; then
-    note "up to date"
-    return
+  local area dir
+  for area in mcp e2b; do
+    step "npm packages (tests/$area)"
+    dir="$ROOT/tests/$area"
+    if [[ -f "$dir/node_modules/.package-lock.json" && \
+          "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]]; then
+      note "up to date"
+      continue
+    fi
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null
+    note "installed $(ls "$dir/node_modules" | wc -l) packages"
+  done
+  # E2B's SDKs need Node.js 20.18 or newer (Debian 12's own is 18): say so, and the E2B test
+  # skips naming it.
+  local version
+  version=$(node -p 'process.versions.node' 2>/dev/null || echo none)
+  if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a==20&&b>=18)?0:1)' 2>/dev/null; then
+    note "Node.js $version is older than 20.18, which E2B's SDKs need: tests/e2b will skip." \
+         "Install Node.js 20.18 or newer (e.g. from nodejs.org) to run it."
   fi
-  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null
-  note "installed $(ls "$dir/node_modules" | wc -l) packages"
 }
 
 build_preset() {  # build_preset NAME [targets...]

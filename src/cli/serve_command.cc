@@ -401,6 +401,7 @@ int Serve(const ServeFlags& flags) {
   http_options.max_connections = flags.max_connections;
   http_options.max_connections_per_address = flags.max_connections_per_address;
   http_options.public_paths = server::PublicPaths();
+  http_options.handler_authenticates = server::HandlerAuthenticates;
 
   server::RegistryOptions registry_options;
   registry_options.max_boxes = flags.max_boxes;

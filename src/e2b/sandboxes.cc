@@ -1,5 +1,8 @@
 #include "e2b/sandboxes.h"
 
+#include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <limits>
 
 #include "base/json_fields.h"
@@ -100,6 +103,48 @@ json SandboxAnswerToJson(const SandboxAnswer& a) {
           {"clientID", "codebox"},
           {"envdVersion", a.envd_version},
           {"envdAccessToken", a.envd_access_token}};
+}
+
+StatusOr<std::optional<int64_t>> TimeoutFromJson(const json& body, bool required) {
+  if (!body.is_object()) return InvalidArgument("the timeout request is not a JSON object");
+  base::JsonFields f(body, "timeout request", StatusCode::kInvalidArgument);
+  if (f.Find("timeout") == nullptr) {
+    if (required) return f.Missing("timeout");
+    return std::optional<int64_t>();
+  }
+  ASSIGN_OR_RETURN(int64_t timeout, f.Int("timeout", 1, std::numeric_limits<int32_t>::max()));
+  return std::optional<int64_t>(timeout);
+}
+
+namespace {
+
+// RFC 3339 UTC with milliseconds ("2026-12-07T15:00:00.123Z"): the SDK makes a Date of it.
+std::string Rfc3339(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
+  const std::time_t secs = static_cast<std::time_t>(ms.count() / 1000);
+  std::tm utc{};
+  gmtime_r(&secs, &utc);
+  char text[64];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
+                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                static_cast<int>(ms.count() % 1000));
+  return text;
+}
+
+}  // namespace
+
+json ListedSandboxToJson(const ListedSandbox& s) {
+  return {{"sandboxID", s.sandbox_id},
+          {"templateID", s.template_id},
+          {"clientID", "codebox"},
+          {"startedAt", Rfc3339(s.started_at)},
+          {"endAt", Rfc3339(s.end_at)},
+          {"state", "running"},
+          {"cpuCount", static_cast<int64_t>(std::ceil(s.cpus))},
+          {"memoryMB", s.memory_mib},
+          {"diskSizeMB", s.disk_mib},
+          {"envdVersion", s.envd_version},
+          {"metadata", s.metadata}};
 }
 
 json ErrorBody(int http_status, std::string_view message) {

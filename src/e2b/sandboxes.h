@@ -9,6 +9,7 @@
 #ifndef CODEBOX_E2B_SANDBOXES_H_
 #define CODEBOX_E2B_SANDBOXES_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,27 @@ struct SandboxAnswer {
   std::string envd_access_token;  // this box's own token for its in-sandbox routes
 };
 nlohmann::json SandboxAnswerToJson(const SandboxAnswer& answer);
+
+// The `timeout` (seconds) of POST /sandboxes/{id}/timeout (required) and of a connect's body
+// (optional: nullopt when absent). kInvalidArgument for a wrong type or a value out of
+// 1..2^31-1.
+StatusOr<std::optional<int64_t>> TimeoutFromJson(const nlohmann::json& body, bool required);
+
+// One sandbox of the list, and the detail of GET /sandboxes/{id} (the same fields).
+struct ListedSandbox {
+  std::string sandbox_id;
+  std::string template_id;
+  std::string envd_version;
+  std::chrono::system_clock::time_point started_at;
+  std::chrono::system_clock::time_point end_at;
+  double cpus = 1;
+  uint64_t memory_mib = 0;
+  uint64_t disk_mib = 0;
+  std::map<std::string, std::string> metadata;
+};
+// {sandboxID, templateID, clientID, startedAt, endAt (RFC 3339), state "running", cpuCount,
+//  memoryMB, diskSizeMB, envdVersion, metadata}.
+nlohmann::json ListedSandboxToJson(const ListedSandbox& sandbox);
 
 // A control-plane error body: {"code": http_status, "message": message}. The SDK reads the
 // number in the body (a 404 there is its "sandbox not found"), not only the HTTP status.

@@ -222,6 +222,7 @@ class ConnectionImpl : public Connection,
 
     bool is_public = false;
     for (const auto& p : o.public_paths) is_public |= (p == request->path);
+    if (o.handler_authenticates && o.handler_authenticates(*request)) is_public = true;
     if (!o.tokens.empty() && !is_public && request->token < 0) {
       return Reject(401, "unauthenticated",
                     request->Header("authorization").empty()

@@ -1,6 +1,6 @@
 // The Exchange a handler thread answers through (included by connection.cc only). Each call
 // hands a write to the connection's strand and waits for it: Respond writes a whole response;
-// BeginEvents a chunked text/event-stream header, SendEvent one chunk per event; Finish, after
+// BeginStream a chunked answer's header, SendChunk one chunk; Finish, after
 // the handler returned, answers 500 for a handler that did not answer or ends the stream.
 #ifndef CODEBOX_HTTP_EXCHANGE_H_
 #define CODEBOX_HTTP_EXCHANGE_H_
@@ -61,15 +61,13 @@ class ConnectionExchange final : public Exchange {
     return Write([msg](Socket& s, WriteDone d) { AsyncWriteResponse(s, msg, std::move(d)); });
   }
 
-  Status BeginEvents(int status, const Headers& headers) override {
+  Status BeginStream(int status, std::string_view content_type, const Headers& headers) override {
     namespace bhttp = boost::beast::http;
     if (answered_) return Internal("a second answer to request " + request_id_ + " (a bug)");
-    answered_ = events_ = true;
+    answered_ = streaming_ = true;
     auto msg = std::make_shared<bhttp::response<bhttp::empty_body>>(
         static_cast<bhttp::status>(status), 11);
-    msg->set(bhttp::field::content_type, "text/event-stream");
-    msg->set(bhttp::field::cache_control, "no-cache");
-    msg->set("X-Accel-Buffering", "no");
+    msg->set(bhttp::field::content_type, std::string(content_type));
     msg->set("X-Request-Id", request_id_);
     for (const auto& [name, value] : headers) msg->set(name, value);
     msg->keep_alive(keep_alive_);
@@ -83,9 +81,10 @@ class ConnectionExchange final : public Exchange {
     return st;
   }
 
-  Status SendEvent(std::string_view event, std::string_view data) override {
-    if (!events_ || ended_) return Internal("SendEvent without BeginEvents (a bug)");
-    auto text = std::make_shared<std::string>(FormatEvent(event, data));
+  Status SendChunk(std::string_view bytes) override {
+    if (!streaming_ || ended_) return Internal("SendChunk without BeginStream (a bug)");
+    if (bytes.empty()) return Status::Ok();  // an empty chunk would end the body
+    auto text = std::make_shared<std::string>(bytes);
     return Write([text](Socket& s, WriteDone d) { AsyncWriteChunk(s, text, std::move(d)); });
   }
 
@@ -97,7 +96,7 @@ class ConnectionExchange final : public Exchange {
       CODEBOX_LOG(kError, "http: request " << request_id_ << " ended without an answer");
       (void)Respond(ErrorResponse(
           500, "internal", "the request's handler ended without an answer (see the server log)"));
-    } else if (events_ && !ended_) {
+    } else if (streaming_ && !ended_) {
       ended_ = true;
       conn_->StreamEnding();
       auto last = std::make_shared<std::string>();
@@ -120,7 +119,7 @@ class ConnectionExchange final : public Exchange {
   std::string request_id_;
   bool keep_alive_;
   bool answered_ = false;
-  bool events_ = false;
+  bool streaming_ = false;
   bool ended_ = false;
 };
 

@@ -141,7 +141,10 @@ std::string_view BearerToken(std::string_view authorization) {
 }
 
 int MatchBearerToken(std::string_view authorization, const std::vector<std::string>& tokens) {
-  std::string_view given = BearerToken(authorization);
+  return MatchToken(BearerToken(authorization), tokens);
+}
+
+int MatchToken(std::string_view given, const std::vector<std::string>& tokens) {
   if (given.empty()) return -1;
   // Each token costs time in its own length only, and every token is compared whichever
   // matches; volatile keeps the compiler from turning the accumulation into an early exit.
@@ -178,7 +181,11 @@ Status BuildRequest(BeastRequest&& message, const std::vector<std::string>& toke
   }
   request->body = std::move(message.body());
   RETURN_IF_ERROR(SplitTarget(request->target, &request->path, &request->query));
-  if (!tokens.empty()) request->token = MatchBearerToken(request->Header("authorization"), tokens);
+  if (!tokens.empty()) {
+    request->token = MatchBearerToken(request->Header("authorization"), tokens);
+    // E2B's SDKs send their key as X-API-KEY (docs/e2b.md); one header or the other counts.
+    if (request->token < 0) request->token = MatchToken(request->Header("x-api-key"), tokens);
+  }
   return Status::Ok();
 }
 

@@ -27,6 +27,8 @@ Status SplitTarget(std::string_view target, std::string* path,
 bool BearerTokenMatches(std::string_view authorization, const std::vector<std::string>& tokens);
 // The same comparison, answering the index in `tokens` of the one that matched, or -1.
 int MatchBearerToken(std::string_view authorization, const std::vector<std::string>& tokens);
+// The same comparison of a token given bare (X-API-KEY: <t>); -1 for "".
+int MatchToken(std::string_view given, const std::vector<std::string>& tokens);
 // <t> of "Bearer <t>" (the scheme in any case), or "" when `authorization` is not one.
 std::string_view BearerToken(std::string_view authorization);
 

@@ -201,6 +201,16 @@ std::string FormatEvent(std::string_view event, std::string_view data) {
   return out;
 }
 
+Status Exchange::BeginEvents(int status, const Headers& headers) {
+  Headers all = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  all.insert(all.end(), headers.begin(), headers.end());
+  return BeginStream(status, "text/event-stream", all);
+}
+
+Status Exchange::SendEvent(std::string_view event, std::string_view data) {
+  return SendChunk(FormatEvent(event, data));
+}
+
 class Server::Impl {
  public:
   Impl(ServerOptions options, Handler* handler)

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,22 +53,30 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;  // extra: Retry-After, ...
 };
 
-// One request's answer. A handler calls exactly one of Respond or BeginEvents; after
-// BeginEvents, SendEvent any number of times. Calls block until the bytes are handed to the
-// socket (back-pressure: a slow reader slows the handler, never grows memory without bound)
-// and fail (kIoError) once the client is gone or a write passes ServerOptions::write_timeout,
-// so a handler can stop the box work it was streaming.
+// One request's answer. A handler calls exactly one of Respond, BeginStream or BeginEvents;
+// after a Begin, SendChunk (or SendEvent) any number of times. Calls block until the bytes are
+// handed to the socket (back-pressure: a slow reader slows the handler, never grows memory
+// without bound) and fail (kIoError) once the client is gone or a write passes
+// ServerOptions::write_timeout, so a handler can stop the box work it was streaming.
 class Exchange {
  public:
   virtual ~Exchange() = default;
   virtual Status Respond(Response response) = 0;
-  // Starts a `text/event-stream` answer with `status` and any `headers` of the handler's own.
   using Headers = std::vector<std::pair<std::string, std::string>>;
-  virtual Status BeginEvents(int status = 200, const Headers& headers = {}) = 0;
-  // "event: <event>\ndata: <data>\n\n" (data with newlines is split into data: lines).
-  virtual Status SendEvent(std::string_view event, std::string_view data) = 0;
+  // Starts a chunked answer of `content_type` with `status` and any `headers` of the
+  // handler's own; each SendChunk goes out as one chunk at once (a stream of Connect
+  // envelopes, newline-delimited JSON).
+  virtual Status BeginStream(int status, std::string_view content_type,
+                             const Headers& headers = {}) = 0;
+  virtual Status SendChunk(std::string_view bytes) = 0;
   // Whether the client has gone away (the connection closed).
   virtual bool ClientGone() const = 0;
+
+  // A `text/event-stream` answer (uncached, unbuffered by proxies): BeginStream, then one
+  // chunk per event, "event: <event>\ndata: <data>\n\n" (data with newlines is split into
+  // data: lines).
+  Status BeginEvents(int status = 200, const Headers& headers = {});
+  Status SendEvent(std::string_view event, std::string_view data);
 };
 
 class Handler {
@@ -84,10 +93,15 @@ struct ServerOptions {
   // Unix sockets are made with this mode (the directory is made 0755 when missing); an
   // existing socket file is replaced only when nothing answers on it.
   uint32_t unix_socket_mode = 0660;
-  // Bearer tokens (Authorization: Bearer <token>); empty: no token needed. Compared in
-  // constant time. Paths in `public_paths` need none (/healthz).
+  // Bearer tokens (Authorization: Bearer <token>, or X-API-KEY: <token>, as E2B's SDKs send
+  // theirs); empty: no token needed. Compared in constant time. Paths in `public_paths` need
+  // none (/healthz).
   std::vector<std::string> tokens;
   std::vector<std::string> public_paths = {"/healthz"};
+  // Requests for which this answers true reach the handler without a token, and the handler
+  // checks their credentials itself (`codebox serve`'s E2B sandbox routes: each sandbox has
+  // its own access token). Unset: none.
+  std::function<bool(const Request&)> handler_authenticates;
   uint64_t max_header_bytes = 16 << 10;    // 431 past it
   uint64_t max_body_bytes = 64ull << 20;   // 413 past it (Content-Length checked first)
   // Read deadlines, none longer than read_timeout. A new connection must send its first byte

@@ -151,6 +151,29 @@ TEST(ServerTest, TokensAreRequiredExceptOnPublicPaths) {
   EXPECT_GE(t->server->stats().rejected_requests, 4u);
 }
 
+// E2B's SDKs send their key as X-API-KEY; and requests the handler authenticates itself (a
+// sandbox's own access token) pass without a server token, and only those.
+TEST(ServerTest, ApiKeyHeaderAndHandlerAuthenticatedRequests) {
+  TestHandler handler;
+  ServerOptions o;
+  o.tokens = {"first-token", "second"};
+  o.handler_authenticates = [](const Request& r) { return r.headers.contains("x-own-token"); };
+  auto t = StartTestServer(&handler, o);
+  ASSERT_TRUE(t);
+  auto with = [&](std::string name, std::string value) {
+    ClientRequest r = Get("/echo");
+    r.headers.emplace_back(std::move(name), std::move(value));
+    auto resp = t->TcpClient().Send(r);
+    EXPECT_TRUE(resp.ok()) << resp.status().ToString();
+    return resp.ok() ? resp->status : 0;
+  };
+  EXPECT_EQ(with("X-API-KEY", "second"), 200);
+  EXPECT_EQ(with("X-API-KEY", "secon"), 401);
+  EXPECT_EQ(with("X-API-KEY", ""), 401);
+  EXPECT_EQ(with("X-Own-Token", "anything"), 200) << "the handler checks this one";
+  EXPECT_EQ(with("X-Other", "anything"), 401);
+}
+
 TEST(ServerTest, NonLoopbackTcpWithoutTokenIsRefusedAtStart) {
   TestHandler handler;
   ServerOptions o;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "server/api_e2b.h"
 #include "server/api_internal.h"
 #include "server/api_origin.h"
 #include "server/api_request.h"
@@ -118,15 +119,13 @@ class RecordingExchange : public http::Exchange {
     }
     return inner_.Respond(std::move(response));
   }
-  Status BeginEvents(int status, const Headers& headers) override {
+  Status BeginStream(int status, std::string_view content_type, const Headers& headers) override {
     status_ = status;
     Headers named = headers;
     if (!HasNode(named) && !node_.empty()) named.emplace_back("X-Codebox-Node", node_);
-    return inner_.BeginEvents(status, named);
+    return inner_.BeginStream(status, content_type, named);
   }
-  Status SendEvent(std::string_view event, std::string_view data) override {
-    return inner_.SendEvent(event, data);
-  }
+  Status SendChunk(std::string_view bytes) override { return inner_.SendChunk(bytes); }
   bool ClientGone() const override { return inner_.ClientGone(); }
   int status() const { return status_; }
 
@@ -154,7 +153,13 @@ Caller CallerOf(const Api::Context& context, const http::Request& request) {
 
 // Routes that answer no tenant's data and cost nearly nothing: not counted in a tenant's
 // requests in flight (a peer's load probe carries the replica's token).
-bool IsUncounted(std::string_view route) { return route == "/healthz" || route == "/v1/load"; }
+// E2B's in-sandbox requests are counted once their sandbox says whose they are (api_e2b_envd.cc).
+bool IsUncounted(std::string_view route, const http::Request& request) {
+  return route == "/healthz" || route == "/v1/load" || IsE2bSandboxRequest(request);
+}
+
+// E2B's routes (api_e2b.cc) are matched there: none of them starts with /v1.
+constexpr Route kE2bRoute = {"*", "e2b", E2bRoute};
 
 }  // namespace
 
@@ -232,7 +237,9 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   std::string id;
   int pid = 0;
   std::string allowed;
+  if (IsE2bRequest(request)) found = &kE2bRoute;
   for (const Route& route : kRoutes) {
+    if (found) break;
     Match m = MatchPattern(route.pattern, path, &id, &pid);
     if (m == Match::kNo) continue;
     if (m == Match::kBadId) {
@@ -251,7 +258,7 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
             CallerOf(*context_, request), found ? pid : 0};
   // A tenant's share of the requests in flight (only where there are tenants to share among).
   std::shared_ptr<void> in_flight;
-  if (found && context_->options.tokens_required && !IsUncounted(found->pattern)) {
+  if (found && context_->options.tokens_required && !IsUncounted(found->pattern, request)) {
     in_flight = context_->in_flight.TryHold(
         call.caller.tenant, context_->quotas.For(call.caller.tenant).max_requests);
   }
@@ -260,7 +267,7 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   if (!refused.empty()) {
     call.NoteError(PermissionDenied(refused));
     (void)recording.Respond(http::ErrorResponse(403, "forbidden", refused));
-  } else if (found && context_->options.tokens_required && !IsUncounted(found->pattern) &&
+  } else if (found && context_->options.tokens_required && !IsUncounted(found->pattern, request) &&
              !in_flight) {
     call.RespondError(ResourceExhausted(
         "tenant " + call.caller.tenant + " has " +
@@ -268,7 +275,7 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
         " requests in flight, its quota (--tenant-max-requests, or max-requests= in the token "
         "file); retry when one has finished"));
   } else if (found) {
-    if (!RouteToBoxNode(call)) found->handle(call);
+    if (found == &kE2bRoute || !RouteToBoxNode(call)) found->handle(call);
   } else if (path_known) {
     // 405 names the methods the path takes (Allow, RFC 9110).
     http::Response response =

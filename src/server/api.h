@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -100,12 +101,20 @@ struct ApiOptions {
   // The server's pulls for its clients (image_pulls.h): a box's image the store lacks is
   // pulled only as it allows. Null: no check here (the box start pulls as the library does).
   ImagePulls* pulls = nullptr;
+  // E2B's template ids and the images they start (docs/e2b.md; serve's --e2b-template adds
+  // more). Any other template id is taken as an image name.
+  std::map<std::string, std::string> e2b_templates = {{"base", "python"},
+                                                      {"code-interpreter-v1", "python-data"}};
 };
 
 // The paths that need no token: /healthz and the playground's page and its files (they hold
 // no secrets; the page asks for a token when the API answers 401). For
 // http::ServerOptions::public_paths.
 std::vector<std::string> PublicPaths();
+// The requests that carry no server token because the API checks their own credentials:
+// E2B's in-sandbox requests, each with its sandbox's access token. For
+// http::ServerOptions::handler_authenticates.
+bool HandlerAuthenticates(const http::Request& request);
 
 class Api : public http::Handler {
  public:

@@ -19,7 +19,7 @@
 //
 // For every request the server would hand to its handler, it checks what must hold whatever the
 // client sends, and traps on a violation:
-// * exactly one answer (Respond or BeginEvents), no exception out of the handler;
+// * exactly one answer (Respond or BeginStream), no exception out of the handler;
 // * a status in 100..599, and no 500 (the handler failing on its own input is a bug);
 // * every JSON body parses (base::ParseJsonOrDiscarded, 64 deep), and an error's body, an
 //   `error` event's data or an MCP error has "error"."message", a string of at most 4 KiB;
@@ -149,16 +149,20 @@ void CheckErrorJson(const Request& request, std::string_view text, std::string_v
   if (value.is_discarded()) {
     Fail(request, std::string(where) + " is not JSON: " + codebox::base::Excerpt(text, 200));
   }
-  const bool is_error = value.is_object() && value.contains("error") &&
-                        value["error"].is_object() && value["error"].contains("message") &&
-                        value["error"]["message"].is_string();
-  if (!is_error) {
+  // codebox's {"error": {"code", "message"}}, or E2B's {"code", "message"} (api_e2b*.cc).
+  const nlohmann::json* error = nullptr;
+  if (value.is_object() && value.contains("error") && value["error"].is_object()) {
+    error = &value["error"];
+  } else if (value.is_object() && value.contains("code")) {
+    error = &value;
+  }
+  if (error == nullptr || !error->contains("message") || !(*error)["message"].is_string()) {
     if (required) {
-      Fail(request, std::string(where) + " has no error.message: " + codebox::base::Excerpt(text));
+      Fail(request, std::string(where) + " has no error message: " + codebox::base::Excerpt(text));
     }
     return;
   }
-  const std::string& message = value["error"]["message"].get_ref<const std::string&>();
+  const std::string& message = (*error)["message"].get_ref<const std::string&>();
   if (message.size() > kMaxMessageBytes) {
     Fail(request, std::string(where) + "'s message is " + std::to_string(message.size()) +
                       " bytes: " + codebox::base::Excerpt(message, 200));
@@ -204,29 +208,44 @@ class CheckingExchange final : public codebox::http::Exchange {
     return Status::Ok();
   }
 
-  Status BeginEvents(int status, const Headers& headers) override {
-    Answered("BeginEvents");
+  Status BeginStream(int status, std::string_view content_type, const Headers& headers) override {
+    Answered("BeginStream");
     status_ = status;
-    events_ = true;
+    streaming_ = true;
+    events_ = content_type == "text/event-stream";
     CheckStatus(request_, status);
     CheckHeaders(request_, headers);
     return Status::Ok();
   }
 
-  Status SendEvent(std::string_view event, std::string_view data) override {
-    if (!events_) Fail(request_, "SendEvent without BeginEvents");
-    if (++sent_ > 10'000) Fail(request_, "more than 10000 events for one request");
-    if (event == "error") {
-      CheckErrorJson(request_, data, "an error event", true);
-    } else if (codebox::base::ParseJsonOrDiscarded(data).is_discarded()) {
-      Fail(request_, "event " + std::string(event) + " with data that is not JSON");
-    }
+  Status SendChunk(std::string_view bytes) override {
+    if (!streaming_) Fail(request_, "SendChunk without BeginStream");
+    if (++sent_ > 10'000) Fail(request_, "more than 10000 chunks for one request");
+    if (events_) CheckEvent(bytes);
     return Status::Ok();
   }
 
   bool ClientGone() const override { return false; }
 
   int answers() const { return answers_; }
+
+  // One "event: <name>\ndata: <json>\n\n" chunk (http::Exchange::SendEvent's form).
+  void CheckEvent(std::string_view chunk) {
+    std::string_view event, data;
+    for (size_t pos = 0; pos < chunk.size();) {
+      size_t nl = chunk.find('\n', pos);
+      if (nl == std::string_view::npos) nl = chunk.size();
+      std::string_view line = chunk.substr(pos, nl - pos);
+      if (line.starts_with("event: ")) event = line.substr(7);
+      if (line.starts_with("data: ")) data = line.substr(6);  // the API's data is one line
+      pos = nl + 1;
+    }
+    if (event == "error") {
+      CheckErrorJson(request_, data, "an error event", true);
+    } else if (codebox::base::ParseJsonOrDiscarded(data).is_discarded()) {
+      Fail(request_, "event " + std::string(event) + " with data that is not JSON");
+    }
+  }
   int status() const { return status_; }
   const std::string& answer() const { return answer_; }
   const std::string& session_id() const { return session_id_; }
@@ -240,7 +259,8 @@ class CheckingExchange final : public codebox::http::Exchange {
   int answers_ = 0;
   int status_ = 0;
   std::string answer_;
-  bool events_ = false;
+  bool streaming_ = false;
+  bool events_ = false;  // the stream is server-sent events
   size_t sent_ = 0;
   std::string session_id_;
 };
@@ -334,6 +354,7 @@ bool Serve(Server& server, codebox::http::BeastRequest message, std::string* las
   }
   bool is_public = false;
   for (const auto& p : server.public_paths) is_public |= (p == request.path);
+  is_public |= codebox::server::HandlerAuthenticates(request);
   if (!is_public && request.token < 0) return keep_alive;  // 401 from the server itself
 
   CheckingExchange exchange(request);

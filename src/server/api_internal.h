@@ -12,6 +12,7 @@
 #include "http/server.h"
 #include "server/api.h"
 #include "server/box_registry.h"
+#include "server/e2b_sandboxes.h"
 #include "server/egress_audit.h"
 #include "server/mcp_sessions.h"
 
@@ -24,6 +25,7 @@ struct Api::Context {
   TenantCounter in_flight;   // requests in flight per tenant
   std::unique_ptr<McpSessions> mcp;  // /mcp (api_mcp.cc)
   EgressAudit egress;                // which egress records went to hooks.on_egress
+  E2bSandboxes e2b;                  // E2B's face (api_e2b.cc): tokens and metadata
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 

@@ -5,6 +5,7 @@
 // script, no script from anywhere but here, no framing of the page by another site.
 #include <string_view>
 
+#include "server/api_e2b.h"
 #include "server/api_internal.h"
 #include "server/playground_files.h"
 
@@ -37,6 +38,8 @@ std::vector<std::string> PublicPaths() {
   for (const PlaygroundAsset& asset : kAssets) paths.emplace_back(asset.path);
   return paths;
 }
+
+bool HandlerAuthenticates(const http::Request& request) { return IsE2bSandboxRequest(request); }
 
 void PlaygroundFile(Call& call) {
   for (const PlaygroundAsset& asset : kAssets) {

@@ -143,6 +143,7 @@ BoxRecord BoxRegistry::State::RegisterLocked(std::string id, std::shared_ptr<Box
   entry.last_active = Clock::now();
   // The Box's own watchdog counts box_timeout from its start; the reaper removes it then.
   entry.deadline = base::DeadlineAfter(started, o.box_timeout);
+  entry.ceiling = entry.deadline;
   entry.box = std::move(box);
   BoxRecord record = entry.record;
   record.state = "idle";
@@ -313,6 +314,42 @@ std::vector<BoxRecord> BoxRegistry::List(const Caller& caller) const {
   std::sort(out.begin(), out.end(),
             [](const BoxRecord& a, const BoxRecord& b) { return a.created_at < b.created_at; });
   return out;
+}
+
+namespace {
+
+std::optional<std::chrono::system_clock::time_point> WallClock(
+    const std::optional<Clock::time_point>& t) {
+  if (!t) return std::nullopt;
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(*t - Clock::now());
+}
+
+}  // namespace
+
+StatusOr<std::optional<std::chrono::system_clock::time_point>> BoxRegistry::LifetimeEnd(
+    std::string_view id, const Caller& caller) const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->boxes.find(id);
+  if (it == state_->boxes.end() || !caller.Sees(it->second.record.tenant)) {
+    return UnknownBoxError(id);
+  }
+  return WallClock(it->second.deadline);
+}
+
+StatusOr<std::optional<std::chrono::system_clock::time_point>> BoxRegistry::SetLifetime(
+    std::string_view id, std::chrono::milliseconds from_now, const Caller& caller) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->boxes.find(id);
+  if (it == state_->boxes.end() || !caller.Sees(it->second.record.tenant)) {
+    return UnknownBoxError(id);
+  }
+  RegisteredBox& b = it->second;
+  std::optional<Clock::time_point> end = base::DeadlineAfter(Clock::now(), from_now);
+  if (!end || (b.ceiling && *end > *b.ceiling)) end = b.ceiling;
+  b.deadline = end;
+  state_->cv.notify_all();  // the reaper looks again (a lifetime may have been shortened)
+  return WallClock(b.deadline);
 }
 
 Status BoxRegistry::Destroy(std::string_view id, const Caller& caller) {

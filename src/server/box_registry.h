@@ -126,6 +126,16 @@ class BoxRegistry {
   // The boxes `caller` may see.
   std::vector<BoxRecord> List(const Caller& caller = Caller::System()) const;
   Status Destroy(std::string_view id, const Caller& caller = Caller::System());
+  // When the box's lifetime ends (the reaper destroys it then), as wall-clock time; nullopt:
+  // it has no end.
+  StatusOr<std::optional<std::chrono::system_clock::time_point>> LifetimeEnd(
+      std::string_view id, const Caller& caller = Caller::System()) const;
+  // Moves the end of the box's lifetime to `from_now` after now (sooner or later), but never
+  // past the end it was created with (its box_timeout under max_lifetime): a client never
+  // sets its own ceiling. Answers the new end.
+  StatusOr<std::optional<std::chrono::system_clock::time_point>> SetLifetime(
+      std::string_view id, std::chrono::milliseconds from_now,
+      const Caller& caller = Caller::System());
 
   // The one-shot path (POST /v1/run): a box that is never registered, from a pool when one
   // matches; it counts against max_boxes until the caller drops it. `from_pool` says which.

@@ -179,6 +179,37 @@ TEST(BoxRegistryTest, LifetimeIsCappedAtMaxLifetime) {
   EXPECT_FALSE(lease->box().Run("print(1)").ok());
 }
 
+// E2B's setTimeout: a lifetime moves sooner or later, never past the one the box was made
+// with; a shortened one ends the box.
+TEST(BoxRegistryTest, SetLifetimeMovesTheEndWithinTheCeiling) {
+  CODEBOX_SKIP_WITHOUT_BOXES();
+  RegistryOptions options = TestRegistryOptions();
+  options.idle_timeout = kNoTimeout;
+  BoxRegistry registry(options);
+  registry.Start();
+  BoxOptions o = testing::TestBoxOptions();
+  o.box_timeout = std::chrono::minutes(10);
+  auto record = registry.Create(o);
+  ASSERT_TRUE(record.ok()) << record.status().ToString();
+  auto made = registry.LifetimeEnd(record->id);
+  ASSERT_TRUE(made.ok() && made->has_value());
+  auto later = registry.SetLifetime(record->id, std::chrono::hours(5));
+  ASSERT_TRUE(later.ok() && later->has_value());
+  EXPECT_LE(**later, **made) << "a client moved its box past the lifetime it was made with";
+  auto minute = registry.SetLifetime(record->id, std::chrono::minutes(1));
+  ASSERT_TRUE(minute.ok() && minute->has_value());
+  auto seconds_left = std::chrono::duration_cast<std::chrono::seconds>(
+      **minute - std::chrono::system_clock::now());
+  EXPECT_GT(seconds_left.count(), 50);
+  EXPECT_LE(seconds_left.count(), 60);
+  Caller other{"other", false};
+  EXPECT_EQ(registry.SetLifetime(record->id, milliseconds(1), other).status().code(),
+            StatusCode::kNotFound);
+  ASSERT_TRUE(registry.SetLifetime(record->id, milliseconds(200)).ok());
+  EXPECT_TRUE(WaitFor([&] { return !registry.Get(record->id).ok(); }, milliseconds(3000)));
+  EXPECT_EQ(registry.LifetimeEnd(record->id).status().code(), StatusCode::kNotFound);
+}
+
 TEST(BoxRegistryTest, DestroyWhileALeaseRunsAnExec) {
   CODEBOX_SKIP_WITHOUT_BOXES();
   BoxRegistry registry(TestRegistryOptions());

@@ -1,0 +1,56 @@
+// What `codebox serve`'s E2B face (docs/e2b.md) keeps of each sandbox beyond its box: the
+// access token of its in-sandbox routes, its template and metadata, and the sizes E2B's list
+// shows. A sandbox is a box of the registry under the same id. An entry whose box is gone is
+// kept as gone (the last kMaxGone of them), so that its SDK, still holding the token, is told
+// "not running" rather than "wrong token". Thread-safe.
+#ifndef CODEBOX_SERVER_E2B_SANDBOXES_H_
+#define CODEBOX_SERVER_E2B_SANDBOXES_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace codebox::server {
+
+struct E2bSandbox {
+  std::string id;            // the box's id
+  std::string tenant;        // whose box it is
+  std::string access_token;  // random, this sandbox's alone
+  std::string template_id;
+  std::map<std::string, std::string> metadata;
+  double cpus = 1;
+  uint64_t memory_mib = 0;
+  uint64_t disk_mib = 0;
+  bool gone = false;  // its box was destroyed
+};
+
+class E2bSandboxes {
+ public:
+  // A new entry for `sandbox` (its access_token made here, 32 random bytes in hex); replaces
+  // none: an id already known keeps its entry, which is answered.
+  E2bSandbox Add(E2bSandbox sandbox);
+  std::optional<E2bSandbox> Find(std::string_view id) const;
+  // The entry whose token `token` is, compared in constant time; nullopt for an unknown id
+  // or a wrong token alike.
+  std::optional<E2bSandbox> Authenticate(std::string_view id, std::string_view token) const;
+  // The entries whose box lives (as far as this table knows), ordered by id.
+  std::vector<E2bSandbox> All() const;
+  // Marks the sandbox gone; the oldest gone entry past kMaxGone is forgotten.
+  void Remove(std::string_view id);
+
+  static constexpr size_t kMaxGone = 4096;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, E2bSandbox, std::less<>> sandboxes_;
+  std::deque<std::string> gone_;  // oldest first
+};
+
+}  // namespace codebox::server
+
+#endif  // CODEBOX_SERVER_E2B_SANDBOXES_H_

@@ -1,0 +1,513 @@
+// codebox's E2B-compatible face driven by E2B's own JavaScript SDK: the npm package `e2b`
+// (installed into tests/e2b/node_modules by scripts/setup, version pinned by package-lock.json),
+// pointed at `codebox serve --listen 127.0.0.1:0 --token-file F` the way a user would point it,
+// by E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY. It covers the control plane (create with
+// metadata, envs and a timeout; isRunning, getInfo, list with a metadata filter, setTimeout,
+// connect, getMetrics, pause refused as unsupported, kill) and commands over envd's Connect
+// protocol (output and its callbacks, exit codes, cwd and home, sandbox and per-call envs, a
+// command's timeout, background commands with stdin, list, disconnect and reconnect, kill), the
+// SDK's error classes for a wrong key and unknown sandboxes, two sandboxes used at once that see
+// only their own files, and a sandbox whose lifetime ends under a running command.
+//
+//   node tests/e2b/e2b_sdk_test.mjs CODEBOX
+//
+// Prints "ok: CHECK" for each check that passed. Exits 0 when every check passed, 1 with a
+// message naming the failed check, and 77 (CTest's skip) with the reason when the SDK is not
+// installed or this host cannot run a jail box of the python image (what E2B's template "base"
+// gets), unless CODEBOX_TESTS_REQUIRE_BOX=1 (CI) makes those failures too. Every wait is
+// bounded.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const SKIP = 77;
+const IMAGE = 'python'; // what the template "base", the SDK's default, is served by
+const CREATE_MS = 180_000; // one Sandbox.create (a box starts)
+const CALL_MS = 90_000; // any other SDK call (the SDK's own request timeout is 60 s)
+const WHOLE_MS = 840_000; // the whole script, inside CTest's 900 s
+const requireBox = process.env.CODEBOX_TESTS_REQUIRE_BOX === '1';
+
+// The server this script started: killed however the script exits, so that it does not outlive
+// the test (and hold the test runner's output pipe open).
+let server = null;
+let workDir = null;
+process.on('exit', () => {
+  if (server && server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+});
+
+function fail(message) {
+  console.error(`FAIL: ${message}`);
+  process.exit(1);
+}
+
+function skip(reason) {
+  if (requireBox) fail(`${reason} (CODEBOX_TESTS_REQUIRE_BOX=1: this must not be skipped)`);
+  console.log(`SKIP: ${reason}`);
+  process.exit(SKIP);
+}
+
+setTimeout(() => fail(`the test took longer than ${WHOLE_MS / 1000} s`), WHOLE_MS).unref();
+process.on('unhandledRejection', (e) => fail(`an unhandled rejection: ${e?.stack ?? e}`));
+
+// A failed condition inside a check: the check's runner names the check in the message.
+class CheckFailed extends Error {}
+
+function check(condition, what, detail) {
+  if (!condition) {
+    throw new CheckFailed(detail === undefined ? what : `${what}: ${JSON.stringify(detail)}`);
+  }
+}
+
+// `promise`, or a rejection naming `what` when it has not settled in `ms`.
+function within(ms, what, promise) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new CheckFailed(`${what}: no answer in ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+// The error `promise` rejects with (in `ms`); a check failure when it resolves instead.
+async function rejection(ms, what, promise) {
+  let value;
+  try {
+    value = await within(ms, what, promise);
+  } catch (e) {
+    if (e instanceof CheckFailed) throw e;
+    return e;
+  }
+  throw new CheckFailed(`${what} resolved instead of rejecting: ${describe(value)}`);
+}
+
+function describe(value) {
+  if (value instanceof Error) return `${value.name}: ${value.message}`;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function sameRecord(a, b) {
+  const sorted = (r) => JSON.stringify(Object.entries(r ?? {}).sort());
+  return sorted(a) === sorted(b);
+}
+
+let passed = 0;
+
+// Runs one named check; its failure (a CheckFailed or anything the SDK threw) ends the test with
+// the check's name, after the server is stopped.
+async function step(name, body) {
+  let note;
+  try {
+    note = await body();
+  } catch (e) {
+    const why = e instanceof CheckFailed ? e.message : `${e?.stack ?? e}`;
+    console.error(`FAIL: ${name}: ${why}`);
+    await stopServe();
+    process.exit(1);
+  }
+  passed++;
+  console.log(`ok: ${name}${note ? ` (${note})` : ''}`);
+}
+
+const codebox = process.argv[2];
+if (!codebox) fail('usage: e2b_sdk_test.mjs CODEBOX');
+
+// E2B's SDKs need Node.js 20.18 or newer: an older one is a missing tool, not a failure
+// (scripts/setup says what to install).
+{
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (major < 20 || (major === 20 && minor < 18)) {
+    console.log(`SKIP: E2B's SDKs need Node.js 20.18 or newer; this is ${process.versions.node}`);
+    process.exit(SKIP);
+  }
+}
+
+// The SDK is looked for before anything starts, but imported only once the environment that
+// points it at codebox is set, as a user's program would have it.
+try {
+  import.meta.resolve('e2b');
+} catch (e) {
+  skip(`E2B's SDK (npm package e2b) is not installed (run scripts/setup, or npm ci --prefix ` +
+       `tests/e2b): ${e.message}`);
+}
+
+function requireBoxHost() {
+  if (process.geteuid && process.geteuid() !== 0) skip('jail boxes need root here');
+  const probe = spawnSync(codebox, ['run', '--driver', 'jail', '--image', IMAGE, 'print(6 * 7)'],
+                          { encoding: 'utf8', timeout: 180_000, env: process.env });
+  if (probe.status === 0 && probe.stdout.includes('42')) return;
+  const why = `${probe.stderr ?? ''}${probe.error ? probe.error.message : ''}`.trim();
+  if (/codebox image build|no recipe|not built/.test(why)) {
+    skip(`a jail box of the ${IMAGE} image cannot run: ${why}`);
+  }
+  fail(`a ${IMAGE} box does not run: ${why || probe.stdout}`);
+}
+
+// `codebox serve` on a free loopback port with one token; resolves to its base URL.
+function startServe(tokenFile) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(codebox, ['serve', '--listen', '127.0.0.1:0', '--token-file', tokenFile,
+                                  '--log-format', 'text', '--driver', 'jail', '--image', IMAGE],
+                        { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+    server = child;
+    const timer = setTimeout(() => reject(new Error('codebox serve did not start in 60 s')),
+                             60_000);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`codebox serve exited (${code ?? signal}) at start`));
+    });
+    const lines = createInterface({ input: child.stdout });
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      const m = /listening on (127\.0\.0\.1:\d+)/.exec(line);
+      if (!m) return reject(new Error(`unexpected first line of codebox serve: ${line}`));
+      resolve(`http://${m[1]}`);
+    });
+    // Later lines are passed on, and reading them keeps the pipe from filling.
+    lines.on('line', (line) => console.log(`[serve] ${line}`));
+  });
+}
+
+// SIGTERM (the server destroys its boxes), SIGKILL after 30 s.
+async function stopServe() {
+  const child = server;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise((res) => {
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      res();
+    }, 30_000);
+    child.on('exit', () => {
+      clearTimeout(t);
+      res();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+requireBoxHost();
+
+workDir = mkdtempSync(join(tmpdir(), 'codebox-e2b-test-'));
+const token = randomBytes(24).toString('hex');
+const tokenFile = join(workDir, 'tokens');
+writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+let url;
+try {
+  url = await startServe(tokenFile);
+} catch (e) {
+  fail(`codebox serve: ${e.message}`);
+}
+
+// What a user sets to use codebox instead of E2B's cloud. E2B_DEBUG=true would make the SDK skip
+// the control plane altogether; E2B_DOMAIN does not matter once both URLs are given.
+process.env.E2B_API_URL = url;
+process.env.E2B_SANDBOX_URL = url;
+process.env.E2B_API_KEY = token;
+delete process.env.E2B_DEBUG;
+delete process.env.E2B_ACCESS_TOKEN;
+
+let e2b;
+try {
+  e2b = await import('e2b');
+} catch (e) {
+  await stopServe();
+  skip(`E2B's SDK (npm package e2b) cannot be imported: ${e.message}`);
+}
+const {
+  Sandbox, SandboxError, TimeoutError, NotFoundError, SandboxNotFoundError, AuthenticationError,
+  CommandExitError,
+} = e2b;
+
+// Sandboxes this script made and has not killed: killed at the end, whatever passed.
+const made = new Set();
+async function create(opts) {
+  const sandbox = await within(CREATE_MS, 'Sandbox.create', Sandbox.create(opts));
+  made.add(sandbox.sandboxId);
+  return sandbox;
+}
+
+const metadata = { suite: 'e2b', 'a b': 'c&d' };
+let sandbox;
+
+await step('Sandbox.create with metadata, envs and a timeout', async () => {
+  sandbox = await create({ timeoutMs: 120_000, metadata, envs: { FROM_CREATE: 'yes' } });
+  check(typeof sandbox.sandboxId === 'string' && sandbox.sandboxId.length > 0,
+        'the sandbox has an id', sandbox.sandboxId);
+  return sandbox.sandboxId;
+});
+
+await step('isRunning is true', async () => {
+  const running = await within(CALL_MS, 'isRunning', sandbox.isRunning());
+  check(running === true, 'isRunning() of a new sandbox', running);
+});
+
+await step('getInfo: id, metadata, startedAt and endAt 120 s later', async () => {
+  const info = await within(CALL_MS, 'getInfo', sandbox.getInfo());
+  check(info.sandboxId === sandbox.sandboxId, 'getInfo().sandboxId', info.sandboxId);
+  check(sameRecord(info.metadata, metadata), 'getInfo().metadata is what create was given',
+        info.metadata);
+  check(info.startedAt instanceof Date && !Number.isNaN(info.startedAt.getTime()),
+        'getInfo().startedAt is a date', String(info.startedAt));
+  check(info.endAt instanceof Date && !Number.isNaN(info.endAt.getTime()),
+        'getInfo().endAt is a date', String(info.endAt));
+  const lifetime = (info.endAt - info.startedAt) / 1000;
+  check(Math.abs(lifetime - 120) <= 10, 'endAt - startedAt is about 120 s', lifetime);
+  const skew = Math.abs(info.startedAt.getTime() - Date.now()) / 1000;
+  check(skew < 120, 'startedAt is about now', info.startedAt.toISOString());
+});
+
+// Every page of Sandbox.list(opts), at most 20.
+async function listAll(opts) {
+  const paginator = Sandbox.list(opts);
+  const items = [];
+  for (let page = 0; paginator.hasNext; page++) {
+    check(page < 20, 'Sandbox.list ends within 20 pages');
+    items.push(...await within(CALL_MS, 'Sandbox.list nextItems', paginator.nextItems()));
+  }
+  return items;
+}
+
+await step('Sandbox.list with a metadata filter', async () => {
+  const found = await listAll({ query: { metadata } });
+  const mine = found.find((s) => s.sandboxId === sandbox.sandboxId);
+  check(mine !== undefined, 'the filter {suite: e2b, "a b": "c&d"} lists the sandbox',
+        found.map((s) => s.sandboxId));
+  check(sameRecord(mine.metadata, metadata), 'the listed sandbox\'s metadata', mine.metadata);
+  check(mine.state === 'running', 'the listed sandbox is running', mine.state);
+  const none = await listAll({ query: { metadata: { suite: 'nope' } } });
+  check(none.length === 0, 'the filter {suite: nope} lists nothing', none.map((s) => s.sandboxId));
+  const all = await listAll();
+  check(all.some((s) => s.sandboxId === sandbox.sandboxId), 'an unfiltered list has it',
+        all.map((s) => s.sandboxId));
+});
+
+// Before the commands: 60 s from now (a shortening), then 600 s (an extension), so that the
+// checks below do not race the 120 s the sandbox was created with.
+await step('setTimeout moves endAt', async () => {
+  for (const seconds of [60, 600]) {
+    const asked = Date.now();
+    await within(CALL_MS, `setTimeout(${seconds * 1000})`, sandbox.setTimeout(seconds * 1000));
+    const info = await within(CALL_MS, 'getInfo', sandbox.getInfo());
+    const left = (info.endAt.getTime() - asked) / 1000;
+    check(Math.abs(left - seconds) <= 10, `after setTimeout(${seconds * 1000}) endAt is about ` +
+          `${seconds} s from then`, left);
+  }
+});
+
+await step('commands.run: exit 0, stdout, stderr and their callbacks', async () => {
+  let out = '';
+  let err = '';
+  const r = await within(CALL_MS, 'commands.run', sandbox.commands.run(
+      'echo hello; echo oops >&2',
+      { onStdout: (d) => { out += d; }, onStderr: (d) => { err += d; } }));
+  check(r.exitCode === 0, 'exitCode', r.exitCode);
+  check(r.stdout === 'hello\n', 'stdout', r.stdout);
+  check(r.stderr === 'oops\n', 'stderr', r.stderr);
+  check(out === 'hello\n', 'what onStdout got', out);
+  check(err === 'oops\n', 'what onStderr got', err);
+});
+
+await step('commands.run of exit 3 throws CommandExitError', async () => {
+  const e = await rejection(CALL_MS, 'commands.run(exit 3)',
+                            sandbox.commands.run('echo before; exit 3'));
+  check(e instanceof CommandExitError, 'the error is a CommandExitError', describe(e));
+  check(e instanceof SandboxError, 'a CommandExitError is a SandboxError', describe(e));
+  check(e.exitCode === 3, 'its exitCode', e.exitCode);
+  check(e.stdout === 'before\n', 'its stdout', e.stdout);
+});
+
+await step('commands.run: cwd, and the home directory by default', async () => {
+  const tmp = await within(CALL_MS, 'run pwd in /tmp',
+                          sandbox.commands.run('pwd', { cwd: '/tmp' }));
+  check(tmp.stdout === '/tmp\n', 'pwd with cwd /tmp', tmp.stdout);
+  const home = await within(CALL_MS, 'run pwd', sandbox.commands.run('pwd'));
+  check(home.stdout === '/home/user\n', 'pwd without cwd', home.stdout);
+});
+
+await step('commands.run: the sandbox\'s envs and the call\'s', async () => {
+  const r = await within(CALL_MS, 'commands.run with envs', sandbox.commands.run(
+      'echo $FROM_CREATE $PER_CALL', { envs: { PER_CALL: 'x' } }));
+  check(r.stdout === 'yes x\n', 'FROM_CREATE (create\'s envs) and PER_CALL (the call\'s)',
+        r.stdout);
+  const over = await within(CALL_MS, 'commands.run overriding an env', sandbox.commands.run(
+      'echo $FROM_CREATE', { envs: { FROM_CREATE: 'over' } }));
+  check(over.stdout === 'over\n', 'a call\'s envs override the sandbox\'s', over.stdout);
+});
+
+await step('commands.run past its timeoutMs rejects with TimeoutError', async () => {
+  const started = Date.now();
+  const e = await rejection(30_000, 'commands.run(sleep 30, timeoutMs 1500)',
+                            sandbox.commands.run('sleep 30', { timeoutMs: 1500 }));
+  const seconds = (Date.now() - started) / 1000;
+  check(e instanceof TimeoutError, 'the error is a TimeoutError', describe(e));
+  check(seconds < 10, 'it came within 10 s', seconds);
+  // The SDK gives up by itself at timeoutMs; the server must also end the command then (it got
+  // the timeout as Connect-Timeout-Ms), not leave it running.
+  const sleeping = async () => (await within(CALL_MS, 'commands.list', sandbox.commands.list()))
+      .filter((p) => p.args.some((a) => a.includes('sleep 30')));
+  const until = Date.now() + 10_000;
+  let left = await sleeping();
+  while (left.length > 0 && Date.now() < until) {
+    await new Promise((res) => setTimeout(res, 200));
+    left = await sleeping();
+  }
+  check(left.length === 0, 'the server ended the command at its timeout', left);
+  return `${seconds.toFixed(1)} s`;
+});
+
+await step('a background command: list, sendStdin, closeStdin, wait', async () => {
+  const h = await within(CALL_MS, 'commands.run(cat, background)',
+                         sandbox.commands.run('cat', { background: true, stdin: true }));
+  check(Number.isInteger(h.pid) && h.pid > 0, 'the handle has a pid', h.pid);
+  const listed = await within(CALL_MS, 'commands.list', sandbox.commands.list());
+  check(listed.some((p) => p.pid === h.pid), 'commands.list() has the pid',
+        listed.map((p) => p.pid));
+  await within(CALL_MS, 'commands.sendStdin', sandbox.commands.sendStdin(h.pid, 'abc\n'));
+  await within(CALL_MS, 'commands.closeStdin', sandbox.commands.closeStdin(h.pid));
+  const r = await within(CALL_MS, 'the handle\'s wait()', h.wait());
+  check(r.exitCode === 0, 'cat exits 0 at the end of its stdin', r.exitCode);
+  check(r.stdout === 'abc\n', 'cat gave back its stdin', r.stdout);
+});
+
+await step('disconnect from a background command and connect to it again', async () => {
+  const h = await within(CALL_MS, 'commands.run(loop, background)', sandbox.commands.run(
+      'for i in 1 2 3; do echo $i; sleep 1; done', { background: true }));
+  await within(CALL_MS, 'disconnect', h.disconnect());
+  const c = await within(CALL_MS, 'commands.connect', sandbox.commands.connect(h.pid));
+  check(c.pid === h.pid, 'the connected handle has the pid', c.pid);
+  const r = await within(CALL_MS, 'the connected handle\'s wait()', c.wait());
+  check(r.exitCode === 0, 'the loop exits 0', r.exitCode);
+  check(r.stdout.includes('3'), 'output after the reconnect reaches the new handle', r.stdout);
+});
+
+await step('commands.kill: true for a running command, false for one gone or unknown',
+           async () => {
+  const h = await within(CALL_MS, 'commands.run(sleep 60, background)',
+                         sandbox.commands.run('sleep 60', { background: true }));
+  const started = Date.now();
+  const killed = await within(CALL_MS, 'commands.kill', sandbox.commands.kill(h.pid));
+  check(killed === true, 'kill of a running command', killed);
+  const e = await rejection(30_000, 'wait() of the killed command', h.wait());
+  check(e instanceof CommandExitError, 'wait() of a killed command is a CommandExitError',
+        describe(e));
+  check((Date.now() - started) / 1000 < 20, 'the command ended at the kill, not at its end');
+  const again = await within(CALL_MS, 'commands.kill again', sandbox.commands.kill(h.pid));
+  check(again === false, 'a second kill of the same pid', again);
+  const unknown = await within(CALL_MS, 'commands.kill(999999)', sandbox.commands.kill(999999));
+  check(unknown === false, 'kill of pid 999999', unknown);
+  return `the killed command's exitCode ${e.exitCode}`;
+});
+
+await step('Sandbox.connect by id gives a sandbox whose commands work', async () => {
+  await within(CALL_MS, 'write a mark',
+               sandbox.commands.run('echo marked > /home/user/mark'));
+  const again = await within(CALL_MS, 'Sandbox.connect', Sandbox.connect(sandbox.sandboxId));
+  check(again.sandboxId === sandbox.sandboxId, 'the connected sandbox\'s id', again.sandboxId);
+  const r = await within(CALL_MS, 'commands.run on the connected sandbox',
+                         again.commands.run('cat /home/user/mark'));
+  check(r.stdout === 'marked\n', 'the connected sandbox is the same box', r.stdout);
+});
+
+await step('getMetrics resolves to an array', async () => {
+  const metrics = await within(CALL_MS, 'getMetrics', sandbox.getMetrics());
+  check(Array.isArray(metrics), 'getMetrics() is an array', metrics);
+  return `${metrics.length} entries`;
+});
+
+await step('pause is refused as not supported (501)', async () => {
+  const e = await rejection(CALL_MS, 'pause', sandbox.pause());
+  check(e instanceof SandboxError, 'the error is a SandboxError', describe(e));
+  check(!(e instanceof NotFoundError), 'it does not say the sandbox is missing', describe(e));
+  check(e.statusCode === 501, 'its statusCode', e.statusCode);
+  check(/not supported/.test(e.message), 'its message says not supported', e.message);
+  const still = await within(CALL_MS, 'isRunning after pause', sandbox.isRunning());
+  check(still === true, 'the sandbox still runs after the refused pause', still);
+});
+
+await step('a wrong API key is AuthenticationError', async () => {
+  const e = await rejection(CREATE_MS, 'Sandbox.create with apiKey "wrong"',
+                            Sandbox.create({ apiKey: 'wrong', timeoutMs: 30_000 }).then(
+                                async (s) => {
+                                  await Sandbox.kill(s.sandboxId).catch(() => {});
+                                  return s.sandboxId;
+                                }));
+  check(e instanceof AuthenticationError, 'the error is an AuthenticationError', describe(e));
+  const listed = await rejection(CALL_MS, 'Sandbox.list with apiKey "wrong"',
+                                 Sandbox.list({ apiKey: 'wrong' }).nextItems());
+  check(listed instanceof AuthenticationError, 'list with a wrong key is an AuthenticationError',
+        describe(listed));
+});
+
+await step('unknown sandboxes are SandboxNotFoundError', async () => {
+  const unknown = 'b-0000000000000000';
+  const connected = await rejection(CALL_MS, 'Sandbox.connect of an unknown id',
+                                    Sandbox.connect(unknown));
+  check(connected instanceof SandboxNotFoundError,
+        'Sandbox.connect of an unknown id is a SandboxNotFoundError', describe(connected));
+  const info = await rejection(CALL_MS, 'Sandbox.getInfo of an unknown id',
+                               Sandbox.getInfo(unknown));
+  check(info instanceof SandboxNotFoundError,
+        'Sandbox.getInfo of an unknown id is a SandboxNotFoundError', describe(info));
+  const killed = await within(CALL_MS, 'Sandbox.kill of an unknown id', Sandbox.kill(unknown));
+  check(killed === false, 'Sandbox.kill of an unknown id', killed);
+});
+
+await step('two sandboxes at once see only their own files', async () => {
+  const [a, b] = await Promise.all([
+    create({ timeoutMs: 120_000, metadata: { suite: 'e2b', who: 'a' } }),
+    create({ timeoutMs: 120_000, metadata: { suite: 'e2b', who: 'b' } }),
+  ]);
+  check(a.sandboxId !== b.sandboxId, 'two ids', [a.sandboxId, b.sandboxId]);
+  const [ra, rb] = await within(CALL_MS, 'commands in both at once', Promise.all([
+    a.commands.run('echo A > /home/user/who; echo A > /home/user/only-a; sleep 1; ' +
+                   'cat /home/user/who'),
+    b.commands.run('echo B > /home/user/who; sleep 1; cat /home/user/who'),
+  ]));
+  check(ra.stdout === 'A\n', 'the first sandbox reads its own file', ra.stdout);
+  check(rb.stdout === 'B\n', 'the second sandbox reads its own file', rb.stdout);
+  const e = await rejection(CALL_MS, 'cat of the other sandbox\'s file',
+                            b.commands.run('cat /home/user/only-a'));
+  check(e instanceof CommandExitError, 'the second sandbox has no /home/user/only-a',
+        describe(e));
+  for (const s of [a, b]) {
+    check(await within(CALL_MS, 'kill', s.kill()) === true, 'kill of a sandbox of the pair');
+    made.delete(s.sandboxId);
+  }
+});
+
+await step('a sandbox whose timeout passes under a running command', async () => {
+  const short = await create({ timeoutMs: 5_000 });
+  const started = Date.now();
+  const e = await rejection(30_000, 'commands.run(sleep 30) in a sandbox of 5 s',
+                            short.commands.run('sleep 30', { timeoutMs: 60_000 }));
+  const seconds = (Date.now() - started) / 1000;
+  check(e instanceof SandboxError, 'the error is a SandboxError (or a subclass)', describe(e));
+  check(seconds < 20, 'it came within 20 s', seconds);
+  const running = await within(CALL_MS, 'isRunning', short.isRunning());
+  check(running === false, 'isRunning() after the timeout', running);
+  made.delete(short.sandboxId);
+  return `rejected after ${seconds.toFixed(1)} s with ${describe(e)}`;
+});
+
+await step('kill: then not running, and a second kill is false', async () => {
+  const killed = await within(CALL_MS, 'sandbox.kill', sandbox.kill());
+  check(killed === true, 'kill of a running sandbox', killed);
+  made.delete(sandbox.sandboxId);
+  const running = await within(CALL_MS, 'isRunning', sandbox.isRunning());
+  check(running === false, 'isRunning() after kill', running);
+  const again = await within(CALL_MS, 'Sandbox.kill again', Sandbox.kill(sandbox.sandboxId));
+  check(again === false, 'Sandbox.kill of a killed sandbox', again);
+});
+
+for (const id of made) {
+  await within(CALL_MS, `kill ${id}`, Sandbox.kill(id)).catch(() => {});
+}
+await stopServe();
+console.log(`e2b_sdk_test: all ${passed} checks passed`);
+process.exit(0);
