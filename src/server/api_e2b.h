@@ -3,7 +3,15 @@
 #ifndef CODEBOX_SERVER_API_E2B_H_
 #define CODEBOX_SERVER_API_E2B_H_
 
+#include <atomic>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "codebox/box.h"
 #include "codebox/status.h"
+#include "e2b/connect.h"
 #include "http/server.h"
 #include "server/api_internal.h"
 
@@ -20,6 +28,45 @@ bool IsE2bRequest(const http::Request& request);
 void E2bRoute(Call& call);
 // The in-sandbox routes (api_e2b_envd.cc): checks the sandbox's access token, then serves.
 void E2bSandboxRoute(Call& call);
+// envd's services in `box`, the call's sandbox: process.Process (api_e2b_process.cc);
+// filesystem.Filesystem and REST /files (api_e2b_files.cc). `method` is the Connect method.
+void ProcessService(Call& call, Box& box, std::string_view method);
+void FilesystemService(Call& call, Box& box, std::string_view method);
+void FilesRoute(Call& call, Box& box);
+
+// Where a sandbox's code lives: its working directory and home, as E2B's templates have it.
+inline constexpr std::string_view kE2bHome = "/home/user";
+
+// Connect's unary answers (api_e2b_envd.cc): a message (200, application/json), or an error
+// ({"code": "<name>", "message"} with the code's HTTP status).
+void RespondConnect(Call& call, const nlohmann::json& message);
+void RespondConnectError(Call& call, e2b::connect::Code code, std::string_view message);
+void RespondConnectError(Call& call, const Status& status);
+// The request message of a unary call (the body) or a streaming one (its one envelope),
+// bounded and parsed.
+StatusOr<nlohmann::json> ConnectMessage(const http::Request& request, bool streaming);
+
+// A server stream's answer: 200 and envelopes; the start event first (what the box writes
+// before it is held back), the end-of-stream envelope last. Send is called from the box's
+// threads; the first failed write makes the rest no-ops.
+class ConnectStream {
+ public:
+  explicit ConnectStream(http::Exchange& exchange) : exchange_(exchange) {}
+  Status Open();
+  void Start(const std::string& start_event);
+  void Send(const std::string& event);
+  void End(const Status& status);
+  bool failed() const { return failed_.load(); }
+
+ private:
+  void Write(const std::string& bytes);
+
+  http::Exchange& exchange_;
+  std::mutex mu_;
+  std::string held_;  // events before the start event: at most what the box wrote meanwhile
+  bool started_ = false;
+  std::atomic<bool> failed_{false};
+};
 
 // A control-plane or envd REST error: the HTTP status of `status` with E2B's body
 // {"code": <that status>, "message"}.

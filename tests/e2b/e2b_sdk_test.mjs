@@ -414,6 +414,67 @@ await step('Sandbox.connect by id gives a sandbox whose commands work', async ()
   check(r.stdout === 'marked\n', 'the connected sandbox is the same box', r.stdout);
 });
 
+await step('files.write and files.read: text, bytes, blob; parents made', async () => {
+  const info = await within(CALL_MS, 'files.write one file',
+                            sandbox.files.write('/home/user/dir/a/hello.txt', 'hello files\n'));
+  check(info.path === '/home/user/dir/a/hello.txt' && info.name === 'hello.txt',
+        'the written file\'s info', info);
+  const text = await within(CALL_MS, 'files.read text',
+                            sandbox.files.read('/home/user/dir/a/hello.txt'));
+  check(text === 'hello files\n', 'files.read as text', text);
+  const bytes = new Uint8Array([0, 1, 2, 255, 254, 10, 13]);
+  await within(CALL_MS, 'files.write bytes', sandbox.files.write('bin.dat', bytes.buffer));
+  const back = await within(CALL_MS, 'files.read bytes',
+                            sandbox.files.read('/home/user/bin.dat', { format: 'bytes' }));
+  check(Buffer.from(back).equals(Buffer.from(bytes)), 'binary bytes round-trip', [...back]);
+  const blob = await within(CALL_MS, 'files.read blob',
+                            sandbox.files.read('bin.dat', { format: 'blob' }));
+  check(blob.size === bytes.length, 'files.read as a blob', blob.size);
+  const many = await within(CALL_MS, 'files.write many', sandbox.files.write([
+    { path: '/home/user/many/one.txt', data: '1' },
+    { path: 'many/two "quoted".txt', data: '22' },
+  ]));
+  check(Array.isArray(many) && many.length === 2, 'files.write of two files answers two', many);
+  const two = await within(CALL_MS, 'list the files written',
+                           sandbox.commands.run("cat /home/user/many/one.txt; ls /home/user/many"));
+  check(two.stdout === '1one.txt\ntwo "quoted".txt\n', 'the files, one with quotes in its name',
+        two.stdout);
+  const e = await rejection(CALL_MS, 'read a missing file',
+                            sandbox.files.read('/home/user/nothing-here'));
+  check(e.name === 'FileNotFoundError' || e instanceof NotFoundError,
+        'a missing file is FileNotFoundError', describe(e));
+});
+
+await step('files: list with depth, exists, getInfo, makeDir, rename, remove', async () => {
+  const top = await within(CALL_MS, 'files.list', sandbox.files.list('/home/user/dir'));
+  check(top.length === 1 && top[0].name === 'a' && top[0].type === 'dir',
+        'files.list at depth 1', top);
+  const deep = await within(CALL_MS, 'files.list depth 3',
+                            sandbox.files.list('/home/user/dir', { depth: 3 }));
+  const paths = deep.map((entry) => entry.path).sort();
+  check(JSON.stringify(paths) === JSON.stringify(['/home/user/dir/a', '/home/user/dir/a/hello.txt']),
+        'files.list at depth 3', paths);
+  check(await within(CALL_MS, 'exists', sandbox.files.exists('/home/user/dir/a/hello.txt')) === true,
+        'exists() of a file');
+  check(await within(CALL_MS, 'exists', sandbox.files.exists('/home/user/nope')) === false,
+        'exists() of nothing');
+  const info = await within(CALL_MS, 'getInfo', sandbox.files.getInfo('dir/a/hello.txt'));
+  check(info.type === 'file' && info.size === 12 && info.path === '/home/user/dir/a/hello.txt',
+        'files.getInfo of a file', info);
+  check(await within(CALL_MS, 'makeDir', sandbox.files.makeDir('/home/user/made/deep')) === true,
+        'makeDir of a new directory is true');
+  check(await within(CALL_MS, 'makeDir', sandbox.files.makeDir('/home/user/made/deep')) === false,
+        'makeDir of an existing directory is false');
+  const moved = await within(CALL_MS, 'rename',
+                             sandbox.files.rename('/home/user/dir/a/hello.txt', '/home/user/moved.txt'));
+  check(moved.path === '/home/user/moved.txt', 'rename answers the new entry', moved);
+  check(await within(CALL_MS, 'read moved', sandbox.files.read('moved.txt')) === 'hello files\n',
+        'the moved file\'s content');
+  await within(CALL_MS, 'remove', sandbox.files.remove('/home/user/made'));
+  check(await within(CALL_MS, 'exists', sandbox.files.exists('/home/user/made')) === false,
+        'a removed directory is gone');
+});
+
 await step('getMetrics resolves to an array', async () => {
   const metrics = await within(CALL_MS, 'getMetrics', sandbox.getMetrics());
   check(Array.isArray(metrics), 'getMetrics() is an array', metrics);

@@ -1,0 +1,202 @@
+// envd's filesystem service (filesystem.Filesystem) and its REST /files route, on the box's
+// own file calls (Box::ReadFile, WriteFile, ListDir, Remove) and, for what those lack, the
+// box's own mkdir and mv. A listing's names and sizes are the box's claim, bounded by the host
+// (Box::ListDir) before they get here; paths relative to the sandbox's home are made absolute
+// only to name them in answers, never to reach outside the box.
+#include <deque>
+
+#include "base/json.h"
+#include "base/text.h"
+#include "e2b/filesystem.h"
+#include "server/api_e2b.h"
+
+namespace codebox::server {
+namespace {
+
+using nlohmann::json;
+namespace connect = e2b::connect;
+
+std::string Absolute(std::string_view path) { return e2b::AbsolutePath(path, kE2bHome); }
+
+// The entry of `path` as its parent lists it ("/" is a directory of its own).
+StatusOr<FileEntry> Stat(Box& box, const std::string& path) {
+  const std::string absolute = Absolute(path);
+  if (absolute == "/") return FileEntry{.name = "/", .path = "/", .type = "dir", .size = 0, .mode = 0755};
+  const size_t slash = absolute.rfind('/');
+  const std::string parent = slash == 0 ? "/" : absolute.substr(0, slash);
+  const std::string name = absolute.substr(slash + 1);
+  auto listed = box.ListDir(parent);
+  if (!listed.ok()) {
+    if (listed.status().code() == StatusCode::kNotFound ||
+        listed.status().code() == StatusCode::kInvalidArgument) {
+      return NotFound("no file or directory " + base::Excerpt(absolute));
+    }
+    return listed.status();
+  }
+  for (FileEntry& e : *listed) {
+    if (e.name == name) {
+      e.path = absolute;
+      return e;
+    }
+  }
+  return NotFound("no file or directory " + base::Excerpt(absolute));
+}
+
+// A directory's entries `depth` levels down (envd's ListDir), breadth first, at most
+// kMaxListEntries of them.
+StatusOr<std::vector<FileEntry>> Walk(Box& box, const std::string& root, int depth) {
+  ASSIGN_OR_RETURN(FileEntry top, Stat(box, root));
+  if (top.type != "dir") return InvalidArgument(base::Excerpt(top.path) + " is not a directory");
+  std::vector<FileEntry> out;
+  std::deque<std::pair<std::string, int>> dirs = {{top.path, 1}};
+  while (!dirs.empty()) {
+    auto [dir, level] = dirs.front();
+    dirs.pop_front();
+    ASSIGN_OR_RETURN(std::vector<FileEntry> entries, box.ListDir(dir));
+    for (FileEntry& e : entries) {
+      e.path = (dir == "/" ? "" : dir) + "/" + e.name;
+      if (e.type == "dir" && level < depth) dirs.emplace_back(e.path, level + 1);
+      if (out.size() == e2b::kMaxListEntries) {
+        return Status(StatusCode::kLimitExceeded,
+                      "the listing passes " + std::to_string(e2b::kMaxListEntries) +
+                          " entries: list a smaller depth or directory");
+      }
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+// The box's own program for what its file calls lack; its failure in its own words (an
+// excerpt: the box wrote them).
+Status RunInBox(Box& box, const std::vector<std::string>& argv) {
+  ExecOptions o;
+  o.timeout = std::chrono::seconds(30);
+  ASSIGN_OR_RETURN(ExecResult r, box.Exec(argv, o));
+  if (r.ok()) return Status::Ok();
+  return InvalidArgument(argv[0] + " failed: " + base::TerminalSafe(r.stderr_data, 300));
+}
+
+json Entry(const FileEntry& e) { return {{"entry", e2b::EntryInfoToJson(e)}}; }
+
+void RespondFileError(Call& call, const Status& status) {
+  // The SDK takes not_found for FileNotFoundError, invalid_argument for InvalidArgumentError.
+  RespondConnectError(call, status);
+}
+
+}  // namespace
+
+void FilesystemService(Call& call, Box& box, std::string_view method) {
+  if (method == "WatchDir" || method == "CreateWatcher" || method == "GetWatcherEvents" ||
+      method == "RemoveWatcher") {
+    return RespondConnectError(call, connect::Code::kUnimplemented,
+                               "watching a directory is not supported by codebox yet");
+  }
+  auto message = ConnectMessage(call.request, /*streaming=*/false);
+  if (!message.ok()) return RespondConnectError(call, message.status());
+  if (method == "Stat") {
+    auto path = e2b::PathFromJson(*message);
+    if (!path.ok()) return RespondConnectError(call, path.status());
+    auto entry = Stat(box, *path);
+    if (!entry.ok()) return RespondFileError(call, entry.status());
+    return RespondConnect(call, Entry(*entry));
+  }
+  if (method == "ListDir") {
+    auto request = e2b::ListDirFromJson(*message);
+    if (!request.ok()) return RespondConnectError(call, request.status());
+    auto entries = Walk(box, request->path, request->depth);
+    if (!entries.ok()) return RespondFileError(call, entries.status());
+    json list = json::array();
+    for (const FileEntry& e : *entries) list.push_back(e2b::EntryInfoToJson(e));
+    return RespondConnect(call, {{"entries", list}});
+  }
+  if (method == "MakeDir") {
+    auto path = e2b::PathFromJson(*message);
+    if (!path.ok()) return RespondConnectError(call, path.status());
+    if (auto existing = Stat(box, *path); existing.ok()) {
+      return existing->type == "dir"
+                 ? RespondConnectError(call, connect::Code::kAlreadyExists,
+                                       "directory " + base::Excerpt(existing->path) +
+                                           " already exists")
+                 : RespondConnectError(call, connect::Code::kInvalidArgument,
+                                       base::Excerpt(existing->path) + " is a file");
+    }
+    if (Status st = RunInBox(box, {"mkdir", "-p", "--", Absolute(*path)}); !st.ok()) {
+      return RespondFileError(call, st);
+    }
+    auto entry = Stat(box, *path);
+    if (!entry.ok()) return RespondFileError(call, entry.status());
+    return RespondConnect(call, Entry(*entry));
+  }
+  if (method == "Move") {
+    auto source = e2b::PathFromJson(*message, "source");
+    if (!source.ok()) return RespondConnectError(call, source.status());
+    auto destination = e2b::PathFromJson(*message, "destination");
+    if (!destination.ok()) return RespondConnectError(call, destination.status());
+    if (auto from = Stat(box, *source); !from.ok()) return RespondFileError(call, from.status());
+    Status moved = RunInBox(box, {"mv", "-T", "--", Absolute(*source), Absolute(*destination)});
+    if (!moved.ok()) return RespondFileError(call, moved);
+    auto entry = Stat(box, *destination);
+    if (!entry.ok()) return RespondFileError(call, entry.status());
+    return RespondConnect(call, Entry(*entry));
+  }
+  if (method == "Remove") {
+    auto path = e2b::PathFromJson(*message);
+    if (!path.ok()) return RespondConnectError(call, path.status());
+    if (Status st = box.Remove(Absolute(*path)); !st.ok()) return RespondFileError(call, st);
+    return RespondConnect(call, json::object());
+  }
+  RespondConnectError(call, connect::Code::kUnimplemented,
+                      "filesystem." + std::string(method) + " is not supported by codebox");
+}
+
+// GET /files?path=P: the file's bytes. POST /files: a multipart form of files (each part's
+// filename its path, or the query's path for one file), or one file's raw bytes
+// (application/octet-stream with ?path=); parents are made, files replaced.
+void FilesRoute(Call& call, Box& box) {
+  const auto& query = call.request.query;
+  if (auto user = query.find("username");
+      user != query.end() && user->second != "user" && user->second != "root") {
+    return RespondE2bError(call, InvalidArgument("a sandbox has the users \"user\" and \"root\""));
+  }
+  const auto path = query.find("path");
+  const bool has_path = path != query.end() && !path->second.empty();
+  if (call.request.method == "GET") {
+    if (!has_path) return RespondE2bError(call, InvalidArgument("GET /files needs ?path="));
+    auto data = box.ReadFile(Absolute(path->second));
+    if (!data.ok()) return RespondE2bError(call, data.status());
+    http::Response response;
+    response.content_type = "application/octet-stream";
+    response.body = std::move(*data);
+    (void)call.exchange.Respond(std::move(response));
+    return;
+  }
+  if (call.request.method != "POST") {
+    return RespondE2bError(call, InvalidArgument("/files takes GET and POST"));
+  }
+  if (!call.request.Header("content-encoding").empty()) {
+    return RespondE2bError(
+        call, InvalidArgument("compressed uploads (gzip) are not supported by codebox"));
+  }
+  std::vector<std::string> written;
+  const std::string& type = call.request.Header("content-type");
+  if (base::AsciiLower(type).starts_with("application/octet-stream")) {
+    if (!has_path) return RespondE2bError(call, InvalidArgument("a raw upload needs ?path="));
+    written.push_back(Absolute(path->second));
+    if (Status st = box.WriteFile(written.back(), call.request.body); !st.ok()) {
+      return RespondE2bError(call, st);
+    }
+  } else {
+    auto files = e2b::ParseFormFiles(type, call.request.body);
+    if (!files.ok()) return RespondE2bError(call, files.status());
+    for (const e2b::FormFile& file : *files) {
+      written.push_back(Absolute(has_path && files->size() == 1 ? path->second : file.filename));
+      if (Status st = box.WriteFile(written.back(), file.data); !st.ok()) {
+        return RespondE2bError(call, st);
+      }
+    }
+  }
+  call.RespondJson(200, e2b::WrittenFilesToJson(written));
+}
+
+}  // namespace codebox::server
