@@ -142,13 +142,17 @@ class Box {
   // kept); one that ignores the interrupt has its kernel killed after a grace (error
   // "KernelRestarted", state lost).
   StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options = {});
-  // Ends the kernel; the next RunCode starts a fresh one (variables gone, files kept). A cell
-  // running now is ended (its result says KernelRestarted).
-  Status RestartKernel();
+  // Ends the kernel of `session` ("": the box's own); the next RunCode starts a fresh one
+  // (variables gone, files kept). A cell running now is ended (its result says
+  // KernelRestarted).
+  Status RestartKernel(std::string_view session = {});
+  // Ends a named session (RunCodeOptions::session): its kernel and variables are gone, its
+  // place is free; kNotFound when no such session lives.
+  Status EndCodeSession(std::string_view session);
   // Interrupts the cell running now (KeyboardInterrupt, as its timeout would; the same grace
   // and kill follow if it ignores it); OK and nothing happens when no cell runs. For Ctrl-C
   // in a REPL and for cancelled Python tasks. Callable from any thread.
-  Status InterruptCode();
+  Status InterruptCode(std::string_view session = {});
 
   // Starts now what the first RunPython / RunCode would otherwise start, and returns when it is
   // ready, so that call answers sooner (the server's warm pools do this for every pool box).

@@ -79,7 +79,16 @@ struct RunCodeOptions {
   std::function<void(std::string_view)> on_stdout = {};
   std::function<void(std::string_view)> on_stderr = {};
   std::function<void(const CellResult&)> on_result = {};
+  // The session the cell runs in: "" is the box's own; any other name is a session of its own
+  // (its own kernel and variables: E2B's code contexts), started on its first cell in `cwd`
+  // (empty: the workdir; a relative one is under it). At most kMaxCodeSessions named sessions
+  // live in a box at once (Box::EndCodeSession ends one). Named sessions run in boxes of this
+  // process only, not yet on a box of a server.
+  std::string session = {};
+  std::string cwd = {};
 };
+
+inline constexpr size_t kMaxCodeSessions = 8;
 
 }  // namespace codebox
 

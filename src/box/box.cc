@@ -62,8 +62,9 @@ StatusOr<std::string> Box::Run(std::string_view code) {
 StatusOr<Execution> Box::RunCode(std::string_view code, const RunCodeOptions& options) {
   return impl_->RunCode(code, options);
 }
-Status Box::RestartKernel() { return impl_->RestartKernel(); }
-Status Box::InterruptCode() { return impl_->InterruptCode(); }
+Status Box::RestartKernel(std::string_view session) { return impl_->RestartKernel(session); }
+Status Box::EndCodeSession(std::string_view session) { return impl_->EndCodeSession(session); }
+Status Box::InterruptCode(std::string_view session) { return impl_->InterruptCode(session); }
 Status Box::Prewarm(const PrewarmOptions& options) { return impl_->Prewarm(options); }
 
 Status Box::CopyIn(const std::string& host_path, const std::string& box_path) {

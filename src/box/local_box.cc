@@ -184,17 +184,37 @@ class LocalBox final : public Box::Impl {
   StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options) override {
     if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "run code timeout"));
     RETURN_IF_ERROR(CheckUsable());
-    ASSIGN_OR_RETURN(Execution e, session_->RunCode(code, options));
+    ASSIGN_OR_RETURN(interpreter::KernelSession * session,
+                     Session(options.session, options.cwd, /*make=*/true));
+    ASSIGN_OR_RETURN(Execution e, session->RunCode(code, options));
     e.driver = info_.driver;
     return e;
   }
 
-  Status RestartKernel() override {
+  Status RestartKernel(std::string_view name) override {
     RETURN_IF_ERROR(CheckUsable());
-    return session_->Restart();
+    ASSIGN_OR_RETURN(interpreter::KernelSession * session, Session(name, "", /*make=*/false));
+    return session->Restart();
   }
 
-  Status InterruptCode() override { return session_->Interrupt(); }
+  Status EndCodeSession(std::string_view name) override {
+    if (name.empty()) return InvalidArgument("the box's own code session cannot be ended");
+    std::unique_ptr<interpreter::KernelSession> ended;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = named_sessions_.find(name);
+      if (it == named_sessions_.end()) return NotFound("no code session " + std::string(name));
+      ended = std::move(it->second);
+      named_sessions_.erase(it);
+    }
+    ended->Close();  // a cell waiting in it now returns; its kernel is killed
+    return Status::Ok();
+  }
+
+  Status InterruptCode(std::string_view name) override {
+    ASSIGN_OR_RETURN(interpreter::KernelSession * session, Session(name, "", /*make=*/false));
+    return session->Interrupt();
+  }
 
   Status CopyIn(const std::string& host_path, const std::string& box_path) override {
     RETURN_IF_ERROR(CheckUsable());
@@ -263,6 +283,10 @@ class LocalBox final : public Box::Impl {
     }
     cv_.notify_all();
     session_->Close();  // a cell waiting now returns "destroyed"; the kernel dies with the box
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [name, session] : named_sessions_) session->Close();
+    }
     warm_python_->Close();
     if (watchdog_.joinable() && watchdog_.get_id() != std::this_thread::get_id()) watchdog_.join();
     (void)agent_->Shutdown(std::chrono::milliseconds(500));
@@ -441,11 +465,33 @@ class LocalBox final : public Box::Impl {
     return timeout;
   }
 
-  std::unique_ptr<interpreter::KernelSession> MakeSession() {
+  // The session named `name` ("": the box's own), made (its kernel started in `cwd` on its
+  // first cell) when `make` and there is room; a named one lives until EndCodeSession or the
+  // box's end, so the pointer stays good for a call.
+  StatusOr<interpreter::KernelSession*> Session(std::string_view name, const std::string& cwd,
+                                                bool make) {
+    if (name.empty()) return session_.get();
+    if (name.size() > 128) return InvalidArgument("a code session's name is longer than 128 bytes");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (destroyed_) return InvalidArgument("the box was destroyed");
+    auto it = named_sessions_.find(name);
+    if (it != named_sessions_.end()) return it->second.get();
+    if (!make) return NotFound("no code session " + std::string(name));
+    if (named_sessions_.size() >= kMaxCodeSessions) {
+      return Status(StatusCode::kResourceExhausted,
+                    "the box holds " + std::to_string(kMaxCodeSessions) +
+                        " code sessions, its most; end one first");
+    }
+    auto made = named_sessions_.emplace(
+        std::string(name), MakeSession(cwd.empty() ? run_.cwd : ResolveBoxPath(run_.workdir, cwd)));
+    return made.first->second.get();
+  }
+
+  std::unique_ptr<interpreter::KernelSession> MakeSession(const std::string& cwd) {
     interpreter::KernelHost host;
     host.agent = agent_.get();
     host.env = BaseEnvironment();
-    host.cwd = run_.cwd;
+    host.cwd = cwd;
     host.user = run_.user;
     host.image = options_.image;
     host.output_limit = options_.output_limit_bytes;
@@ -535,7 +581,9 @@ class LocalBox final : public Box::Impl {
   // Destroyed before the agent connection its execs use.
   std::unique_ptr<interpreter::WarmPython> warm_python_ = MakeWarmPython();
   // Last: destroyed first, while the agent connection it uses still exists.
-  std::unique_ptr<interpreter::KernelSession> session_ = MakeSession();
+  std::unique_ptr<interpreter::KernelSession> session_ = MakeSession(run_.cwd);
+  // RunCodeOptions::session's kernels, by name (under mu_); each closed before the box ends.
+  std::map<std::string, std::unique_ptr<interpreter::KernelSession>, std::less<>> named_sessions_;
 };
 
 namespace box {

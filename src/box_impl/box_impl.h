@@ -32,8 +32,9 @@ class Box::Impl {
     return Exec({"python3", "-c", std::string(code)}, options);
   }
   virtual StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options) = 0;
-  virtual Status RestartKernel() = 0;
-  virtual Status InterruptCode() = 0;
+  virtual Status RestartKernel(std::string_view session) = 0;
+  virtual Status EndCodeSession(std::string_view session) = 0;
+  virtual Status InterruptCode(std::string_view session) = 0;
   virtual Status Prewarm(const PrewarmOptions& options) = 0;
   virtual Status CopyIn(const std::string& host_path, const std::string& box_path) = 0;
   virtual Status CopyOut(const std::string& box_path, const std::string& host_path,

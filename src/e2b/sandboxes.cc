@@ -116,9 +116,6 @@ StatusOr<std::optional<int64_t>> TimeoutFromJson(const json& body, bool required
   return std::optional<int64_t>(timeout);
 }
 
-namespace {
-
-// RFC 3339 UTC with milliseconds ("2026-12-07T15:00:00.123Z"): the SDK makes a Date of it.
 std::string Rfc3339(std::chrono::system_clock::time_point t) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
   const std::time_t secs = static_cast<std::time_t>(ms.count() / 1000);
@@ -131,7 +128,6 @@ std::string Rfc3339(std::chrono::system_clock::time_point t) {
   return text;
 }
 
-}  // namespace
 
 json ListedSandboxToJson(const ListedSandbox& s) {
   return {{"sandboxID", s.sandbox_id},

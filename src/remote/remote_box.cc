@@ -271,8 +271,17 @@ class RemoteBox final : public Box::Impl {
                     options, ExecTimeout(options), "exec python3");
   }
 
+  // The server's routes serve a box's own session only (RunCodeOptions::session).
+  static Status NoNamedSession(std::string_view session) {
+    if (session.empty()) return Status::Ok();
+    return Status(StatusCode::kFailedPrecondition,
+                  "named code sessions run in boxes of this process only, not yet on a box of a "
+                  "server");
+  }
+
   StatusOr<Execution> RunCode(std::string_view code, const RunCodeOptions& options) override {
     if (options.timeout) RETURN_IF_ERROR(ValidateTimeout(*options.timeout, "run code timeout"));
+    RETURN_IF_ERROR(NoNamedSession(options.session));
     RETURN_IF_ERROR(CheckUsable());
     std::chrono::milliseconds timeout = options.timeout.value_or(options_.exec_timeout);
     const json body = api::CellRequestToJson({std::string(code), options.timeout});
@@ -297,13 +306,17 @@ class RemoteBox final : public Box::Impl {
                                  api::ExecutionFromJson, on_result, "run code");
   }
 
-  Status RestartKernel() override {
+  Status RestartKernel(std::string_view session) override {
+    RETURN_IF_ERROR(NoNamedSession(session));
     RETURN_IF_ERROR(CheckUsable());
     return api_.CallNoContent("POST", base_ + "/restart", "", kControlTimeout, "restart kernel");
   }
 
+  Status EndCodeSession(std::string_view session) override { return NoNamedSession(session); }
+
   // Its own connection: it runs while another thread's RunCode streams.
-  Status InterruptCode() override {
+  Status InterruptCode(std::string_view session) override {
+    RETURN_IF_ERROR(NoNamedSession(session));
     if (IsDestroyed()) return Status::Ok();  // no cell runs in a destroyed box
     return api_.CallNoContent("POST", base_ + "/interrupt", "", kControlTimeout, "interrupt");
   }

@@ -33,6 +33,9 @@ void E2bSandboxRoute(Call& call);
 void ProcessService(Call& call, Box& box, std::string_view method);
 void FilesystemService(Call& call, Box& box, std::string_view method);
 void FilesRoute(Call& call, Box& box);
+// The code interpreter (port 49999: /execute, /contexts) in the call's sandbox
+// (api_e2b_code.cc).
+void CodeInterpreter(Call& call, Box& box, const E2bSandbox& sandbox);
 
 // Where a sandbox's code lives: its working directory and home, as E2B's templates have it.
 inline constexpr std::string_view kE2bHome = "/home/user";

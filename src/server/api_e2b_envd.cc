@@ -136,8 +136,9 @@ void E2bSandboxRoute(Call& call) {
   const std::string& path = request.path;
   const std::string& port = request.Header("e2b-sandbox-port");
   if (port == "49999") {
-    return RespondE2bError(call, NotFound("the code interpreter (/execute, /contexts) is not "
-                                          "served by codebox yet"));
+    auto lease = call.context.registry->Acquire(call.box_id, call.caller);
+    if (!lease.ok()) return RespondSandboxGone(call);
+    return CodeInterpreter(call, lease->box(), *sandbox);
   }
   if (path == "/health") return call.RespondNoContent();
   constexpr std::string_view kProcess = "/process.Process/";

@@ -1,5 +1,7 @@
 #include "server/e2b_sandboxes.h"
 
+#include <algorithm>
+
 #include "base/random.h"
 #include "base/text.h"
 #include "http/request.h"
@@ -41,6 +43,26 @@ std::vector<E2bSandbox> E2bSandboxes::All() const {
     if (!s.gone) out.push_back(s);
   }
   return out;
+}
+
+bool E2bSandboxes::AddContext(std::string_view id, E2bContext context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sandboxes_.find(id);
+  if (it == sandboxes_.end() || it->second.gone) return false;
+  it->second.contexts.push_back(std::move(context));
+  return true;
+}
+
+bool E2bSandboxes::RemoveContext(std::string_view id, std::string_view context_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sandboxes_.find(id);
+  if (it == sandboxes_.end()) return false;
+  auto& contexts = it->second.contexts;
+  auto c = std::find_if(contexts.begin(), contexts.end(),
+                        [&](const E2bContext& x) { return x.id == context_id; });
+  if (c == contexts.end()) return false;
+  contexts.erase(c);
+  return true;
 }
 
 void E2bSandboxes::Remove(std::string_view id) {

@@ -17,16 +17,25 @@
 
 namespace codebox::server {
 
+// A code context (E2B's createCodeContext): its own kernel, a named code session of the box
+// (RunCodeOptions::session) under the context's id.
+struct E2bContext {
+  std::string id;
+  std::string language;
+  std::string cwd;
+};
+
 struct E2bSandbox {
-  std::string id;            // the box's id
-  std::string tenant;        // whose box it is
-  std::string access_token;  // random, this sandbox's alone
-  std::string template_id;
-  std::map<std::string, std::string> metadata;
+  std::string id = {};            // the box's id
+  std::string tenant = {};        // whose box it is
+  std::string access_token = {};  // random, this sandbox's alone
+  std::string template_id = {};
+  std::map<std::string, std::string> metadata = {};
   double cpus = 1;
   uint64_t memory_mib = 0;
   uint64_t disk_mib = 0;
   bool gone = false;  // its box was destroyed
+  std::vector<E2bContext> contexts = {};  // made with POST /contexts, oldest first
 };
 
 class E2bSandboxes {
@@ -40,6 +49,10 @@ class E2bSandboxes {
   std::optional<E2bSandbox> Authenticate(std::string_view id, std::string_view token) const;
   // The entries whose box lives (as far as this table knows), ordered by id.
   std::vector<E2bSandbox> All() const;
+  // Adds a context to a sandbox this table holds (false when it does not).
+  bool AddContext(std::string_view id, E2bContext context);
+  // Removes one; false when the sandbox or the context is unknown.
+  bool RemoveContext(std::string_view id, std::string_view context_id);
   // Marks the sandbox gone; the oldest gone entry past kMaxGone is forgotten.
   void Remove(std::string_view id);
 

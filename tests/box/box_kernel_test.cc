@@ -60,6 +60,41 @@ TEST_F(KernelTest, LastExpressionIsTheMainResult) {
   EXPECT_EQ(d.text(), "{'a': [1, 2]}");
 }
 
+// Named sessions (E2B's code contexts): each its own kernel and variables, started in its cwd,
+// restarted and ended on their own, at most kMaxCodeSessions of them.
+TEST_F(KernelTest, NamedSessionsKeepTheirOwnVariables) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
+  RunOk(*box, "x = 'own'");
+  RunCodeOptions a;
+  a.session = "a";
+  a.cwd = "/tmp";
+  auto in_a = box->RunCode("x = 'a'\nimport os\nos.getcwd()", a);
+  ASSERT_TRUE(in_a.ok()) << in_a.status().ToString();
+  EXPECT_EQ(in_a->text(), "'/tmp'");
+  EXPECT_EQ(RunOk(*box, "x").text(), "'own'") << "a named session wrote the box's own variables";
+  auto again = box->RunCode("x", a);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->text(), "'a'");
+  ASSERT_TRUE(box->RestartKernel("a").ok());
+  auto fresh = box->RunCode("x", a);
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE(fresh->error.has_value());
+  EXPECT_EQ(fresh->error->name, "NameError");
+  EXPECT_EQ(box->RestartKernel("nope").code(), StatusCode::kNotFound);
+  EXPECT_EQ(box->InterruptCode("nope").code(), StatusCode::kNotFound);
+  ASSERT_TRUE(box->EndCodeSession("a").ok());
+  EXPECT_EQ(box->EndCodeSession("a").code(), StatusCode::kNotFound);
+  EXPECT_FALSE(box->EndCodeSession("").ok()) << "the box's own session cannot end";
+  for (size_t i = 0; i < kMaxCodeSessions; ++i) {
+    RunCodeOptions o;
+    o.session = "s" + std::to_string(i);
+    ASSERT_TRUE(box->RunCode("1", o).ok()) << i;
+  }
+  RunCodeOptions one_more;
+  one_more.session = "past";
+  EXPECT_EQ(box->RunCode("1", one_more).status().code(), StatusCode::kResourceExhausted);
+}
+
 TEST_F(KernelTest, ExceptionIsAResultAndTheNextCellWorks) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, Options());
   RunOk(*box, "z = 5");

@@ -475,6 +475,78 @@ await step('files: list with depth, exists, getInfo, makeDir, rename, remove', a
         'a removed directory is gone');
 });
 
+let ci;  // a sandbox of @e2b/code-interpreter (its default template: numpy, pandas, matplotlib)
+
+await step('code interpreter: runCode keeps state, streams stdout, gives results', async () => {
+  const { Sandbox: CodeSandbox } = await import('@e2b/code-interpreter');
+  ci = await within(CREATE_MS, 'code interpreter create', CodeSandbox.create({ timeoutMs: 300_000 }));
+  made.add(ci.sandboxId);
+  const streamed = [];
+  const results = [];
+  const a = await within(CALL_MS, 'runCode', ci.runCode('x = 40\nprint("hi")\nx + 2', {
+    onStdout: (m) => streamed.push(m.line),
+    onResult: (r) => results.push(r),
+  }));
+  check(a.text === '42', 'the main result\'s text', a.text);
+  check(a.logs.stdout.join('') === 'hi\n', 'logs.stdout', a.logs.stdout);
+  check(streamed.join('') === 'hi\n', 'onStdout got the output as it came', streamed);
+  check(results.length === 1 && results[0].isMainResult, 'onResult got the main result', results);
+  check(a.executionCount > 0, 'executionCount', a.executionCount);
+  const b = await within(CALL_MS, 'runCode again', ci.runCode('x * 2'));
+  check(b.text === '80', 'a variable lives on to the next cell', b.text);
+  const s = await within(CALL_MS, 'runCode of a str', ci.runCode('"abc"'));
+  check(s.text === 'abc', 'a str\'s text without its quotes, as E2B gives it', s.text);
+  const e = await within(CALL_MS, 'runCode of 1/0', ci.runCode('1/0'));
+  check(e.error?.name === 'ZeroDivisionError' && /division/.test(e.error.value),
+        'an exception is execution.error', e.error);
+  const html = await within(CALL_MS, 'runCode display', ci.runCode(
+    'from IPython.display import display, HTML\ndisplay(HTML("<b>hi</b>"))'));
+  check(html.results.length === 1 && html.results[0].html === '<b>hi</b>' &&
+        !html.results[0].isMainResult, 'a displayed HTML result', html.results);
+  const chart = await within(CALL_MS, 'runCode of a chart', ci.runCode(
+    'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [4, 5, 6])\nplt.title("t")\nplt.show()'));
+  check(chart.results.some((r) => typeof r.png === 'string' && r.png.length > 100),
+        'a matplotlib figure comes as a png result', chart.results.map((r) => r.formats()));
+});
+
+await step('code interpreter: a cell\'s envs last for that cell; a timeout keeps the state',
+           async () => {
+  const env = await within(CALL_MS, 'runCode with envs',
+                           ci.runCode('import os\nos.environ.get("CELL_ENV")', { envs: { CELL_ENV: 'v' } }));
+  check(env.text === 'v', 'the cell saw its env', env.text);
+  const after = await within(CALL_MS, 'runCode after', ci.runCode('str(os.environ.get("CELL_ENV"))'));
+  check(after.text === 'None', 'the next cell does not', after.text);
+  const started = Date.now();
+  const late = await rejection(CALL_MS, 'runCode past its timeoutMs',
+                               ci.runCode('import time\ntime.sleep(30)', { timeoutMs: 2000 }));
+  check(late instanceof TimeoutError, 'a cell past its timeoutMs is TimeoutError', describe(late));
+  check(Date.now() - started < 15_000, 'it gave up at its timeout', Date.now() - started);
+  const kept = await within(CALL_MS, 'runCode after the timeout', ci.runCode('x'));
+  check(kept.text === '40', 'the interrupted session kept its variables', kept.text);
+});
+
+await step('code interpreter: contexts of their own', async () => {
+  const ctx = await within(CALL_MS, 'createCodeContext', ci.createCodeContext({ cwd: '/tmp' }));
+  check(typeof ctx.id === 'string' && ctx.cwd === '/tmp' && ctx.language === 'python',
+        'the context', ctx);
+  const cwd = await within(CALL_MS, 'runCode in the context',
+                           ci.runCode('import os\nos.getcwd()', { context: ctx }));
+  check(cwd.text === '/tmp', 'the context runs in its cwd', cwd.text);
+  const own = await within(CALL_MS, 'runCode in the context', ci.runCode('x', { context: ctx }));
+  check(own.error?.name === 'NameError', 'the context has variables of its own', own.error);
+  const listed = await within(CALL_MS, 'listCodeContexts', ci.listCodeContexts());
+  check(listed.some((c) => c.id === ctx.id), 'listCodeContexts lists it', listed);
+  await within(CALL_MS, 'restartCodeContext', ci.restartCodeContext(ctx));
+  await within(CALL_MS, 'removeCodeContext', ci.removeCodeContext(ctx));
+  const gone = await rejection(CALL_MS, 'runCode in a removed context',
+                               ci.runCode('1', { context: ctx }));
+  check(gone instanceof NotFoundError || gone.name === 'NotFoundError',
+        'a removed context is NotFoundError', describe(gone));
+  const both = await rejection(CALL_MS, 'an unsupported language',
+                               ci.runCode('1', { language: 'r' }));
+  check(both instanceof SandboxError, 'an unsupported language is a SandboxError', describe(both));
+});
+
 await step('getMetrics resolves to an array', async () => {
   const metrics = await within(CALL_MS, 'getMetrics', sandbox.getMetrics());
   check(Array.isArray(metrics), 'getMetrics() is an array', metrics);
