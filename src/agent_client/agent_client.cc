@@ -317,7 +317,11 @@ Status RunningExec::Signal(int sig) {
 
 Status RunningExec::Resize(msg::TerminalSize size) {
   const std::string what = what_ + ": resize";
-  if (!state_->tty) return InvalidArgument(what + ": the exec has no terminal (ExecRequest::tty)");
+  // An attached handle does not know how its process was started: the agent says whether it
+  // has a terminal.
+  if (!state_->tty && !attached()) {
+    return InvalidArgument(what + ": the exec has no terminal (ExecRequest::tty)");
+  }
   RETURN_IF_ERROR(CheckTerminalSize(size, what.c_str()));
   return client_
       ->Call(msg::Resize{stream_, size}, ExpectDone("resize"), IdleWait(client_->idle()), nullptr)

@@ -164,7 +164,7 @@ class RunningExec {
   Status Signal(int sig);
   // The new size of a tty exec's terminal (each side 1..msg::kMaxTerminalSide); its
   // foreground programs get SIGWINCH. kNotFound once it has ended; kInvalidArgument for an
-  // exec without a tty.
+  // exec without a tty (for an attached handle, as the agent says).
   Status Resize(msg::TerminalSize size);
   // Has the agent kill the exec's whole process tree, also what left its process group (the
   // cancel op, or for an attached handle signal_process with tree); returns at once. Its

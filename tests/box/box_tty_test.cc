@@ -46,6 +46,36 @@ TEST(BoxTtyTest, AProgramInAJailGetsATerminalOfItsBoxThatFollowsResizesAndCtrlC)
   EXPECT_EQ(r->driver, "jail");
 }
 
+// A background terminal is resized through a handle attached later (E2B's pty.resize comes
+// on a request of its own); an attached handle of a program without one is refused.
+TEST(BoxTtyTest, AnAttachedHandleResizesABackgroundTerminal) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
+  SeenOutput seen;
+  ExecOptions exec;
+  exec.tty = TerminalSize{24, 80};
+  exec.background = true;
+  exec.on_stdout = seen.Sink();
+  auto process = box->Start(
+      {"sh", "-c", "trap 'stty size' WINCH; echo ready; while :; do sleep 0.05; done"}, exec);
+  ASSERT_TRUE(process.ok()) << process.status().ToString();
+  ASSERT_TRUE(seen.WaitFor("ready"));
+  ExecOptions quiet;
+  quiet.keep_output = false;
+  auto attached = box->Attach((*process)->pid(), quiet);
+  ASSERT_TRUE(attached.ok()) << attached.status().ToString();
+  ASSERT_TRUE((*attached)->Resize({30, 100}).ok());
+  ASSERT_TRUE(seen.WaitFor("30 100"));
+  (*attached)->Detach();
+  auto plain = box->Start({"sleep", "30"}, ExecOptions{.background = true});
+  ASSERT_TRUE(plain.ok());
+  auto plain_attached = box->Attach((*plain)->pid(), quiet);
+  ASSERT_TRUE(plain_attached.ok());
+  EXPECT_EQ((*plain_attached)->Resize({30, 100}).code(), StatusCode::kInvalidArgument);
+  (*plain_attached)->Detach();
+  EXPECT_TRUE(box->KillProcess((*plain)->pid()).ok());
+  EXPECT_TRUE(box->KillProcess((*process)->pid()).ok());
+}
+
 TEST(BoxTtyTest, AProgramCannotHoldItsResultBackByKeepingTheTerminalOpen) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
   ExecOptions exec;

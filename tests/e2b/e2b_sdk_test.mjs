@@ -404,6 +404,32 @@ await step('commands.kill: true for a running command, false for one gone or unk
   return `the killed command's exitCode ${e.exitCode}`;
 });
 
+await step('pty: create, sendInput, resize, kill', async () => {
+  let seen = '';
+  const terminal = await within(CALL_MS, 'pty.create', sandbox.pty.create({
+    cols: 80, rows: 24, timeoutMs: 60_000,
+    onData: (data) => { seen += Buffer.from(data).toString('utf8'); },
+  }));
+  check(terminal.pid > 0, 'the terminal has a pid', terminal.pid);
+  await within(CALL_MS, 'pty.sendInput', sandbox.pty.sendInput(
+    terminal.pid, new TextEncoder().encode('stty size; echo "typed-$((6*7))"\n')));
+  const deadline = Date.now() + 20_000;
+  while (!seen.includes('typed-42') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  check(seen.includes('typed-42'), 'what was typed ran in the terminal', seen.slice(-300));
+  check(seen.includes('24 80'), 'the terminal is 24 rows by 80 columns', seen.slice(-300));
+  await within(CALL_MS, 'pty.resize', sandbox.pty.resize(terminal.pid, { cols: 100, rows: 30 }));
+  await within(CALL_MS, 'pty.sendInput', sandbox.pty.sendInput(
+    terminal.pid, new TextEncoder().encode('stty size\n')));
+  while (!seen.includes('30 100') && Date.now() < deadline + 10_000) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  check(seen.includes('30 100'), 'the terminal was resized', seen.slice(-300));
+  check(await within(CALL_MS, 'pty.kill', sandbox.pty.kill(terminal.pid)) === true,
+        'pty.kill of the terminal');
+  const end = await rejection(CALL_MS, 'wait on a killed terminal', terminal.wait());
+  check(end instanceof CommandExitError, 'a killed terminal ends with CommandExitError', describe(end));
+});
+
 await step('Sandbox.connect by id gives a sandbox whose commands work', async () => {
   await within(CALL_MS, 'write a mark',
                sandbox.commands.run('echo marked > /home/user/mark'));
@@ -521,8 +547,11 @@ await step('code interpreter: a cell\'s envs last for that cell; a timeout keeps
                                ci.runCode('import time\ntime.sleep(30)', { timeoutMs: 2000 }));
   check(late instanceof TimeoutError, 'a cell past its timeoutMs is TimeoutError', describe(late));
   check(Date.now() - started < 15_000, 'it gave up at its timeout', Date.now() - started);
+  const keptAt = Date.now();
   const kept = await within(CALL_MS, 'runCode after the timeout', ci.runCode('x'));
   check(kept.text === '40', 'the interrupted session kept its variables', kept.text);
+  // Had the server let the abandoned cell sleep on, this cell would have waited for it.
+  check(Date.now() - keptAt < 10_000, 'the abandoned cell was interrupted', Date.now() - keptAt);
 });
 
 await step('code interpreter: contexts of their own', async () => {
