@@ -19,9 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-// The default context of python: the box's own kernel.
-constexpr std::string_view kDefaultPython = "default-python";
-
 std::string Now() { return e2b::Rfc3339(std::chrono::system_clock::now()); }
 
 // The code interpreter's errors: the SDK reads only the status (404: NotFoundError with the
@@ -62,25 +59,62 @@ class LineStream {
   bool failed_ = false;
 };
 
+// A context as a cell runs in it: python in a code session of the box ("" the box's own);
+// bash in a shell whose state the box keeps between cells (BashCell).
 struct Context {
   std::string id;
-  std::string session;  // Box code session: "" for the default
+  std::string language;
+  std::string session;
   std::string cwd;
 };
 
+// The default context of each language, made on its first use; others are made by POST
+// /contexts.
+std::string DefaultContextId(std::string_view language) { return "default-" + std::string(language); }
+
 std::optional<Context> FindContext(const E2bSandbox& sandbox, std::string_view id) {
-  if (id == kDefaultPython) return Context{std::string(kDefaultPython), "", ""};
+  for (std::string_view language : {"python", "bash"}) {
+    if (id == DefaultContextId(language)) return Context{std::string(id), std::string(language), "", ""};
+  }
   for (const E2bContext& c : sandbox.contexts) {
-    if (c.id == id) return Context{c.id, c.id, c.cwd};
+    if (c.id == id) return Context{c.id, c.language, c.id, c.cwd};
   }
   return std::nullopt;
 }
 
 Status CheckLanguage(std::string_view language) {
-  if (language.empty() || language == "python") return Status::Ok();
+  if (language.empty() || language == "python" || language == "bash") return Status::Ok();
   return InvalidArgument("language " + base::Excerpt(language) +
-                         " is not supported by codebox's code interpreter yet (python is)");
+                         " is not supported by codebox's code interpreter (python and bash are)");
 }
+
+// A bash cell: the code runs in a fresh bash that first takes the context's state (its cwd,
+// variables and functions, kept in the box under /tmp) and leaves it there at its end, so that
+// state lasts from cell to cell as in one shell. $1 is the code, $2 the context's starting
+// cwd, $3 its id (hex or default-bash: no quoting needed), $4 the cell's env_vars as export
+// lines and $5 their names: set after the state is taken, and put back as they were before it
+// is left, so that they last for this cell only.
+constexpr std::string_view kBashCell = R"sh(__codebox_state=/tmp/.codebox-e2b-bash/$3
+mkdir -p "$__codebox_state" 2>/dev/null
+cd "$(cat "$__codebox_state/cwd" 2>/dev/null || printf %s "$2")" 2>/dev/null
+[ -f "$__codebox_state/vars" ] && . "$__codebox_state/vars" 2>/dev/null
+[ -f "$__codebox_state/funcs" ] && . "$__codebox_state/funcs" 2>/dev/null
+__codebox_names=$5
+__codebox_prior=$([ -n "$5" ] && declare -p $5 2>/dev/null)
+eval "$4"
+__codebox_save() {
+  __codebox_rc=$?
+  unset -f __codebox_save
+  [ -n "$__codebox_names" ] && unset $__codebox_names
+  eval "$__codebox_prior"
+  pwd > "$__codebox_state/cwd"
+  declare -p | grep -Ev '^declare -[a-zA-Z-]*r|^declare -[a-zA-Z-]* (BASH[A-Z_]*|EUID|PPID|SHELLOPTS|UID|GROUPS|FUNCNAME|PIPESTATUS|_|SHLVL|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|EPOCHSECONDS|EPOCHREALTIME|OPTIND|OPTERR|PWD|OLDPWD|DIRSTACK|COMP_WORDBREAKS|__codebox_[a-z]*)=' > "$__codebox_state/vars"
+  declare -f > "$__codebox_state/funcs"
+  exit $__codebox_rc
+}
+trap __codebox_save EXIT
+eval "$1"
+)sh";
 
 // Python that sets `env` for the cells after it and keeps what it replaced; and the Python that
 // puts that back. As E2B's server does, a cell's env_vars last for that cell only.
@@ -97,6 +131,53 @@ constexpr std::string_view kRestoreEnvCell =
     "    if _codebox_v is None: _codebox_os.environ.pop(_codebox_k, None)\n"
     "    else: _codebox_os.environ[_codebox_k] = _codebox_v\n";
 
+void BashCell(Call& call, Box& box, const Context& context, const e2b::ExecuteRequest& request,
+              LineStream& stream) {
+  // The cell's env_vars as bash export lines, each value in single quotes.
+  std::string exports, names;
+  for (const auto& [name, value] : request.env_vars) {
+    if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+            std::string::npos ||
+        (name[0] >= '0' && name[0] <= '9')) {
+      stream.Send(e2b::ErrorLine({.name = "BashError",
+                                  .value = "env_vars name " + base::Excerpt(name) +
+                                           " is not a shell variable's name",
+                                  .traceback = ""}));
+      return stream.Send(e2b::EndOfExecutionLine());
+    }
+    std::string quoted = "'";
+    for (char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    exports += "export " + name + "=" + quoted + "'\n";
+    names += (names.empty() ? "" : " ") + name;
+  }
+  ExecOptions options;
+  options.keep_output = false;
+  options.timeout = call.context.options.ceilings.exec_timeout;
+  options.cancel = std::make_shared<ExecCancel>();
+  options.on_stdout = [&stream](std::string_view text) { stream.Send(e2b::StdoutLine(text, Now())); };
+  options.on_stderr = [&stream](std::string_view text) { stream.Send(e2b::StderrLine(text, Now())); };
+  const std::string cwd = context.cwd.empty() ? std::string(kE2bHome) : context.cwd;
+  StatusOr<ExecResult> result = [&] {
+    // A client that goes away ends the cell (its state stays as the last cell left it).
+    DisconnectWatch watch(call.exchange, nullptr, [&options] { options.cancel->Cancel(); });
+    return box.Exec(
+        {"bash", "-c", std::string(kBashCell), "bash", request.code, cwd, context.id, exports, names},
+        options);
+  }();
+  if (!result.ok()) {
+    call.NoteError(result.status());
+    stream.Send(e2b::ErrorLine({.name = "UnexpectedEndOfExecution",
+                                .value = result.status().message(),
+                                .traceback = ""}));
+  } else if (!result->ok()) {
+    const std::string why = result->timed_out ? "the cell passed its timeout"
+                            : result->signal != 0 ? "killed by signal " + std::to_string(result->signal)
+                                                  : "exit status " + std::to_string(result->exit_code);
+    stream.Send(e2b::ErrorLine({.name = "BashError", .value = why, .traceback = ""}));
+  }
+  stream.Send(e2b::EndOfExecutionLine());
+}
+
 void Execute(Call& call, Box& box, const E2bSandbox& sandbox) {
   auto body = ParseObject(call.request.body);
   if (!body.ok()) return RespondText(call, 400, body.status().message());
@@ -105,11 +186,15 @@ void Execute(Call& call, Box& box, const E2bSandbox& sandbox) {
   if (Status st = CheckLanguage(request->language); !st.ok()) {
     return RespondText(call, 400, st.message());
   }
-  std::optional<Context> context =
-      FindContext(sandbox, request->context_id.empty() ? kDefaultPython : request->context_id);
-  if (!context) return RespondText(call, 404, "Context " + base::Excerpt(request->context_id) + " not found");
+  const std::string language = request->language.empty() ? "python" : request->language;
+  std::optional<Context> context = FindContext(
+      sandbox, request->context_id.empty() ? DefaultContextId(language) : request->context_id);
+  if (!context) {
+    return RespondText(call, 404, "Context " + base::Excerpt(request->context_id) + " not found");
+  }
   LineStream stream(call.exchange);
   if (!stream.Open().ok()) return;
+  if (context->language == "bash") return BashCell(call, box, *context, *request, stream);
   RunCodeOptions options;
   options.session = context->session;
   options.cwd = context->cwd;
@@ -167,14 +252,18 @@ void CreateContext(Call& call, Box& box, const E2bSandbox& sandbox) {
   E2bContext context{.id = base::HexEncode(base::RandomBytes(8)),
                      .language = request->language,
                      .cwd = cwd};
-  // Its kernel starts now, so that a wrong cwd is this call's error and the first cell is quick.
-  RunCodeOptions start;
-  start.session = context.id;
-  start.cwd = cwd;
-  auto started = box.RunCode("", start);
-  if (!started.ok()) {
-    (void)box.EndCodeSession(context.id);
-    return RespondText(call, 400, "the context's kernel did not start: " + started.status().message());
+  if (context.language == "python") {
+    // Its kernel starts now, so that a wrong cwd is this call's error and the first cell is
+    // quick.
+    RunCodeOptions start;
+    start.session = context.id;
+    start.cwd = cwd;
+    auto started = box.RunCode("", start);
+    if (!started.ok()) {
+      (void)box.EndCodeSession(context.id);
+      return RespondText(call, 400,
+                         "the context's kernel did not start: " + started.status().message());
+    }
   }
   if (!call.context.e2b.AddContext(sandbox.id, context)) {
     (void)box.EndCodeSession(context.id);
@@ -184,7 +273,8 @@ void CreateContext(Call& call, Box& box, const E2bSandbox& sandbox) {
 }
 
 void ListContexts(Call& call, const E2bSandbox& sandbox) {
-  json list = json::array({e2b::ContextToJson(kDefaultPython, "python", kE2bHome)});
+  json list = json::array({e2b::ContextToJson(DefaultContextId("python"), "python", kE2bHome),
+                           e2b::ContextToJson(DefaultContextId("bash"), "bash", kE2bHome)});
   for (const E2bContext& c : sandbox.contexts) {
     list.push_back(e2b::ContextToJson(c.id, c.language, c.cwd));
   }
@@ -208,6 +298,11 @@ void CodeInterpreter(Call& call, Box& box, const E2bSandbox& sandbox) {
     std::optional<Context> context = FindContext(sandbox, rest);
     if (!context) return RespondText(call, 404, "Context " + base::Excerpt(rest) + " not found");
     if (restart && method == "POST") {
+      if (context->language == "bash") {
+        // A fresh shell: the state the cells left goes.
+        (void)box.Exec({"rm", "-rf", "--", "/tmp/.codebox-e2b-bash/" + context->id});
+        return call.RespondNoContent();
+      }
       Status st = box.RestartKernel(context->session);
       // A context whose kernel never ran has nothing to restart.
       if (!st.ok() && st.code() != StatusCode::kNotFound) {
@@ -216,10 +311,14 @@ void CodeInterpreter(Call& call, Box& box, const E2bSandbox& sandbox) {
       return call.RespondNoContent();
     }
     if (!restart && method == "DELETE") {
-      if (context->session.empty()) {
-        return RespondText(call, 400, "the default context cannot be removed");
+      if (context->id.starts_with("default-")) {
+        return RespondText(call, 400, "a default context cannot be removed");
       }
-      (void)box.EndCodeSession(context->session);
+      if (context->language == "bash") {
+        (void)box.Exec({"rm", "-rf", "--", "/tmp/.codebox-e2b-bash/" + context->id});
+      } else {
+        (void)box.EndCodeSession(context->session);
+      }
       call.context.e2b.RemoveContext(sandbox.id, context->id);
       return call.RespondNoContent();
     }

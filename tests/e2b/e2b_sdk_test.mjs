@@ -576,6 +576,35 @@ await step('code interpreter: contexts of their own', async () => {
   check(both instanceof SandboxError, 'an unsupported language is a SandboxError', describe(both));
 });
 
+await step('code interpreter: bash keeps its cwd, variables and functions from cell to cell',
+           async () => {
+  const bash = (code, opts = {}) => within(CALL_MS, `bash cell ${code}`,
+                                           ci.runCode(code, { language: 'bash', ...opts }));
+  const first = await bash('cd /tmp; X=5; export Y=6; f() { echo "f$1"; }; echo set');
+  check(first.logs.stdout.join('') === 'set\n' && !first.error, 'the first cell ran', first);
+  const second = await bash('pwd; echo $X $Y; f 1; echo $Z', { envs: { Z: 'cell' } });
+  check(second.logs.stdout.join('') === '/tmp\n5 6\nf1\ncell\n',
+        'cwd, variables, exports and functions lasted; the cell saw its envs',
+        second.logs.stdout);
+  const third = await bash('echo "[$Z]"; ls nothing-here');
+  check(third.logs.stdout.join('') === '[]\n', 'a cell\'s envs do not last', third.logs.stdout);
+  check(third.error && /exit status/.test(third.error.value), 'a failing cell has an error',
+        third.error);
+  check(third.logs.stderr.join('').includes('nothing-here'), 'its stderr', third.logs.stderr);
+  const shadow = await bash('echo $X', { envs: { X: "it's shadowed" } });
+  check(shadow.logs.stdout.join('') === "it's shadowed\n", 'a cell env shadows a variable',
+        shadow.logs.stdout);
+  const back = await bash('echo $X');
+  check(back.logs.stdout.join('') === '5\n', 'and the variable is back after the cell',
+        back.logs.stdout);
+  const own = await within(CALL_MS, 'a bash context',
+                           ci.createCodeContext({ language: 'bash', cwd: '/home/user' }));
+  const fresh = await within(CALL_MS, 'a cell in it', ci.runCode('pwd; echo "[$X]"', { context: own }));
+  check(fresh.logs.stdout.join('') === '/home/user\n[]\n', 'a bash context of its own',
+        fresh.logs.stdout);
+  await within(CALL_MS, 'removeCodeContext', ci.removeCodeContext(own));
+});
+
 await step('getMetrics resolves to an array', async () => {
   const metrics = await within(CALL_MS, 'getMetrics', sandbox.getMetrics());
   check(Array.isArray(metrics), 'getMetrics() is an array', metrics);
