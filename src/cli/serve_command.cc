@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,12 @@ any replica forwards a request to it:
   --drivers LIST       what this node offers placement: jail and/or vm
                        (default: what runs here; vm only with kvm)
 
+E2B's SDKs (docs/e2b.md): set E2B_API_URL and E2B_SANDBOX_URL to a --listen
+HOST:PORT's http://HOST:PORT and E2B_API_KEY to a token:
+  --e2b-template ID=IMAGE  the image an E2B template id starts (repeatable; base
+                       is python and code-interpreter-v1 python-data unless
+                       given; any other id is taken as an image name)
+
 the playground (http://HOST:PORT/ of a --listen HOST:PORT) and its chat tab
 (POST /v1/ask):
   --model M            the model the chat asks (default $CODEBOX_MODEL, else
@@ -119,6 +126,7 @@ struct ServeFlags {
   std::vector<std::string> listen;
   std::string token_file;
   std::vector<std::string> pools;
+  std::map<std::string, std::string> e2b_templates;  // --e2b-template, over the defaults
   uint32_t max_boxes = 256;
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(600);
   std::chrono::milliseconds max_lifetime = std::chrono::seconds(3600);
@@ -211,6 +219,12 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
       flags.token_file = v;
     } else if (is("--pool")) {
       flags.pools.push_back(v);
+    } else if (is("--e2b-template")) {
+      const size_t eq = v.find('=');
+      if (eq == 0 || eq == std::string::npos || eq + 1 == v.size()) {
+        return InvalidArgument("--e2b-template: '" + v + "' is not TEMPLATE_ID=IMAGE");
+      }
+      flags.e2b_templates[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (is("--max-boxes")) {
       ASSIGN_OR_RETURN(uint64_t n, ParseCount("--max-boxes", v));
       if (n == 0) return InvalidArgument("--max-boxes must be at least 1");
@@ -445,6 +459,7 @@ int Serve(const ServeFlags& flags) {
   api_options.grants = grants;
   api_options.tenant_limits = flags.tenant_limits;
   api_options.max_boxes = flags.max_boxes;
+  for (const auto& [id, image] : flags.e2b_templates) api_options.e2b_templates[id] = image;
   api_options.ask.model = flags.model;
   api_options.ask.base_url = flags.base_url;
   api_options.ask.configured = !flags.model.empty() || !flags.base_url.empty();

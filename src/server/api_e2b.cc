@@ -45,7 +45,9 @@ StatusOr<E2bSandbox> FindSandbox(Call& call, std::string_view id) {
   if (!ParseBoxId(id).has_value()) return SandboxNotFound(id);
   auto record = call.context.registry->Get(id, call.caller);
   if (!record.ok()) {
-    call.context.e2b.Remove(id);
+    // Forgotten only when its box is gone for everyone: another tenant's probe must not end
+    // a sandbox it cannot see.
+    if (!call.context.registry->Get(id).ok()) call.context.e2b.Remove(id);
     return SandboxNotFound(id);
   }
   if (auto found = call.context.e2b.Find(id)) {
@@ -206,7 +208,7 @@ void ListSandboxes(Call& call) {
     if (!matches) continue;
     auto listed = Listed(call, s);
     if (!listed.ok()) {
-      call.context.e2b.Remove(s.id);  // its box is gone
+      if (!call.context.registry->Get(s.id).ok()) call.context.e2b.Remove(s.id);  // gone
       continue;
     }
     if (page.size() == limit) {

@@ -348,6 +348,7 @@ StatusOr<std::optional<std::chrono::system_clock::time_point>> BoxRegistry::SetL
   std::optional<Clock::time_point> end = base::DeadlineAfter(Clock::now(), from_now);
   if (!end || (b.ceiling && *end > *b.ceiling)) end = b.ceiling;
   b.deadline = end;
+  b.lifetime_set = true;
   state_->cv.notify_all();  // the reaper looks again (a lifetime may have been shortened)
   return WallClock(b.deadline);
 }

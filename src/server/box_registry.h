@@ -1,6 +1,6 @@
 // The boxes a `codebox serve` holds: created on request or taken from a warm pool, found by id,
-// used by one or more requests at a time, destroyed on request, when idle too long, when their
-// lifetime ends, or when the server stops. Pool boxes count against max_boxes. Thread-safe.
+// used by one or more requests at a time, destroyed on request, when idle too long (unless
+// their lifetime was set: SetLifetime), when their lifetime ends, or when the server stops. Pool boxes count against max_boxes. Thread-safe.
 #ifndef CODEBOX_SERVER_BOX_REGISTRY_H_
 #define CODEBOX_SERVER_BOX_REGISTRY_H_
 
@@ -132,7 +132,8 @@ class BoxRegistry {
       std::string_view id, const Caller& caller = Caller::System()) const;
   // Moves the end of the box's lifetime to `from_now` after now (sooner or later), but never
   // past the end it was created with (its box_timeout under max_lifetime): a client never
-  // sets its own ceiling. Answers the new end.
+  // sets its own ceiling. From then on the lifetime alone ends the box, not the idle timeout
+  // (E2B's sandboxes live until their timeout, used or not). Answers the new end.
   StatusOr<std::optional<std::chrono::system_clock::time_point>> SetLifetime(
       std::string_view id, std::chrono::milliseconds from_now,
       const Caller& caller = Caller::System());

@@ -34,6 +34,7 @@ struct RegisteredBox {
   uint32_t leases = 0;
   Clock::time_point last_active;              // last lease ended, or registered
   std::optional<Clock::time_point> deadline;  // its lifetime ends
+  bool lifetime_set = false;  // SetLifetime moved it: the lifetime, not idleness, ends the box
   std::optional<Clock::time_point> ceiling;   // the latest SetLifetime may move `deadline` to
   std::shared_ptr<void> tenant_hold;          // its place in its tenant's box quota
 };

@@ -210,6 +210,23 @@ TEST(BoxRegistryTest, SetLifetimeMovesTheEndWithinTheCeiling) {
   EXPECT_EQ(registry.LifetimeEnd(record->id).status().code(), StatusCode::kNotFound);
 }
 
+// A box whose lifetime was set lives to its end however idle; the others go when idle.
+TEST(BoxRegistryTest, ASetLifetimeOutlivesTheIdleTimeout) {
+  CODEBOX_SKIP_WITHOUT_BOXES();
+  RegistryOptions options = TestRegistryOptions();
+  options.idle_timeout = milliseconds(200);
+  BoxRegistry registry(options);
+  registry.Start();
+  BoxOptions o = testing::TestBoxOptions();
+  o.box_timeout = std::chrono::minutes(10);
+  auto kept = registry.Create(o);
+  auto idle = registry.Create(o);
+  ASSERT_TRUE(kept.ok() && idle.ok());
+  ASSERT_TRUE(registry.SetLifetime(kept->id, std::chrono::minutes(1)).ok());
+  EXPECT_TRUE(WaitFor([&] { return !registry.Get(idle->id).ok(); }, milliseconds(3000)));
+  EXPECT_TRUE(registry.Get(kept->id).ok()) << "idle reaping ended a box whose lifetime was set";
+}
+
 TEST(BoxRegistryTest, DestroyWhileALeaseRunsAnExec) {
   CODEBOX_SKIP_WITHOUT_BOXES();
   BoxRegistry registry(TestRegistryOptions());

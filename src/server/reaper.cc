@@ -25,7 +25,7 @@ void BoxRegistry::State::ReapLoop() {
       const char* why = nullptr;
       if (b.deadline && now >= *b.deadline) {
         why = "lifetime";
-      } else if (b.leases == 0 && options.idle_timeout != kNoTimeout &&
+      } else if (b.leases == 0 && !b.lifetime_set && options.idle_timeout != kNoTimeout &&
                  now - b.last_active >= options.idle_timeout) {
         why = "idle";
       }
