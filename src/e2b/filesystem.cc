@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/json.h"
 #include "base/json_fields.h"
 #include "base/text.h"
 
@@ -60,6 +61,21 @@ StatusOr<ListDirRequest> ListDirFromJson(const json& body) {
   ASSIGN_OR_RETURN(int64_t depth, f.Int("depth", 0, kMaxListDepth, 1));
   out.depth = depth == 0 ? 1 : static_cast<int>(depth);
   return out;
+}
+
+StatusOr<WatchDirRequest> WatchDirFromJson(const json& body) {
+  WatchDirRequest out;
+  ASSIGN_OR_RETURN(out.path, PathFromJson(body));
+  base::JsonFields f(body, "watch request", StatusCode::kInvalidArgument);
+  ASSIGN_OR_RETURN(out.recursive, f.Bool("recursive", false));
+  return out;
+}
+
+std::string WatchEventJson(std::string_view name, WatchEvent type) {
+  const char* names[] = {"EVENT_TYPE_CREATE", "EVENT_TYPE_WRITE", "EVENT_TYPE_REMOVE",
+                         "EVENT_TYPE_CHMOD"};
+  return base::JsonText(
+      json{{"filesystem", {{"name", std::string(name)}, {"type", names[static_cast<int>(type)]}}}});
 }
 
 std::string AbsolutePath(std::string_view path, std::string_view home) {

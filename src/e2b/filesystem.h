@@ -31,6 +31,18 @@ struct ListDirRequest {
 };
 StatusOr<ListDirRequest> ListDirFromJson(const nlohmann::json& body);
 
+// WatchDir: {"path", "recursive"?}.
+struct WatchDirRequest {
+  std::string path;
+  bool recursive = false;
+};
+StatusOr<WatchDirRequest> WatchDirFromJson(const nlohmann::json& body);
+
+// One change WatchDir reports: {"filesystem": {"name" (relative to the watched directory),
+// "type": EVENT_TYPE_CREATE | _WRITE | _REMOVE | _CHMOD}}.
+enum class WatchEvent { kCreate, kWrite, kRemove, kChmod };
+std::string WatchEventJson(std::string_view name, WatchEvent type);
+
 // A path as E2B names it: relative ones are under `home`; "." and ".." segments are resolved
 // lexically, never above "/"; trailing slashes go.
 std::string AbsolutePath(std::string_view path, std::string_view home);

@@ -4,8 +4,10 @@
 #define CODEBOX_SERVER_API_E2B_H_
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,9 +47,16 @@ inline constexpr std::string_view kE2bHome = "/home/user";
 void RespondConnect(Call& call, const nlohmann::json& message);
 void RespondConnectError(Call& call, e2b::connect::Code code, std::string_view message);
 void RespondConnectError(Call& call, const Status& status);
+// A streaming call's error before its first message: 200 and the end-of-stream envelope that
+// carries it (a client of a stream reads errors only there).
+void RespondStreamError(Call& call, const Status& status);
 // The request message of a unary call (the body) or a streaming one (its one envelope),
 // bounded and parsed.
 StatusOr<nlohmann::json> ConnectMessage(const http::Request& request, bool streaming);
+
+// Connect-Timeout-Ms: how long a streaming call may run (a process's lifetime, as envd
+// has it; a watch's). nullopt when absent; kInvalidArgument when not a number of ms.
+StatusOr<std::optional<std::chrono::milliseconds>> ConnectTimeout(const http::Request& request);
 
 // A server stream's answer: 200 and envelopes; the start event first (what the box writes
 // before it is held back), the end-of-stream envelope last. Send is called from the box's

@@ -55,6 +55,23 @@ StatusOr<json> ConnectMessage(const http::Request& request, bool streaming) {
   return message;
 }
 
+StatusOr<std::optional<std::chrono::milliseconds>> ConnectTimeout(const http::Request& request) {
+  const std::string& text = request.Header("connect-timeout-ms");
+  if (text.empty()) return std::optional<std::chrono::milliseconds>();
+  if (text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) {
+    return InvalidArgument("Connect-Timeout-Ms is not a number of milliseconds");
+  }
+  const int64_t ms = std::stoll(text);
+  if (ms < 1) return InvalidArgument("Connect-Timeout-Ms must be at least 1");
+  return std::optional<std::chrono::milliseconds>(ms);
+}
+
+void RespondStreamError(Call& call, const Status& status) {
+  call.NoteError(status);
+  ConnectStream stream(call.exchange);
+  if (stream.Open().ok()) stream.End(status);
+}
+
 Status ConnectStream::Open() {
   std::lock_guard<std::mutex> lock(mu_);
   Status st = exchange_.BeginStream(200, connect::kStreamContentType);

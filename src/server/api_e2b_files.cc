@@ -1,9 +1,13 @@
 // envd's filesystem service (filesystem.Filesystem) and its REST /files route, on the box's
 // own file calls (Box::ReadFile, WriteFile, ListDir, Remove) and, for what those lack, the
-// box's own mkdir and mv. A listing's names and sizes are the box's claim, bounded by the host
+// box's own mkdir and mv; WatchDir by looking again and again. The polling watchers
+// (CreateWatcher, ...), which E2B's SDKs do not use, are unimplemented. A listing's names and sizes are the box's claim, bounded by the host
 // (Box::ListDir) before they get here; paths relative to the sandbox's home are made absolute
 // only to name them in answers, never to reach outside the box.
+#include <chrono>
 #include <deque>
+#include <map>
+#include <thread>
 
 #include "base/json.h"
 #include "base/text.h"
@@ -79,6 +83,91 @@ Status RunInBox(Box& box, const std::vector<std::string>& argv) {
 
 json Entry(const FileEntry& e) { return {{"entry", e2b::EntryInfoToJson(e)}}; }
 
+// What a watch compares from one look to the next: each entry below the watched directory, by
+// its path relative to it. The box's file calls give no modification time, so a rewrite that
+// keeps a file's size is not seen.
+struct Seen {
+  std::string type;
+  uint64_t size = 0;
+  uint32_t mode = 0;
+};
+using Snapshot = std::map<std::string, Seen>;
+
+StatusOr<Snapshot> Look(Box& box, const std::string& root, bool recursive) {
+  ASSIGN_OR_RETURN(std::vector<FileEntry> entries,
+                   Walk(box, root, recursive ? e2b::kMaxListDepth : 1));
+  const std::string prefix = root == "/" ? "/" : root + "/";
+  Snapshot out;
+  for (const FileEntry& e : entries) {
+    out[e.path.substr(prefix.size())] = {e.type, e.size, e.mode};
+  }
+  return out;
+}
+
+// envd's WatchDir, by looking again every few hundred milliseconds: a created, written
+// (resized), removed or re-moded entry is an event. It ends at Connect-Timeout-Ms
+// (deadline_exceeded, as envd ends it), when the client goes, when the directory goes, or with
+// the box; a keepalive goes out after 30 s without events.
+void WatchDir(Call& call, Box& box) {
+  auto message = ConnectMessage(call.request, /*streaming=*/true);
+  if (!message.ok()) return RespondStreamError(call, message.status());
+  auto request = e2b::WatchDirFromJson(*message);
+  if (!request.ok()) return RespondStreamError(call, request.status());
+  auto timeout = ConnectTimeout(call.request);
+  if (!timeout.ok()) return RespondStreamError(call, timeout.status());
+  const std::string root = Absolute(request->path);
+  auto seen = Look(box, root, request->recursive);
+  if (!seen.ok()) return RespondStreamError(call, seen.status());
+  ConnectStream stream(call.exchange);
+  if (!stream.Open().ok()) return;
+  stream.Start(base::JsonText(json{{"start", json::object()}}));
+  using Clock = std::chrono::steady_clock;
+  const auto deadline =
+      Clock::now() + timeout->value_or(call.context.options.ceilings.exec_timeout);
+  auto quiet_since = Clock::now();
+  while (true) {
+    // Larger trees are looked at less often: each look lists every directory in them.
+    const auto interval = std::chrono::milliseconds(seen->size() > 1000 ? 2000 : 250);
+    for (auto until = Clock::now() + interval; Clock::now() < until;) {
+      if (call.exchange.ClientGone() || stream.failed()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (Clock::now() >= deadline) {
+      return stream.End(Status(StatusCode::kDeadlineExceeded, "the watch passed its timeout"));
+    }
+    auto now = Look(box, root, request->recursive);
+    if (!now.ok()) {
+      call.NoteError(now.status());
+      return stream.End(now.status());
+    }
+    bool any = false;
+    auto send = [&](const std::string& name, e2b::WatchEvent type) {
+      stream.Send(e2b::WatchEventJson(name, type));
+      any = true;
+    };
+    for (const auto& [name, entry] : *now) {
+      auto before = seen->find(name);
+      if (before == seen->end()) {
+        send(name, e2b::WatchEvent::kCreate);
+      } else if (before->second.size != entry.size || before->second.type != entry.type) {
+        send(name, e2b::WatchEvent::kWrite);
+      } else if (before->second.mode != entry.mode) {
+        send(name, e2b::WatchEvent::kChmod);
+      }
+    }
+    for (const auto& [name, entry] : *seen) {
+      if (!now->contains(name)) send(name, e2b::WatchEvent::kRemove);
+    }
+    if (any) {
+      quiet_since = Clock::now();
+    } else if (Clock::now() - quiet_since > std::chrono::seconds(30)) {
+      stream.Send(base::JsonText(json{{"keepalive", json::object()}}));
+      quiet_since = Clock::now();
+    }
+    seen = std::move(now);
+  }
+}
+
 void RespondFileError(Call& call, const Status& status) {
   // The SDK takes not_found for FileNotFoundError, invalid_argument for InvalidArgumentError.
   RespondConnectError(call, status);
@@ -87,11 +176,7 @@ void RespondFileError(Call& call, const Status& status) {
 }  // namespace
 
 void FilesystemService(Call& call, Box& box, std::string_view method) {
-  if (method == "WatchDir" || method == "CreateWatcher" || method == "GetWatcherEvents" ||
-      method == "RemoveWatcher") {
-    return RespondConnectError(call, connect::Code::kUnimplemented,
-                               "watching a directory is not supported by codebox yet");
-  }
+  if (method == "WatchDir") return WatchDir(call, box);
   auto message = ConnectMessage(call.request, /*streaming=*/false);
   if (!message.ok()) return RespondConnectError(call, message.status());
   if (method == "Stat") {

@@ -26,19 +26,6 @@ Status CheckUser(const http::Request& request) {
   return Status::Ok();
 }
 
-// Connect-Timeout-Ms: how long a streaming call may run; for a process, its lifetime (it is
-// killed then, as envd does). Absent: none.
-StatusOr<std::optional<std::chrono::milliseconds>> ConnectTimeout(const http::Request& request) {
-  const std::string& text = request.Header("connect-timeout-ms");
-  if (text.empty()) return std::optional<std::chrono::milliseconds>();
-  if (text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) {
-    return InvalidArgument("Connect-Timeout-Ms is not a number of milliseconds");
-  }
-  const int64_t ms = std::stoll(text);
-  if (ms < 1) return InvalidArgument("Connect-Timeout-Ms must be at least 1");
-  return std::optional<std::chrono::milliseconds>(ms);
-}
-
 ExecOptions StreamingOptions(ConnectStream& stream, bool tty) {
   ExecOptions o;
   o.keep_output = false;
@@ -72,12 +59,12 @@ void FollowToEnd(Call& call, ConnectStream& stream, Process& process) {
 
 void StartProcess(Call& call, Box& box) {
   auto message = ConnectMessage(call.request, /*streaming=*/true);
-  if (!message.ok()) return RespondConnectError(call, message.status());
+  if (!message.ok()) return RespondStreamError(call, message.status());
   auto request = e2b::ProcessStartFromJson(*message);
-  if (!request.ok()) return RespondConnectError(call, request.status());
-  if (Status st = CheckUser(call.request); !st.ok()) return RespondConnectError(call, st);
+  if (!request.ok()) return RespondStreamError(call, request.status());
+  if (Status st = CheckUser(call.request); !st.ok()) return RespondStreamError(call, st);
   auto timeout = ConnectTimeout(call.request);
-  if (!timeout.ok()) return RespondConnectError(call, timeout.status());
+  if (!timeout.ok()) return RespondStreamError(call, timeout.status());
   ConnectStream stream(call.exchange);
   if (!stream.Open().ok()) return;
   ExecOptions o = StreamingOptions(stream, request->pty.has_value());
@@ -98,9 +85,9 @@ void StartProcess(Call& call, Box& box) {
 
 void ConnectToProcess(Call& call, Box& box) {
   auto message = ConnectMessage(call.request, /*streaming=*/true);
-  if (!message.ok()) return RespondConnectError(call, message.status());
+  if (!message.ok()) return RespondStreamError(call, message.status());
   auto pid = e2b::ProcessPidFromJson(*message);
-  if (!pid.ok()) return RespondConnectError(call, pid.status());
+  if (!pid.ok()) return RespondStreamError(call, pid.status());
   ConnectStream stream(call.exchange);
   if (!stream.Open().ok()) return;
   auto process = box.Attach(*pid, StreamingOptions(stream, /*tty=*/false));

@@ -501,6 +501,32 @@ await step('files: list with depth, exists, getInfo, makeDir, rename, remove', a
         'a removed directory is gone');
 });
 
+await step('files.watchDir: files appear, change and go', async () => {
+  await within(CALL_MS, 'makeDir', sandbox.files.makeDir('/home/user/watched'));
+  const events = [];
+  const handle = await within(CALL_MS, 'watchDir', sandbox.files.watchDir(
+    '/home/user/watched', (e) => events.push(`${e.type}:${e.name}`), { recursive: true, timeoutMs: 60_000 }));
+  const waitFor = async (what) => {
+    const deadline = Date.now() + 15_000;
+    while (!events.includes(what) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    check(events.includes(what), `the watch saw ${what}`, events);
+  };
+  await within(CALL_MS, 'write', sandbox.files.write('/home/user/watched/a.txt', 'one'));
+  await waitFor('create:a.txt');
+  await within(CALL_MS, 'rewrite', sandbox.files.write('/home/user/watched/a.txt', 'longer now'));
+  await waitFor('write:a.txt');
+  await within(CALL_MS, 'nested', sandbox.files.write('/home/user/watched/sub/b.txt', 'b'));
+  await waitFor('create:sub/b.txt');
+  await within(CALL_MS, 'remove', sandbox.files.remove('/home/user/watched/a.txt'));
+  await waitFor('remove:a.txt');
+  await handle.stop();
+  const missing = await rejection(CALL_MS, 'watchDir of nothing',
+                                  sandbox.files.watchDir('/home/user/no-such-dir', () => {}));
+  check(missing.name === 'FileNotFoundError' || missing instanceof NotFoundError,
+        'watching a missing directory is FileNotFoundError', describe(missing));
+  return events.join(' ');
+});
+
 let ci;  // a sandbox of @e2b/code-interpreter (its default template: numpy, pandas, matplotlib)
 
 await step('code interpreter: runCode keeps state, streams stdout, gives results', async () => {

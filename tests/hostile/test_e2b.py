@@ -6,7 +6,8 @@ every byte is the attacker's choice.
   nothing of the sandbox answers. Another tenant's key on the control plane gets what an unknown
   id gets.
 * Malformed Connect envelopes (a length past the body, a compressed or end-of-stream flag, a
-  huge claimed length, not JSON) and hostile multipart uploads: a clear 400, never a crash.
+  huge claimed length, not JSON): the stream's clear invalid_argument; hostile multipart
+  uploads: a clear 400; never a crash.
 * A box that floods its output through process.Process/Start: bounded by the output limit
   while the server's memory stays flat; a client that leaves mid-flood does not stop a command
   (E2B's rule), but its timeout (Connect-Timeout-Ms) does.
@@ -129,10 +130,12 @@ def test_malformed_connect_calls(server, sandbox, name, raw):
     if raw is None:
         text = json.dumps({"process": {"cmd": "echo", "args": ["a\u0000b"]}}).encode()
         raw = struct.pack(">BI", 0, len(text)) + text
-    r = envd(server, sandbox, "/process.Process/Start", raw=raw)
-    assert r.status == 400, f"{name}: {r!r}"
-    assert r.json["code"] == "invalid_argument", f"{name}: {r!r}"
-    assert len(r.json["message"]) < 1000
+    r = envd(server, sandbox, "/process.Process/Start", raw=raw, stream=True)
+    # A stream's error is its end-of-stream envelope (a Connect client reads it only there).
+    assert r.status == 200, f"{name}: {r!r}"
+    [(flags, end)] = envelopes(r.body)
+    assert flags == 2 and end["error"]["code"] == "invalid_argument", f"{name}: {end!r}"
+    assert len(end["error"]["message"]) < 1000
     assert_alive(server, token=TOK_A)
 
 
