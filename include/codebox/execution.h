@@ -23,7 +23,10 @@ namespace codebox {
 // One rich output of a cell, as a MIME bundle: `display(x)`, a chart, or the value of the
 // cell's last expression. Values are text: text/plain, text/html, text/markdown, text/latex,
 // image/svg+xml and application/javascript as the kernel formatted them; image/png and
-// image/jpeg as base64 (as in Jupyter and E2B); application/json as JSON text.
+// image/jpeg as base64 (as in Jupyter and E2B); application/json as JSON text. A matplotlib
+// figure also comes as kChartMime: what it draws, as JSON text (docs/kernel.md, "Charts").
+inline constexpr char kChartMime[] = "application/vnd.codebox.chart+json";
+
 struct CellResult {
   std::map<std::string, std::string> data;  // MIME type -> value
   bool is_main_result = false;  // the value of the cell's last expression (at most one per cell)

@@ -24,6 +24,7 @@ _FORMATS = (
     ("latex", "text/latex"),
     ("json", "application/json"),
     ("javascript", "application/javascript"),
+    ("chart", "application/vnd.codebox.chart+json"),
 )
 
 
@@ -90,6 +91,18 @@ class Result:
     @property
     def javascript(self) -> Optional[str]:
         return self.data.get("application/javascript")
+
+    @property
+    def chart(self) -> Any:
+        """A matplotlib figure's chart as data (E2B's ``result.chart``: ``type``, ``title``,
+        ``elements``...), parsed; None when absent (docs/kernel.md, "Charts")."""
+        raw = self.data.get("application/vnd.codebox.chart+json")
+        if raw is None:
+            return None
+        try:
+            return _json.loads(raw)
+        except ValueError:
+            return None
 
     def formats(self) -> List[str]:
         """The formats this result has: E2B's names (``"text"``, ``"png"``, ...) for the known

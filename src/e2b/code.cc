@@ -21,6 +21,7 @@ constexpr std::pair<std::string_view, const char*> kFormats[] = {
     {"image/png", "png"},         {"image/jpeg", "jpeg"},
     {"application/pdf", "pdf"},   {"text/latex", "latex"},
     {"application/json", "json"}, {"application/javascript", "javascript"},
+    {kChartMime, "chart"},
 };
 
 }  // namespace
@@ -98,7 +99,7 @@ std::string ResultLine(const CellResult& result) {
   for (const auto& [mime, name] : kFormats) {
     const std::string* value = result.Get(mime);
     if (value == nullptr) continue;
-    if (mime == "application/json") {
+    if (mime == "application/json" || mime == kChartMime) {
       // The kernel's JSON text (checked by the host when it arrived); an object on the wire.
       json parsed = base::ParseJsonOrDiscarded(*value);
       if (!parsed.is_discarded()) line[name] = std::move(parsed);

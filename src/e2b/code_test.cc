@@ -52,6 +52,9 @@ TEST(CodeMessagesTest, LinesAsTheSdkReadsThem) {
   EXPECT_EQ(result["png"], "iVBORw0KGgo=");
   EXPECT_EQ(result["is_main_result"], true);
   EXPECT_EQ(result.size(), 6u) << "no keys the SDK would take for extra formats: " << result;
+  CellResult figure;
+  figure.data = {{"image/png", "iVBORw0KGgo="}, {kChartMime, "{\"type\": \"line\", \"elements\": []}"}};
+  EXPECT_EQ(LineJson(ResultLine(figure))["chart"]["type"], "line") << "the chart is an object";
   json error = LineJson(ErrorLine({.name = "ZeroDivisionError", .value = "division by zero",
                                    .traceback = "Traceback\nline"}));
   EXPECT_EQ(error["name"], "ZeroDivisionError");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "base/json.h"
 #include "protocol/message.h"
 
 namespace codebox::interpreter {
@@ -11,11 +12,11 @@ namespace {
 
 using protocol::Json;
 
-constexpr std::array<std::string_view, 10> kKnownMimes = {
+constexpr std::array<std::string_view, 11> kKnownMimes = {
     "text/plain",     "text/html",        "text/markdown",
     "text/latex",     "image/png",        "image/jpeg",
     "image/svg+xml",  "application/json", "application/javascript",
-    "application/pdf"};
+    "application/pdf", std::string_view(kChartMime)};
 
 bool IsBinaryMime(std::string_view mime) {
   return mime == "image/png" || mime == "image/jpeg" || mime == "application/pdf";
@@ -165,9 +166,11 @@ Status KernelDecoder::Line(std::string_view line) {
       if (!value.is_string()) return Bad("display value for " + mime + " is not a string");
       const std::string& text = value.get_ref<const std::string&>();
       if (IsBinaryMime(mime) && !IsBase64(text)) return Bad(mime + " value is not base64");
-      if (mime == "application/json") {
-        Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-        if (parsed.is_discarded()) return Bad("application/json value is not JSON");
+      if (mime == "application/json" || mime == kChartMime) {
+        // Nesting bounded too: the kernel writes what the cell wants.
+        if (base::ParseJsonOrDiscarded(text).is_discarded()) {
+          return Bad(mime + " value is not JSON (or nests past 64 levels)");
+        }
       }
       bytes += mime.size() + text.size();
       result.data.emplace(mime, text);

@@ -137,6 +137,17 @@ TEST(KernelDecoder, CutsTextAtACharacterBoundary) {
   EXPECT_EQ(d.execution().stdout_chunks, std::vector<std::string>{"a\xc3\xa9"});
 }
 
+// A chart (or application/json) nested past 64 levels is refused, not parsed down to its end.
+TEST(KernelDecoder, RefusesDeeplyNestedJsonResults) {
+  for (const char* mime : {"application/json", kChartMime}) {
+    KernelDecoder d = Started(1 << 20);
+    const std::string deep = std::string(10000, '[') + std::string(10000, ']');
+    const std::string line = "{\"type\":\"display\",\"id\":1,\"data\":{\"" + std::string(mime) +
+                             "\":\"" + deep + "\"}}\n";
+    EXPECT_FALSE(d.Feed(line).ok()) << mime;
+  }
+}
+
 // Each of these ends the kernel: the decoder says why and stays broken.
 TEST(KernelDecoder, RefusesMalformedLines) {
   const char* bad[] = {
@@ -151,6 +162,7 @@ TEST(KernelDecoder, RefusesMalformedLines) {
       "{\"type\":\"display\",\"id\":1,\"data\":{\"text/plain\":{\"a\":1}}}\n",
       "{\"type\":\"display\",\"id\":1,\"data\":{\"image/png\":\"<script>\"}}\n",
       "{\"type\":\"display\",\"id\":1,\"data\":{\"application/json\":\"{nope\"}}\n",
+      "{\"type\":\"display\",\"id\":1,\"data\":{\"application/vnd.codebox.chart+json\":\"[1\"}}\n",
       "{\"type\":\"display\",\"id\":1,\"main\":\"yes\",\"data\":{}}\n",
       "{\"type\":\"done\",\"id\":1,\"execution_count\":-4}\n",
       "{\"type\":\"done\",\"id\":1,\"execution_count\":1e400}\n",

@@ -219,6 +219,198 @@ def _cut(text, limit=100000):
     return text if len(text) <= limit else text[:limit] + "\n[... cut by the kernel]"
 
 
+# Charts ----------------------------------------------------------------------------------------
+# A matplotlib figure shown in a cell also comes as CHART_MIME: what it draws, as data (type,
+# title, axes, elements), for programs that read a chart instead of looking at its PNG (E2B's
+# `result.chart`). Read from the figure's artists; anything not understood is left out, and a
+# figure that cannot be read has no chart (never an error in the cell).
+CHART_MIME = "application/vnd.codebox.chart+json"
+_MAX_CHART_POINTS = 10000
+
+
+def _num(v):
+    try:
+        f = float(v)
+        return f if f == f and abs(f) != float("inf") else None
+    except Exception:
+        return None
+
+
+def _text(t):
+    s = t.get_text() if t is not None else ""
+    return s or None
+
+
+def _axis_values(ax, which, values):
+    """Numbers, or ISO dates on a date axis."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    try:
+        import matplotlib.dates as mdates
+
+        if isinstance(axis.get_major_formatter(), (mdates.AutoDateFormatter, mdates.DateFormatter,
+                                                   mdates.ConciseDateFormatter)):
+            return [mdates.num2date(v).isoformat() for v in values], "datetime"
+    except Exception:
+        pass
+    return [_num(v) for v in values], axis.get_scale()
+
+
+def _ticks(ax, which):
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    values, scale = _axis_values(ax, which, list(axis.get_ticklocs()))
+    return values, [t.get_text() for t in axis.get_ticklabels()], scale
+
+
+def _base(ax, kind):
+    return {"type": kind, "title": _text(ax.title), "elements": []}
+
+
+def _two_d(ax, kind):
+    chart = _base(ax, kind)
+    chart.update(x_label=_text(ax.xaxis.label), y_label=_text(ax.yaxis.label), x_unit=None,
+                 y_unit=None)
+    return chart
+
+
+def _label(artist, i):
+    label = artist.get_label() or ""
+    return label if label and not label.startswith("_") else "series %d" % i
+
+
+def _is_box(line):
+    """A boxplot's box when it is drawn as a line: a closed rectangle of five points."""
+    x, y = line.get_xdata(), line.get_ydata()
+    return len(x) == 5 and _num(x[0]) == _num(x[4]) and _num(y[0]) == _num(y[4])
+
+
+def _segments(lines):
+    """Two-point lines split into vertical and horizontal ones: a boxplot's pieces."""
+    vertical, horizontal = [], []
+    for line in lines:
+        x, y = line.get_xdata(), line.get_ydata()
+        if _is_box(line):
+            continue
+        if len(x) != 2:
+            return None
+        if _num(x[0]) == _num(x[1]):
+            vertical.append((_num(x[0]), sorted((_num(y[0]), _num(y[1])))))
+        elif _num(y[0]) == _num(y[1]):
+            horizontal.append(((_num(x[0]) + _num(x[1])) / 2, _num(y[0])))
+    return vertical, horizontal
+
+
+def _box_chart(ax, lines, fliers):
+    split = _segments(lines)
+    if not split or not split[0] or not split[1]:
+        return None
+    vertical, horizontal = split
+    chart = _two_d(ax, "box_and_whisker")
+    names = {round(v, 6): t for v, t in zip(*_ticks(ax, "x")[:2])}
+    by_x = {}
+    for x, (lo, hi) in vertical:
+        by_x.setdefault(round(x, 6), []).append((lo, hi))
+    for x, whiskers in sorted(by_x.items()):
+        if len(whiskers) != 2:
+            return None
+        (low, q1), (q3, high) = sorted(whiskers)
+        medians = [y for hx, y in horizontal if round(hx, 6) == x and q1 <= y <= q3]
+        outliers = [_num(v) for f in fliers if round(_num(f.get_xdata()[0]) or 0, 6) == x
+                    for v in f.get_ydata()] if fliers else []
+        chart["elements"].append({"label": names.get(x) or str(x), "min": low, "first_quartile": q1,
+                                  "median": medians[0] if medians else None,
+                                  "third_quartile": q3, "max": high, "outliers": outliers})
+    return chart
+
+
+def _axes_chart(ax):
+    import matplotlib.collections as mcollections
+    import matplotlib.container as mcontainer
+    import matplotlib.patches as mpatches
+
+    wedges = [p for p in ax.patches if isinstance(p, mpatches.Wedge)]
+    if wedges:
+        chart = _base(ax, "pie")
+        for i, w in enumerate(wedges):
+            chart["elements"].append({"label": _label(w, i), "angle": _num(w.theta2 - w.theta1),
+                                      "radius": _num(w.r)})
+        return chart
+    bars = [c for c in ax.containers if isinstance(c, mcontainer.BarContainer)]
+    if bars:
+        chart = _two_d(ax, "bar")
+        names = dict(zip([round(v, 6) for v in ax.get_xticks()],
+                         [t.get_text() for t in ax.get_xticklabels()]))
+        for i, container in enumerate(bars):
+            group = _label(container, i)
+            for rect in container:
+                x = _num(rect.get_x() + rect.get_width() / 2)
+                chart["elements"].append({"label": names.get(round(x or 0, 6)) or str(x),
+                                          "group": group, "value": _num(rect.get_height())})
+        return chart
+    lines = [l for l in ax.get_lines() if l.get_visible()]
+    drawn = [l for l in lines if l.get_linestyle() not in ("None", "", " ")]
+    markers = [l for l in lines if l.get_linestyle() in ("None", "", " ")]
+    if len(drawn) >= 5 and all(len(l.get_xdata()) == 2 or _is_box(l) for l in drawn):
+        box = _box_chart(ax, drawn, markers)
+        if box:
+            return box
+    scatters = [c for c in ax.collections if isinstance(c, mcollections.PathCollection)]
+    kind = "scatter" if scatters and not drawn else "line" if drawn else None
+    if kind is None:
+        return None
+    chart = _two_d(ax, kind)
+    for which in ("x", "y"):
+        ticks, labels, scale = _ticks(ax, which)
+        chart[which + "_ticks"], chart[which + "_tick_labels"] = ticks, labels
+        chart[which + "_scale"] = scale
+    series = scatters if kind == "scatter" else drawn
+    for i, artist in enumerate(series):
+        if kind == "scatter":
+            xy = artist.get_offsets()
+            xs, ys = [p[0] for p in xy], [p[1] for p in xy]
+        else:
+            xs, ys = list(artist.get_xdata()), list(artist.get_ydata())
+        xs, ys = xs[:_MAX_CHART_POINTS], ys[:_MAX_CHART_POINTS]
+        xs = _axis_values(ax, "x", xs)[0]
+        ys = _axis_values(ax, "y", ys)[0]
+        chart["elements"].append({"label": _label(artist, i), "points": [list(p) for p in zip(xs, ys)]})
+    return chart
+
+
+def _chart_of(figure):
+    try:
+        charts = [c for c in (_axes_chart(ax) for ax in figure.get_axes() if ax.get_visible()) if c]
+        if not charts:
+            return None
+        if len(charts) == 1:
+            return json.dumps(charts[0], default=str)
+        suptitle = getattr(figure, "_suptitle", None)
+        return json.dumps({"type": "superchart", "title": _text(suptitle), "elements": charts},
+                          default=str)
+    except Exception:
+        return None
+
+
+def _add_chart_formatter(shell):
+    from IPython.core.formatters import BaseFormatter
+    from traitlets import Unicode
+
+    class ChartFormatter(BaseFormatter):
+        format_type = Unicode(CHART_MIME)
+        print_method = Unicode("_repr_codebox_chart_")
+
+        def pop(self, typ, *default):
+            # The inline backend, as it starts, pops Figure from every formatter (to set up its
+            # own image formats); this one keeps it.
+            if (getattr(typ, "__module__", None), getattr(typ, "__name__", None)) == \
+                    ("matplotlib.figure", "Figure"):
+                return default[0] if default else None
+            return super().pop(typ, *default)
+
+    formatter = ChartFormatter(parent=shell.display_formatter)
+    shell.display_formatter.formatters[CHART_MIME] = formatter
+    formatter.for_type_by_name("matplotlib.figure", "Figure", _chart_of)
+
+
 def _light_ipython():
     """Imports IPython's package lazily: its __init__ pulls in the terminal front end
     (prompt_toolkit, jedi: over half of IPython's import time) that a kernel never uses. The
@@ -315,7 +507,9 @@ def _new_shell(channel, capture):
     c.InteractiveShell.autocall = 0
     c.InteractiveShell.autoindent = False
     c.InlineBackend.print_figure_kwargs = {"bbox_inches": None}
-    return Shell.instance(config=c, displayhook_class=Hook, display_pub_class=Publisher)
+    shell = Shell.instance(config=c, displayhook_class=Hook, display_pub_class=Publisher)
+    _add_chart_formatter(shell)
+    return shell
 
 
 def main():

@@ -83,6 +83,14 @@ TEST(KernelDataTest, PltShowGivesAPngAndTheDefaultSize) {
   EXPECT_EQ(png->height, 480u);
   EXPECT_GT(png->non_background, 0.01);
   EXPECT_EQ(testing::Joined(e.stdout_chunks), "after show\n");
+  // The same result carries the chart as data (docs/kernel.md, "Charts").
+  const std::string* chart = nullptr;
+  for (const CellResult& r : e.results) {
+    if (r.Get(kChartMime) != nullptr) chart = r.Get(kChartMime);
+  }
+  ASSERT_NE(chart, nullptr) << "no chart with the png";
+  EXPECT_NE(chart->find("\"type\": \"bar\""), std::string::npos) << *chart;
+  EXPECT_NE(chart->find("\"label\": \"b\""), std::string::npos) << *chart;
 }
 
 TEST(KernelDataTest, ADataFrameGivesHtmlAndText) {

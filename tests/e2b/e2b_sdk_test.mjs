@@ -561,6 +561,43 @@ await step('code interpreter: runCode keeps state, streams stdout, gives results
         'a matplotlib figure comes as a png result', chart.results.map((r) => r.formats()));
 });
 
+await step('code interpreter: matplotlib figures come with their chart as data', async () => {
+  const chartOf = async (what, code) => {
+    const e = await within(CALL_MS, what, ci.runCode(
+      `import matplotlib\nmatplotlib.use("module://matplotlib_inline.backend_inline")\n` +
+      `import matplotlib.pyplot as plt\n${code}\nplt.show()`));
+    check(!e.error, `${what} ran`, e.error);
+    const charts = e.results.filter((r) => r.chart);
+    check(charts.length === 1 && charts[0].png, `${what} gave one result with a chart and a png`,
+          e.results.map((r) => r.formats()));
+    return charts[0].chart;
+  };
+  const line = await chartOf('a line chart',
+    'plt.plot([1, 2, 3], [4, 5, 6], label="up")\nplt.title("T")\nplt.xlabel("x")\nplt.ylabel("y")');
+  check(line.type === 'line' && line.title === 'T' && line.x_label === 'x' && line.y_label === 'y',
+        'the line chart\'s type, title and labels', line);
+  check(line.elements.length === 1 && line.elements[0].label === 'up' &&
+        JSON.stringify(line.elements[0].points) === JSON.stringify([[1, 4], [2, 5], [3, 6]]),
+        'the line chart\'s points', line.elements);
+  check(line.x_scale === 'linear' && Array.isArray(line.x_ticks), 'its axes', line);
+  const scatter = await chartOf('a scatter chart', 'plt.scatter([1, 2], [3, 4], label="pts")');
+  check(scatter.type === 'scatter' && scatter.elements[0].points.length === 2, 'a scatter chart',
+        scatter);
+  const bar = await chartOf('a bar chart', 'plt.bar(["a", "b"], [3, 5], label="g")');
+  check(bar.type === 'bar' && JSON.stringify(bar.elements.map((e) => [e.label, e.group, e.value])) ===
+        JSON.stringify([['a', 'g', 3], ['b', 'g', 5]]), 'a bar chart', bar);
+  const pie = await chartOf('a pie chart', 'plt.pie([1, 3], labels=["one", "three"])');
+  check(pie.type === 'pie' && pie.elements.length === 2 && pie.elements[0].label === 'one' &&
+        Math.abs(pie.elements[1].angle - 270) < 0.01, 'a pie chart', pie);
+  const box = await chartOf('a box plot', 'plt.boxplot([[1, 2, 3, 4, 5, 6, 7, 8, 9, 40]])');
+  check(box.type === 'box_and_whisker' && box.elements.length === 1 &&
+        box.elements[0].median === 5.5 && box.elements[0].outliers.includes(40), 'a box plot', box);
+  const both = await chartOf('two charts in one figure',
+    'fig, (a, b) = plt.subplots(1, 2)\nfig.suptitle("S")\na.plot([1, 2])\nb.bar(["x"], [1])');
+  check(both.type === 'superchart' && both.title === 'S' && both.elements.length === 2 &&
+        both.elements[0].type === 'line' && both.elements[1].type === 'bar', 'a superchart', both);
+});
+
 await step('code interpreter: a cell\'s envs last for that cell; a timeout keeps the state',
            async () => {
   const env = await within(CALL_MS, 'runCode with envs',
