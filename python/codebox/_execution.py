@@ -77,16 +77,19 @@ class Result:
     def latex(self) -> Optional[str]:
         return self.data.get("text/latex")
 
-    @property
-    def json(self) -> Any:
-        """``application/json``, parsed (a dict or list); None when absent or not valid JSON."""
-        raw = self.data.get("application/json")
+    def _parsed(self, mime: str) -> Any:
+        raw = self.data.get(mime)
         if raw is None:
             return None
         try:
             return _json.loads(raw)
         except ValueError:
             return None
+
+    @property
+    def json(self) -> Any:
+        """``application/json``, parsed (a dict or list); None when absent or not valid JSON."""
+        return self._parsed("application/json")
 
     @property
     def javascript(self) -> Optional[str]:
@@ -96,13 +99,7 @@ class Result:
     def chart(self) -> Any:
         """A matplotlib figure's chart as data (E2B's ``result.chart``: ``type``, ``title``,
         ``elements``...), parsed; None when absent (docs/kernel.md, "Charts")."""
-        raw = self.data.get("application/vnd.codebox.chart+json")
-        if raw is None:
-            return None
-        try:
-            return _json.loads(raw)
-        except ValueError:
-            return None
+        return self._parsed("application/vnd.codebox.chart+json")
 
     def formats(self) -> List[str]:
         """The formats this result has: E2B's names (``"text"``, ``"png"``, ...) for the known

@@ -16,11 +16,11 @@ std::string Line(const json& j) { return base::JsonText(j) + "\n"; }
 
 // E2B's names for the MIME types a result may carry.
 constexpr std::pair<std::string_view, const char*> kFormats[] = {
-    {"text/plain", "text"},       {"text/html", "html"},
+    {"text/plain", "text"},        {"text/html", "html"},
     {"text/markdown", "markdown"}, {"image/svg+xml", "svg"},
-    {"image/png", "png"},         {"image/jpeg", "jpeg"},
-    {"application/pdf", "pdf"},   {"text/latex", "latex"},
-    {"application/json", "json"}, {"application/javascript", "javascript"},
+    {"image/png", "png"},          {"image/jpeg", "jpeg"},
+    {"application/pdf", "pdf"},    {"text/latex", "latex"},
+    {"application/json", "json"},  {"application/javascript", "javascript"},
     {kChartMime, "chart"},
 };
 
@@ -53,8 +53,8 @@ StatusOr<ExecuteRequest> ExecuteRequestFromJson(const json& body) {
   }
   if (const json* env = f.Find("env_vars"); env != nullptr) {
     if (!env->is_object() || env->size() > kMaxMapEntries) {
-      return f.Fault("env_vars", "is not an object of at most " +
-                                     std::to_string(kMaxMapEntries) + " strings");
+      return f.Fault("env_vars",
+                     "is not an object of at most " + std::to_string(kMaxMapEntries) + " strings");
     }
     for (const auto& [k, v] : env->items()) {
       if (!v.is_string() || k.empty() || k.size() > kMaxKeyBytes ||
@@ -87,11 +87,13 @@ json ContextToJson(std::string_view id, std::string_view language, std::string_v
 }
 
 std::string StdoutLine(std::string_view text, std::string_view timestamp) {
-  return Line({{"type", "stdout"}, {"text", std::string(text)}, {"timestamp", std::string(timestamp)}});
+  return Line(
+      {{"type", "stdout"}, {"text", std::string(text)}, {"timestamp", std::string(timestamp)}});
 }
 
 std::string StderrLine(std::string_view text, std::string_view timestamp) {
-  return Line({{"type", "stderr"}, {"text", std::string(text)}, {"timestamp", std::string(timestamp)}});
+  return Line(
+      {{"type", "stderr"}, {"text", std::string(text)}, {"timestamp", std::string(timestamp)}});
 }
 
 std::string ResultLine(const CellResult& result) {

@@ -41,8 +41,7 @@ struct ContextRequest {
 StatusOr<ContextRequest> ContextRequestFromJson(const nlohmann::json& body);
 
 // {"id", "language", "cwd"}: a context as /contexts answers it.
-nlohmann::json ContextToJson(std::string_view id, std::string_view language,
-                             std::string_view cwd);
+nlohmann::json ContextToJson(std::string_view id, std::string_view language, std::string_view cwd);
 
 // The lines of an execution, each ending in "\n". `timestamp` is RFC 3339.
 std::string StdoutLine(std::string_view text, std::string_view timestamp);

@@ -22,12 +22,14 @@ TEST(CodeMessagesTest, ExecuteRequests) {
   EXPECT_EQ(r->env_vars.at("Z"), "1");
   EXPECT_EQ(ExecuteRequestFromJson(json{{"code", ""}, {"language", " JS "}})->language,
             "javascript");
-  EXPECT_FALSE(ExecuteRequestFromJson(json{{"code", "1"}, {"context_id", "c"}, {"language", "python"}}).ok())
+  EXPECT_FALSE(
+      ExecuteRequestFromJson(json{{"code", "1"}, {"context_id", "c"}, {"language", "python"}}).ok())
       << "a context and a language together";
   EXPECT_FALSE(ExecuteRequestFromJson(json{{"code", 1}}).ok());
   EXPECT_FALSE(ExecuteRequestFromJson(json{{"nocode", "1"}}).ok());
   EXPECT_FALSE(ExecuteRequestFromJson(json{{"code", "1"}, {"env_vars", {{"A", 1}}}}).ok());
-  EXPECT_FALSE(ExecuteRequestFromJson(json{{"code", "1"}, {"context_id", std::string(200, 'c')}}).ok());
+  EXPECT_FALSE(
+      ExecuteRequestFromJson(json{{"code", "1"}, {"context_id", std::string(200, 'c')}}).ok());
   EXPECT_FALSE(ExecuteRequestFromJson(json::array()).ok());
   auto c = ContextRequestFromJson(json::object());
   ASSERT_TRUE(c.ok());
@@ -42,7 +44,9 @@ TEST(CodeMessagesTest, LinesAsTheSdkReadsThem) {
   EXPECT_EQ(out["text"], "hi\n");
   CellResult r;
   r.is_main_result = true;
-  r.data = {{"text/plain", "'abc'"}, {"text/html", "<b>x</b>"}, {"application/json", "{\"a\": 1}"},
+  r.data = {{"text/plain", "'abc'"},
+            {"text/html", "<b>x</b>"},
+            {"application/json", "{\"a\": 1}"},
             {"image/png", "iVBORw0KGgo="}};
   json result = LineJson(ResultLine(r));
   EXPECT_EQ(result["type"], "result");
@@ -53,10 +57,11 @@ TEST(CodeMessagesTest, LinesAsTheSdkReadsThem) {
   EXPECT_EQ(result["is_main_result"], true);
   EXPECT_EQ(result.size(), 6u) << "no keys the SDK would take for extra formats: " << result;
   CellResult figure;
-  figure.data = {{"image/png", "iVBORw0KGgo="}, {kChartMime, "{\"type\": \"line\", \"elements\": []}"}};
+  figure.data = {{"image/png", "iVBORw0KGgo="},
+                 {kChartMime, "{\"type\": \"line\", \"elements\": []}"}};
   EXPECT_EQ(LineJson(ResultLine(figure))["chart"]["type"], "line") << "the chart is an object";
-  json error = LineJson(ErrorLine({.name = "ZeroDivisionError", .value = "division by zero",
-                                   .traceback = "Traceback\nline"}));
+  json error = LineJson(ErrorLine(
+      {.name = "ZeroDivisionError", .value = "division by zero", .traceback = "Traceback\nline"}));
   EXPECT_EQ(error["name"], "ZeroDivisionError");
   EXPECT_EQ(LineJson(ExecutionCountLine(3))["execution_count"], 3);
   EXPECT_EQ(LineJson(EndOfExecutionLine())["type"], "end_of_execution");

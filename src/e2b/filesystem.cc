@@ -26,7 +26,8 @@ std::optional<std::string> DispositionParam(std::string_view header, std::string
   const std::string key = std::string(name) + "=\"";
   for (size_t pos = header.find(key); pos != std::string_view::npos;
        pos = header.find(key, pos + 1)) {
-    if (pos > 0 && header[pos - 1] != ' ' && header[pos - 1] != ';') continue;  // "filename" in "xfilename"
+    if (pos > 0 && header[pos - 1] != ' ' && header[pos - 1] != ';')
+      continue;  // "filename" in "xfilename"
     const size_t start = pos + key.size();
     const size_t end = header.find('"', start);
     if (end == std::string_view::npos) return std::nullopt;
@@ -48,8 +49,8 @@ StatusOr<std::string> PathFromJson(const json& body, const char* key) {
   base::JsonFields f(body, "filesystem request", StatusCode::kInvalidArgument);
   ASSIGN_OR_RETURN(std::string path, f.String(key));
   if (path.empty() || path.size() > kMaxPathBytes || path.find('\0') != std::string::npos) {
-    return f.Fault(key, "is empty, longer than " + std::to_string(kMaxPathBytes) +
-                            " bytes, or holds a NUL");
+    return f.Fault(
+        key, "is empty, longer than " + std::to_string(kMaxPathBytes) + " bytes, or holds a NUL");
   }
   return path;
 }
@@ -79,8 +80,8 @@ std::string WatchEventJson(std::string_view name, WatchEvent type) {
 }
 
 std::string AbsolutePath(std::string_view path, std::string_view home) {
-  std::string whole = path.starts_with('/') ? std::string(path)
-                                            : std::string(home) + "/" + std::string(path);
+  std::string whole =
+      path.starts_with('/') ? std::string(path) : std::string(home) + "/" + std::string(path);
   std::vector<std::string_view> parts;
   std::string_view rest = whole;
   while (!rest.empty()) {
@@ -104,14 +105,10 @@ json EntryInfoToJson(const FileEntry& e) {
                      : e.type == "dir"     ? "FILE_TYPE_DIRECTORY"
                      : e.type == "symlink" ? "FILE_TYPE_SYMLINK"
                                            : "FILE_TYPE_UNSPECIFIED";
-  return {{"name", e.name},
-          {"type", type},
-          {"path", e.path},
-          {"size", std::to_string(e.size)},
-          {"mode", e.mode},
-          {"permissions", Permissions(e.type, e.mode)},
-          {"owner", "user"},
-          {"group", "user"}};
+  return {{"name", e.name},  {"type", type},
+          {"path", e.path},  {"size", std::to_string(e.size)},
+          {"mode", e.mode},  {"permissions", Permissions(e.type, e.mode)},
+          {"owner", "user"}, {"group", "user"}};
 }
 
 StatusOr<std::vector<FormFile>> ParseFormFiles(std::string_view content_type,
@@ -164,8 +161,7 @@ StatusOr<std::vector<FormFile>> ParseFormFiles(std::string_view content_type,
       return InvalidArgument("a multipart part has no usable filename (the file's path)");
     }
     if (files.size() == kMaxFormParts) {
-      return InvalidArgument("an upload of more than " + std::to_string(kMaxFormParts) +
-                             " files");
+      return InvalidArgument("an upload of more than " + std::to_string(kMaxFormParts) + " files");
     }
     files.push_back({std::move(*filename), body.substr(data_start, data_end - data_start)});
     pos = data_end + delimiter.size();

@@ -32,16 +32,17 @@ TEST(FilesystemMessagesTest, PathsAndDepthsAreChecked) {
 }
 
 TEST(FilesystemMessagesTest, EntriesAsEnvdDescribesThem) {
-  json e = EntryInfoToJson({.name = "a.txt", .path = "/home/user/a.txt", .type = "file",
-                            .size = 12, .mode = 0644});
+  json e = EntryInfoToJson(
+      {.name = "a.txt", .path = "/home/user/a.txt", .type = "file", .size = 12, .mode = 0644});
   EXPECT_EQ(e["type"], "FILE_TYPE_FILE");
   EXPECT_EQ(e["size"], "12");
   EXPECT_EQ(e["permissions"], "-rw-r--r--");
   json d = EntryInfoToJson({.name = "d", .path = "/d", .type = "dir", .size = 0, .mode = 0755});
   EXPECT_EQ(d["type"], "FILE_TYPE_DIRECTORY");
   EXPECT_EQ(d["permissions"], "drwxr-xr-x");
-  EXPECT_EQ(EntryInfoToJson({.name = "f", .path = "/f", .type = "other", .size = 0, .mode = 0})["type"],
-            "FILE_TYPE_UNSPECIFIED");
+  EXPECT_EQ(
+      EntryInfoToJson({.name = "f", .path = "/f", .type = "other", .size = 0, .mode = 0})["type"],
+      "FILE_TYPE_UNSPECIFIED");
 }
 
 constexpr std::string_view kType = "multipart/form-data; boundary=----formdata-undici-0844";
@@ -70,9 +71,9 @@ TEST(FilesystemMessagesTest, HostileFormsAreRefused) {
       "------formdata-undici-0844\r\nContent-Disposition: form-data; name=\"file\"; "
       "filename=\"a\"\r\n\r\nx\r\n";
   for (const std::string& body : {
-           std::string(),                                       // no part
-           part,                                                // never closed
-           std::string("------formdata-undici-0844\r\nX: y"),   // headers never end
+           std::string(),                                      // no part
+           part,                                               // never closed
+           std::string("------formdata-undici-0844\r\nX: y"),  // headers never end
            std::string("------formdata-undici-0844\r\nContent-Disposition: form-data; "
                        "name=\"file\"\r\n\r\nx\r\n------formdata-undici-0844--"),  // no filename
            std::string("------formdata-undici-0844junk"),

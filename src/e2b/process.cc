@@ -18,7 +18,8 @@ StatusOr<int64_t> Uint(const base::JsonFields& f, const char* key, int64_t max) 
   const json* value = f.Find(key);
   if (value != nullptr && value->is_string()) {
     const auto& text = value->get_ref<const std::string&>();
-    if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) {
+    if (text.empty() || text.size() > 10 ||
+        text.find_first_not_of("0123456789") != std::string::npos) {
       return f.Fault(key, "is not a number");
     }
     int64_t n = std::stoll(text);
@@ -167,8 +168,11 @@ std::string DataEventJson(DataStream stream, std::string_view bytes) {
 std::string EndEventJson(const ExecResult& r) {
   json end;
   if (r.signal != 0) {
-    end = {{"exitCode", -1}, {"exited", false}, {"status", "signal: " + std::string(
-               r.signal == 9 ? "killed" : "signal " + std::to_string(r.signal))}};
+    end = {
+        {"exitCode", -1},
+        {"exited", false},
+        {"status", "signal: " + std::string(r.signal == 9 ? "killed"
+                                                          : "signal " + std::to_string(r.signal))}};
   } else {
     end = {{"exitCode", r.exit_code},
            {"exited", true},

@@ -57,9 +57,9 @@ TEST(ProcessMessagesTest, HostileStartsAreRefusedNamingTheField) {
 TEST(ProcessMessagesTest, SelectorsInputsSignalsAndResizes) {
   EXPECT_EQ(*ProcessPidFromJson(Parse(R"({"process":{"pid":42}})")), 42);
   EXPECT_EQ(*ProcessPidFromJson(Parse(R"({"process":{"pid":"42"}})")), 42);
-  for (const char* bad : {R"({"process":{"pid":0}})", R"({"process":{"pid":-1}})",
-                          R"({"process":{"pid":99999999}})", R"({"process":{"tag":"x"}})",
-                          R"({"process":{"pid":"4x"}})", R"({})"}) {
+  for (const char* bad :
+       {R"({"process":{"pid":0}})", R"({"process":{"pid":-1}})", R"({"process":{"pid":99999999}})",
+        R"({"process":{"tag":"x"}})", R"({"process":{"pid":"4x"}})", R"({})"}) {
     EXPECT_FALSE(ProcessPidFromJson(Parse(bad)).ok()) << bad;
   }
   auto input = ProcessInputFromJson(Parse(R"({"process":{"pid":3},"input":{"stdin":"YWJjCg=="}})"));
@@ -74,14 +74,16 @@ TEST(ProcessMessagesTest, SelectorsInputsSignalsAndResizes) {
               {"input", {{"stdin", std::string((kMaxInputBytes / 3 + 2) * 4, 'A')}}}};
   EXPECT_FALSE(ProcessInputFromJson(big).ok()) << "past the input bound";
 
-  EXPECT_EQ(ProcessSignalFromJson(Parse(R"({"process":{"pid":3},"signal":"SIGNAL_SIGKILL"})"))->signal,
-            9);
+  EXPECT_EQ(
+      ProcessSignalFromJson(Parse(R"({"process":{"pid":3},"signal":"SIGNAL_SIGKILL"})"))->signal,
+      9);
   EXPECT_EQ(ProcessSignalFromJson(Parse(R"({"process":{"pid":3},"signal":15})"))->signal, 15);
-  EXPECT_FALSE(ProcessSignalFromJson(Parse(R"({"process":{"pid":3},"signal":"SIGNAL_SIGSTOP"})")).ok());
+  EXPECT_FALSE(
+      ProcessSignalFromJson(Parse(R"({"process":{"pid":3},"signal":"SIGNAL_SIGSTOP"})")).ok());
   EXPECT_FALSE(ProcessSignalFromJson(Parse(R"({"process":{"pid":3}})")).ok());
 
-  auto resize =
-      ProcessUpdateFromJson(Parse(R"({"process":{"pid":3},"pty":{"size":{"cols":100,"rows":30}}})"));
+  auto resize = ProcessUpdateFromJson(
+      Parse(R"({"process":{"pid":3},"pty":{"size":{"cols":100,"rows":30}}})"));
   ASSERT_TRUE(resize.ok());
   ASSERT_TRUE(resize->size.has_value());
   EXPECT_EQ(resize->size->cols, 100);

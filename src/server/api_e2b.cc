@@ -2,13 +2,14 @@
 // registry, and the dispatch of its in-sandbox requests (E2b-Sandbox-Id) to envd's services
 // (api_e2b_envd.cc). A sandbox is a box: its id is the box's, its tenant the key's, and it
 // lives until its timeout (E2B's lifetime, moved by setTimeout) within the server's ceiling.
+#include "server/api_e2b.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
 #include "base/json.h"
 #include "e2b/sandboxes.h"
-#include "server/api_e2b.h"
 #include "server/api_request.h"
 #include "server/box_id.h"
 
@@ -36,7 +37,8 @@ std::vector<std::string_view> Segments(std::string_view path) {
 }
 
 Status SandboxNotFound(std::string_view id) {
-  return NotFound("sandbox " + base::Excerpt(id) + " not found (destroyed, past its timeout, or "
+  return NotFound("sandbox " + base::Excerpt(id) +
+                  " not found (destroyed, past its timeout, or "
                   "never made)");
 }
 
@@ -94,8 +96,9 @@ StatusOr<e2b::ListedSandbox> Listed(Call& call, const E2bSandbox& s) {
 Status AddNetwork(const e2b::NewSandbox& request, json* box) {
   for (const std::string& deny : request.deny_out) {
     if (deny != "0.0.0.0/0" && deny != "::/0") {
-      return InvalidArgument("network.denyOut other than 0.0.0.0/0 is not supported by codebox: "
-                             "list the hosts a sandbox may reach in network.allowOut");
+      return InvalidArgument(
+          "network.denyOut other than 0.0.0.0/0 is not supported by codebox: "
+          "list the hosts a sandbox may reach in network.allowOut");
     }
   }
   if (!request.allow_out.empty()) {
@@ -181,8 +184,8 @@ void ListSandboxes(Call& call) {
     filter = std::move(*parsed);
   }
   // Every sandbox runs: one asked for only in other states (paused) lists none.
-  if (auto it = query.find("state"); it != query.end() &&
-                                     it->second.find("running") == std::string::npos) {
+  if (auto it = query.find("state");
+      it != query.end() && it->second.find("running") == std::string::npos) {
     call.RespondJson(200, json::array());
     return;
   }
@@ -318,8 +321,8 @@ bool IsE2bRequest(const http::Request& request) {
   if (p[0] == "v2" || p[0] == "v3") {
     return p.size() >= 2 && (p[1] == "sandboxes" || p[1] == "templates");
   }
-  return p[0] == "sandboxes" || p[0] == "snapshots" || p[0] == "templates" ||
-         p[0] == "volumes" || p[0] == "secrets";
+  return p[0] == "sandboxes" || p[0] == "snapshots" || p[0] == "templates" || p[0] == "volumes" ||
+         p[0] == "secrets";
 }
 
 void RespondE2bError(Call& call, const Status& status) {

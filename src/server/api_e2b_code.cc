@@ -24,7 +24,8 @@ std::string Now() { return e2b::Rfc3339(std::chrono::system_clock::now()); }
 // The code interpreter's errors: the SDK reads only the status (404: NotFoundError with the
 // body's text; any other: SandboxError).
 void RespondText(Call& call, int status, const std::string& text) {
-  call.NoteError(Status(status == 404 ? StatusCode::kNotFound : StatusCode::kInvalidArgument, text));
+  call.NoteError(
+      Status(status == 404 ? StatusCode::kNotFound : StatusCode::kInvalidArgument, text));
   http::Response response;
   response.status = status;
   response.content_type = "text/plain; charset=utf-8";
@@ -70,11 +71,14 @@ struct Context {
 
 // The default context of each language, made on its first use; others are made by POST
 // /contexts.
-std::string DefaultContextId(std::string_view language) { return "default-" + std::string(language); }
+std::string DefaultContextId(std::string_view language) {
+  return "default-" + std::string(language);
+}
 
 std::optional<Context> FindContext(const E2bSandbox& sandbox, std::string_view id) {
   for (std::string_view language : {"python", "bash"}) {
-    if (id == DefaultContextId(language)) return Context{std::string(id), std::string(language), "", ""};
+    if (id == DefaultContextId(language))
+      return Context{std::string(id), std::string(language), "", ""};
   }
   for (const E2bContext& c : sandbox.contexts) {
     if (c.id == id) return Context{c.id, c.language, c.id, c.cwd};
@@ -122,7 +126,9 @@ std::string SetEnvCell(const std::map<std::string, std::string>& env) {
   const std::string literal = json(base::JsonText(json(env))).dump();  // a JSON string is a
                                                                        // Python str literal
   return "import os as _codebox_os, json as _codebox_json\n"
-         "_codebox_env = _codebox_json.loads(" + literal + ")\n"
+         "_codebox_env = _codebox_json.loads(" +
+         literal +
+         ")\n"
          "_codebox_env_saved = {k: _codebox_os.environ.get(k) for k in _codebox_env}\n"
          "_codebox_os.environ.update(_codebox_env)\n";
 }
@@ -139,10 +145,10 @@ void BashCell(Call& call, Box& box, const Context& context, const e2b::ExecuteRe
     if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
             std::string::npos ||
         (name[0] >= '0' && name[0] <= '9')) {
-      stream.Send(e2b::ErrorLine({.name = "BashError",
-                                  .value = "env_vars name " + base::Excerpt(name) +
-                                           " is not a shell variable's name",
-                                  .traceback = ""}));
+      stream.Send(e2b::ErrorLine(
+          {.name = "BashError",
+           .value = "env_vars name " + base::Excerpt(name) + " is not a shell variable's name",
+           .traceback = ""}));
       return stream.Send(e2b::EndOfExecutionLine());
     }
     std::string quoted = "'";
@@ -154,25 +160,29 @@ void BashCell(Call& call, Box& box, const Context& context, const e2b::ExecuteRe
   options.keep_output = false;
   options.timeout = call.context.options.ceilings.exec_timeout;
   options.cancel = std::make_shared<ExecCancel>();
-  options.on_stdout = [&stream](std::string_view text) { stream.Send(e2b::StdoutLine(text, Now())); };
-  options.on_stderr = [&stream](std::string_view text) { stream.Send(e2b::StderrLine(text, Now())); };
+  options.on_stdout = [&stream](std::string_view text) {
+    stream.Send(e2b::StdoutLine(text, Now()));
+  };
+  options.on_stderr = [&stream](std::string_view text) {
+    stream.Send(e2b::StderrLine(text, Now()));
+  };
   const std::string cwd = context.cwd.empty() ? std::string(kE2bHome) : context.cwd;
   StatusOr<ExecResult> result = [&] {
     // A client that goes away ends the cell (its state stays as the last cell left it).
     DisconnectWatch watch(call.exchange, nullptr, [&options] { options.cancel->Cancel(); });
-    return box.Exec(
-        {"bash", "-c", std::string(kBashCell), "bash", request.code, cwd, context.id, exports, names},
-        options);
+    return box.Exec({"bash", "-c", std::string(kBashCell), "bash", request.code, cwd, context.id,
+                     exports, names},
+                    options);
   }();
   if (!result.ok()) {
     call.NoteError(result.status());
-    stream.Send(e2b::ErrorLine({.name = "UnexpectedEndOfExecution",
-                                .value = result.status().message(),
-                                .traceback = ""}));
+    stream.Send(e2b::ErrorLine(
+        {.name = "UnexpectedEndOfExecution", .value = result.status().message(), .traceback = ""}));
   } else if (!result->ok()) {
     const std::string why = result->timed_out ? "the cell passed its timeout"
-                            : result->signal != 0 ? "killed by signal " + std::to_string(result->signal)
-                                                  : "exit status " + std::to_string(result->exit_code);
+                            : result->signal != 0
+                                ? "killed by signal " + std::to_string(result->signal)
+                                : "exit status " + std::to_string(result->exit_code);
     stream.Send(e2b::ErrorLine({.name = "BashError", .value = why, .traceback = ""}));
   }
   stream.Send(e2b::EndOfExecutionLine());
@@ -211,8 +221,12 @@ void Execute(Call& call, Box& box, const E2bSandbox& sandbox) {
       return stream.Send(e2b::EndOfExecutionLine());
     }
   }
-  options.on_stdout = [&stream](std::string_view text) { stream.Send(e2b::StdoutLine(text, Now())); };
-  options.on_stderr = [&stream](std::string_view text) { stream.Send(e2b::StderrLine(text, Now())); };
+  options.on_stdout = [&stream](std::string_view text) {
+    stream.Send(e2b::StdoutLine(text, Now()));
+  };
+  options.on_stderr = [&stream](std::string_view text) {
+    stream.Send(e2b::StderrLine(text, Now()));
+  };
   options.on_result = [&stream](const CellResult& r) { stream.Send(e2b::ResultLine(r)); };
   StatusOr<Execution> execution = [&] {
     DisconnectWatch watch(call.exchange, nullptr,
@@ -245,13 +259,13 @@ void CreateContext(Call& call, Box& box, const E2bSandbox& sandbox) {
     return RespondText(call, 400, st.message());
   }
   if (sandbox.contexts.size() >= kMaxCodeSessions) {
-    return RespondText(call, 429, "the sandbox holds " + std::to_string(kMaxCodeSessions) +
-                                      " contexts, its most; remove one first");
+    return RespondText(call, 429,
+                       "the sandbox holds " + std::to_string(kMaxCodeSessions) +
+                           " contexts, its most; remove one first");
   }
   const std::string cwd = request->cwd.empty() ? std::string(kE2bHome) : request->cwd;
-  E2bContext context{.id = base::HexEncode(base::RandomBytes(8)),
-                     .language = request->language,
-                     .cwd = cwd};
+  E2bContext context{
+      .id = base::HexEncode(base::RandomBytes(8)), .language = request->language, .cwd = cwd};
   if (context.language == "python") {
     // Its kernel starts now, so that a wrong cwd is this call's error and the first cell is
     // quick.
@@ -323,8 +337,8 @@ void CodeInterpreter(Call& call, Box& box, const E2bSandbox& sandbox) {
       return call.RespondNoContent();
     }
   }
-  RespondText(call, 404, "no code interpreter route " + base::Excerpt(method) + " " +
-                             base::Excerpt(path));
+  RespondText(call, 404,
+              "no code interpreter route " + base::Excerpt(method) + " " + base::Excerpt(path));
 }
 
 }  // namespace codebox::server

@@ -111,8 +111,8 @@ void RespondSandboxGone(Call& call) {
   call.NoteError(NotFound("sandbox not running"));
   http::Response response;
   response.status = 502;
-  response.body = base::JsonText(e2b::ErrorBody(
-      502, "the sandbox is not running any more (killed, or past its timeout)"));
+  response.body = base::JsonText(
+      e2b::ErrorBody(502, "the sandbox is not running any more (killed, or past its timeout)"));
   (void)call.exchange.Respond(std::move(response));
 }
 
@@ -145,9 +145,9 @@ void E2bSandboxRoute(Call& call) {
     const uint32_t max = call.context.quotas.For(sandbox->tenant).max_requests;
     in_flight = call.context.in_flight.TryHold(sandbox->tenant, max);
     if (!in_flight) {
-      return RespondE2bError(call, ResourceExhausted("tenant " + sandbox->tenant + " has " +
-                                                     std::to_string(max) +
-                                                     " requests in flight, its quota"));
+      return RespondE2bError(
+          call, ResourceExhausted("tenant " + sandbox->tenant + " has " + std::to_string(max) +
+                                  " requests in flight, its quota"));
     }
   }
   const std::string& path = request.path;

@@ -1,9 +1,10 @@
 // envd's filesystem service (filesystem.Filesystem) and its REST /files route, on the box's
 // own file calls (Box::ReadFile, WriteFile, ListDir, Remove) and, for what those lack, the
 // box's own mkdir and mv; WatchDir by looking again and again. The polling watchers
-// (CreateWatcher, ...), which E2B's SDKs do not use, are unimplemented. A listing's names and sizes are the box's claim, bounded by the host
-// (Box::ListDir) before they get here; paths relative to the sandbox's home are made absolute
-// only to name them in answers, never to reach outside the box.
+// (CreateWatcher, ...), which E2B's SDKs do not use, are unimplemented. A listing's names and sizes
+// are the box's claim, bounded by the host (Box::ListDir) before they get here; paths relative to
+// the sandbox's home are made absolute only to name them in answers, never to reach outside the
+// box.
 #include <chrono>
 #include <deque>
 #include <map>
@@ -25,7 +26,8 @@ std::string Absolute(std::string_view path) { return e2b::AbsolutePath(path, kE2
 // The entry of `path` as its parent lists it ("/" is a directory of its own).
 StatusOr<FileEntry> Stat(Box& box, const std::string& path) {
   const std::string absolute = Absolute(path);
-  if (absolute == "/") return FileEntry{.name = "/", .path = "/", .type = "dir", .size = 0, .mode = 0755};
+  if (absolute == "/")
+    return FileEntry{.name = "/", .path = "/", .type = "dir", .size = 0, .mode = 0755};
   const size_t slash = absolute.rfind('/');
   const std::string parent = slash == 0 ? "/" : absolute.substr(0, slash);
   const std::string name = absolute.substr(slash + 1);
@@ -200,9 +202,9 @@ void FilesystemService(Call& call, Box& box, std::string_view method) {
     if (!path.ok()) return RespondConnectError(call, path.status());
     if (auto existing = Stat(box, *path); existing.ok()) {
       return existing->type == "dir"
-                 ? RespondConnectError(call, connect::Code::kAlreadyExists,
-                                       "directory " + base::Excerpt(existing->path) +
-                                           " already exists")
+                 ? RespondConnectError(
+                       call, connect::Code::kAlreadyExists,
+                       "directory " + base::Excerpt(existing->path) + " already exists")
                  : RespondConnectError(call, connect::Code::kInvalidArgument,
                                        base::Excerpt(existing->path) + " is a file");
     }

@@ -20,8 +20,9 @@ Status CheckUser(const http::Request& request) {
   const std::string& auth = request.Header("authorization");
   if (auth.empty()) return Status::Ok();
   if (auth != "Basic dXNlcjo=" && auth != "Basic cm9vdDo=") {
-    return InvalidArgument("a sandbox has the users \"user\" and \"root\"; the request named "
-                           "another");
+    return InvalidArgument(
+        "a sandbox has the users \"user\" and \"root\"; the request named "
+        "another");
   }
   return Status::Ok();
 }

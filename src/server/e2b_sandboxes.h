@@ -34,7 +34,7 @@ struct E2bSandbox {
   double cpus = 1;
   uint64_t memory_mib = 0;
   uint64_t disk_mib = 0;
-  bool gone = false;  // its box was destroyed
+  bool gone = false;                      // its box was destroyed
   std::vector<E2bContext> contexts = {};  // made with POST /contexts, oldest first
 };
 
