@@ -103,9 +103,9 @@ any replica forwards a request to it:
 
 E2B's SDKs (docs/e2b.md): set E2B_API_URL and E2B_SANDBOX_URL to a --listen
 HOST:PORT's http://HOST:PORT and E2B_API_KEY to a token:
-  --e2b-template ID=IMAGE  the image an E2B template id starts (repeatable; base
-                       is python and code-interpreter-v1 python-data unless
-                       given; any other id is taken as an image name)
+  --e2b-template ID=IMAGE  the image an E2B template id starts (repeatable;
+                       base is python and code-interpreter-v1 python-data
+                       unless given; any other id is taken as an image name)
 
 the playground (http://HOST:PORT/ of a --listen HOST:PORT) and its chat tab
 (POST /v1/ask):
