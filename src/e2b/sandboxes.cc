@@ -1,11 +1,10 @@
 #include "e2b/sandboxes.h"
 
 #include <cmath>
-#include <cstdio>
-#include <ctime>
 #include <limits>
 
 #include "base/json_fields.h"
+#include "base/utc_time.h"
 #include "http/request.h"
 
 namespace codebox::e2b {
@@ -116,25 +115,12 @@ StatusOr<std::optional<int64_t>> TimeoutFromJson(const json& body, bool required
   return std::optional<int64_t>(timeout);
 }
 
-std::string Rfc3339(std::chrono::system_clock::time_point t) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
-  const std::time_t secs = static_cast<std::time_t>(ms.count() / 1000);
-  std::tm utc{};
-  gmtime_r(&secs, &utc);
-  char text[64];
-  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                static_cast<int>(ms.count() % 1000));
-  return text;
-}
-
-
 json ListedSandboxToJson(const ListedSandbox& s) {
   return {{"sandboxID", s.sandbox_id},
           {"templateID", s.template_id},
           {"clientID", "codebox"},
-          {"startedAt", Rfc3339(s.started_at)},
-          {"endAt", Rfc3339(s.end_at)},
+          {"startedAt", base::Rfc3339(s.started_at)},
+          {"endAt", base::Rfc3339(s.end_at)},
           {"state", "running"},
           {"cpuCount", static_cast<int64_t>(std::ceil(s.cpus))},
           {"memoryMB", s.memory_mib},

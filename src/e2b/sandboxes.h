@@ -74,9 +74,6 @@ struct ListedSandbox {
 //  memoryMB, diskSizeMB, envdVersion, metadata}.
 nlohmann::json ListedSandboxToJson(const ListedSandbox& sandbox);
 
-// RFC 3339 UTC with milliseconds ("2026-12-07T15:00:00.123Z"): the SDKs make a Date of it.
-std::string Rfc3339(std::chrono::system_clock::time_point t);
-
 // A control-plane error body: {"code": http_status, "message": message}. The SDK reads the
 // number in the body (a 404 there is its "sandbox not found"), not only the HTTP status.
 nlohmann::json ErrorBody(int http_status, std::string_view message);

@@ -56,18 +56,6 @@ constexpr Route kRoutes[] = {
     {"DELETE", "/mcp", McpDelete},
 };
 
-std::vector<std::string_view> Segments(std::string_view path) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  while (pos < path.size()) {
-    size_t slash = path.find('/', pos);
-    if (slash == std::string_view::npos) slash = path.size();
-    if (slash > pos) out.push_back(path.substr(pos, slash - pos));
-    pos = slash + 1;
-  }
-  return out;
-}
-
 // "b-<16 hex>.<node>" or "b-<16 hex>" (box_id.h): the only ids registries make.
 bool IsBoxId(std::string_view s) { return ParseBoxId(s).has_value(); }
 
@@ -88,7 +76,7 @@ int ParsePid(std::string_view s) {
 // Whether `path` has the shape of `pattern`; *id gets the {id} segment, *pid the {pid} one.
 Match MatchPattern(std::string_view pattern, const std::vector<std::string_view>& path,
                    std::string* id, int* pid) {
-  std::vector<std::string_view> want = Segments(pattern);
+  std::vector<std::string_view> want = PathSegments(pattern);
   if (want.size() != path.size()) return Match::kNo;
   Match result = Match::kYes;
   for (size_t i = 0; i < want.size(); ++i) {
@@ -163,6 +151,29 @@ constexpr Route kE2bRoute = {"*", "e2b", E2bRoute};
 
 }  // namespace
 
+std::vector<std::string_view> PathSegments(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos < path.size()) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string_view::npos) slash = path.size();
+    if (slash > pos) out.push_back(path.substr(pos, slash - pos));
+    pos = slash + 1;
+  }
+  return out;
+}
+
+std::shared_ptr<void> HoldRequest(Api::Context& context, const std::string& tenant) {
+  return context.in_flight.TryHold(tenant, context.quotas.For(tenant).max_requests);
+}
+
+Status RequestsExhausted(const Api::Context& context, const std::string& tenant) {
+  return ResourceExhausted("tenant " + tenant + " has " +
+                           std::to_string(context.quotas.For(tenant).max_requests) +
+                           " requests in flight, its quota (--tenant-max-requests, or "
+                           "max-requests= in the token file); retry when one has finished");
+}
+
 BoxOwner Call::Owner() const {
   const Api::Context& c = context;
   BoxOwner owner{.tenant = caller.tenant};
@@ -230,16 +241,15 @@ Api::~Api() = default;
 void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   auto start = std::chrono::steady_clock::now();
   RecordingExchange recording(exchange, context_->registry->node());
-  std::vector<std::string_view> path = Segments(request.path);
-  const Route* found = nullptr;
+  std::vector<std::string_view> path = PathSegments(request.path);
+  const Route* found = IsE2bRequest(request) ? &kE2bRoute : nullptr;
   bool path_known = false;
   bool bad_id = false;
   std::string id;
   int pid = 0;
   std::string allowed;
-  if (IsE2bRequest(request)) found = &kE2bRoute;
   for (const Route& route : kRoutes) {
-    if (found) break;
+    if (found) break;  // E2B's, or the route matched below
     Match m = MatchPattern(route.pattern, path, &id, &pid);
     if (m == Match::kNo) continue;
     if (m == Match::kBadId) {
@@ -259,8 +269,7 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
   // A tenant's share of the requests in flight (only where there are tenants to share among).
   std::shared_ptr<void> in_flight;
   if (found && context_->options.tokens_required && !IsUncounted(found->pattern, request)) {
-    in_flight = context_->in_flight.TryHold(
-        call.caller.tenant, context_->quotas.For(call.caller.tenant).max_requests);
+    in_flight = HoldRequest(*context_, call.caller.tenant);
   }
   // Before any route: a page of another site, or a rebound DNS name, gets nothing.
   std::string refused = RefusedOrigin(request, context_->options.tokens_required);
@@ -269,13 +278,9 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
     (void)recording.Respond(http::ErrorResponse(403, "forbidden", refused));
   } else if (found && context_->options.tokens_required && !IsUncounted(found->pattern, request) &&
              !in_flight) {
-    call.RespondError(ResourceExhausted(
-        "tenant " + call.caller.tenant + " has " +
-        std::to_string(context_->quotas.For(call.caller.tenant).max_requests) +
-        " requests in flight, its quota (--tenant-max-requests, or max-requests= in the token "
-        "file); retry when one has finished"));
+    call.RespondError(RequestsExhausted(*context_, call.caller.tenant));
   } else if (found) {
-    if (found == &kE2bRoute || !RouteToBoxNode(call)) found->handle(call);
+    if (!RouteToBoxNode(call)) found->handle(call);
   } else if (path_known) {
     // 405 names the methods the path takes (Allow, RFC 9110).
     http::Response response =

@@ -26,16 +26,6 @@ constexpr seconds kDefaultTimeout{300};
 // The working directory and home E2B's templates give code, made in every sandbox.
 constexpr std::string_view kHome = "/home/user";
 
-std::vector<std::string_view> Segments(std::string_view path) {
-  std::vector<std::string_view> out;
-  for (size_t pos = 0; pos < path.size();) {
-    size_t slash = std::min(path.find('/', pos), path.size());
-    if (slash > pos) out.push_back(path.substr(pos, slash - pos));
-    pos = slash + 1;
-  }
-  return out;
-}
-
 Status SandboxNotFound(std::string_view id) {
   return NotFound("sandbox " + base::Excerpt(id) +
                   " not found (destroyed, past its timeout, or "
@@ -269,16 +259,13 @@ void SandboxMetrics(Call& call, std::string_view id) {
 // 501: the SDK raises its SandboxError with this message (never 409: pause() would take that
 // for "already paused" and return false).
 void Unsupported(Call& call, std::string_view what) {
-  const std::string message = std::string(what) + " is not supported by codebox (docs/e2b.md)";
-  call.NoteError(InvalidArgument(message));
-  http::Response response;
-  response.status = 501;
-  response.body = base::JsonText(e2b::ErrorBody(501, message));
-  (void)call.exchange.Respond(std::move(response));
+  RespondE2bStatus(
+      call, 501,
+      InvalidArgument(std::string(what) + " is not supported by codebox (docs/e2b.md)"));
 }
 
 void ControlPlane(Call& call) {
-  std::vector<std::string_view> p = Segments(call.request.path);
+  std::vector<std::string_view> p = PathSegments(call.request.path);
   const std::string& method = call.request.method;
   if (!p.empty() && (p[0] == "v2" || p[0] == "v3")) {
     p.erase(p.begin());  // v2 of create, connect and list: the same bodies codebox reads
@@ -316,7 +303,7 @@ bool IsE2bSandboxRequest(const http::Request& request) {
 
 bool IsE2bRequest(const http::Request& request) {
   if (IsE2bSandboxRequest(request)) return true;
-  std::vector<std::string_view> p = Segments(request.path);
+  std::vector<std::string_view> p = PathSegments(request.path);
   if (p.empty()) return false;
   if (p[0] == "v2" || p[0] == "v3") {
     return p.size() >= 2 && (p[1] == "sandboxes" || p[1] == "templates");
@@ -325,11 +312,16 @@ bool IsE2bRequest(const http::Request& request) {
          p[0] == "secrets";
 }
 
-void RespondE2bError(Call& call, const Status& status) {
-  http::Response response = http::ErrorResponse(status);
-  response.body = base::JsonText(e2b::ErrorBody(response.status, status.message()));
+void RespondE2bStatus(Call& call, int http_status, const Status& status) {
+  // The status line and headers (Retry-After for 429 and 503) as codebox's own errors have them.
+  http::Response response = http::ErrorResponse(http_status, "", "");
+  response.body = base::JsonText(e2b::ErrorBody(http_status, status.message()));
   call.NoteError(status);
   (void)call.exchange.Respond(std::move(response));
+}
+
+void RespondE2bError(Call& call, const Status& status) {
+  RespondE2bStatus(call, http::ErrorResponse(status).status, status);
 }
 
 void E2bRoute(Call& call) {

@@ -81,8 +81,10 @@ class ConnectStream {
 };
 
 // A control-plane or envd REST error: the HTTP status of `status` with E2B's body
-// {"code": <that status>, "message"}.
+// {"code": <that status>, "message"}; RespondE2bStatus with a status of the caller's choice
+// (501: not supported; 502: the sandbox is gone; 401: a wrong access token).
 void RespondE2bError(Call& call, const Status& status);
+void RespondE2bStatus(Call& call, int http_status, const Status& status);
 
 }  // namespace codebox::server
 

@@ -8,6 +8,7 @@
 #include "base/json.h"
 #include "base/random.h"
 #include "base/text.h"
+#include "base/utc_time.h"
 #include "e2b/code.h"
 #include "e2b/sandboxes.h"
 #include "server/api_e2b.h"
@@ -19,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string Now() { return e2b::Rfc3339(std::chrono::system_clock::now()); }
+std::string Now() { return base::Rfc3339(std::chrono::system_clock::now()); }
 
 // The code interpreter's errors: the SDK reads only the status (404: NotFoundError with the
 // body's text; any other: SandboxError).

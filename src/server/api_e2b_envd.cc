@@ -4,7 +4,6 @@
 // answers are made here.
 #include "base/json.h"
 #include "e2b/connect.h"
-#include "e2b/sandboxes.h"
 #include "server/api_e2b.h"
 
 namespace codebox::server {
@@ -108,12 +107,8 @@ namespace {
 // The sandbox is gone (killed, past its timeout): 502, which the SDK takes for "not running"
 // (isRunning() false, a TimeoutError or SandboxNotFoundError elsewhere).
 void RespondSandboxGone(Call& call) {
-  call.NoteError(NotFound("sandbox not running"));
-  http::Response response;
-  response.status = 502;
-  response.body = base::JsonText(
-      e2b::ErrorBody(502, "the sandbox is not running any more (killed, or past its timeout)"));
-  (void)call.exchange.Respond(std::move(response));
+  RespondE2bStatus(call, 502,
+                   NotFound("the sandbox is not running any more (killed, or past its timeout)"));
 }
 
 }  // namespace
@@ -127,13 +122,9 @@ void E2bSandboxRoute(Call& call) {
   if (token.empty()) token = request.Header("e2b-traffic-access-token");
   std::optional<E2bSandbox> sandbox = call.context.e2b.Authenticate(id, token);
   if (!sandbox) {
-    call.NoteError(PermissionDenied("a wrong sandbox access token"));
-    http::Response response;
-    response.status = 401;
-    response.body = base::JsonText(e2b::ErrorBody(
-        401, "no sandbox " + base::Excerpt(id) + " with that access token (X-Access-Token)"));
-    (void)call.exchange.Respond(std::move(response));
-    return;
+    return RespondE2bStatus(call, 401,
+                            PermissionDenied("no sandbox " + base::Excerpt(id) +
+                                             " with that access token (X-Access-Token)"));
   }
   call.caller = Caller{sandbox->tenant, false};
   call.box_id = sandbox->id;
@@ -142,13 +133,8 @@ void E2bSandboxRoute(Call& call) {
   }
   std::shared_ptr<void> in_flight;
   if (call.context.options.tokens_required) {
-    const uint32_t max = call.context.quotas.For(sandbox->tenant).max_requests;
-    in_flight = call.context.in_flight.TryHold(sandbox->tenant, max);
-    if (!in_flight) {
-      return RespondE2bError(
-          call, ResourceExhausted("tenant " + sandbox->tenant + " has " + std::to_string(max) +
-                                  " requests in flight, its quota"));
-    }
+    in_flight = HoldRequest(call.context, sandbox->tenant);
+    if (!in_flight) return RespondE2bError(call, RequestsExhausted(call.context, sandbox->tenant));
   }
   const std::string& path = request.path;
   const std::string& port = request.Header("e2b-sandbox-port");

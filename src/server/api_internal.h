@@ -51,6 +51,14 @@ struct Call {
   void ObserveExec(std::string_view kind, std::chrono::steady_clock::time_point since);
 };
 
+// A request path's segments ("/v1/boxes/b-1" -> v1, boxes, b-1; empty ones skipped).
+std::vector<std::string_view> PathSegments(std::string_view path);
+
+// A place among `tenant`'s requests in flight, held until the pointer goes; null when the
+// tenant has its quota's worth in flight already (RequestsExhausted says so).
+std::shared_ptr<void> HoldRequest(Api::Context& context, const std::string& tenant);
+Status RequestsExhausted(const Api::Context& context, const std::string& tenant);
+
 // Route handlers (api_boxes.cc).
 void CreateBox(Call& call);
 void ListBoxes(Call& call);

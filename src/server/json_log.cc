@@ -1,12 +1,13 @@
 #include "server/json_log.h"
 
 #include <fcntl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+
+#include "base/utc_time.h"
 
 namespace codebox::server {
 namespace {
@@ -34,23 +35,11 @@ void LibrarySink(base::LogLevel level, const std::string& line) {
 
 }  // namespace
 
-std::string Rfc3339(std::chrono::system_clock::time_point time) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch());
-  const time_t secs = static_cast<time_t>(ms.count() / 1000);
-  struct tm tm {};
-  ::gmtime_r(&secs, &tm);
-  char buf[96];  // room for any int the compiler imagines in each field
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms.count() % 1000));
-  return buf;
-}
-
 std::string JsonLog::Format(std::chrono::system_clock::time_point time, base::LogLevel level,
                             std::string_view msg, std::initializer_list<Field> fields) {
   // Ordered: time, level and msg lead every line.
   nlohmann::ordered_json line;
-  line["time"] = Rfc3339(time);
+  line["time"] = base::Rfc3339(time);
   line["level"] = LevelName(level);
   line["msg"] = std::string(msg);
   for (const auto& [key, value] : fields) {

@@ -42,9 +42,6 @@ class JsonLog {
                             std::string_view msg, std::initializer_list<Field> fields);
 };
 
-// RFC 3339 UTC with milliseconds: "2026-12-03T12:00:00.123Z".
-std::string Rfc3339(std::chrono::system_clock::time_point time);
-
 }  // namespace codebox::server
 
 #endif  // CODEBOX_SERVER_JSON_LOG_H_
