@@ -55,8 +55,9 @@ void RespondStreamError(Call& call, const Status& status);
 StatusOr<nlohmann::json> ConnectMessage(const http::Request& request, bool streaming);
 
 // Connect-Timeout-Ms: how long a streaming call may run (a process's lifetime, as envd
-// has it; a watch's). nullopt when absent; kInvalidArgument when not a number of ms.
-StatusOr<std::optional<std::chrono::milliseconds>> ConnectTimeout(const http::Request& request);
+// has it; a watch's), at most the server's exec ceiling (a client never sets its own).
+// nullopt when absent; kInvalidArgument when not a number of ms.
+StatusOr<std::optional<std::chrono::milliseconds>> ConnectTimeout(const Call& call);
 
 // A server stream's answer: 200 and envelopes; the start event first (what the box writes
 // before it is held back), the end-of-stream envelope last. Send is called from the box's

@@ -124,8 +124,8 @@ eval "$1"
 // Python that sets `env` for the cells after it and keeps what it replaced; and the Python that
 // puts that back. As E2B's server does, a cell's env_vars last for that cell only.
 std::string SetEnvCell(const std::map<std::string, std::string>& env) {
-  const std::string literal = json(base::JsonText(json(env))).dump();  // a JSON string is a
-                                                                       // Python str literal
+  // A JSON string is a Python str literal.
+  const std::string literal = base::JsonText(json(base::JsonText(json(env))));
   return "import os as _codebox_os, json as _codebox_json\n"
          "_codebox_env = _codebox_json.loads(" +
          literal +
@@ -259,14 +259,14 @@ void CreateContext(Call& call, Box& box, const E2bSandbox& sandbox) {
   if (Status st = CheckLanguage(request->language); !st.ok()) {
     return RespondText(call, 400, st.message());
   }
-  if (sandbox.contexts.size() >= kMaxCodeSessions) {
-    return RespondText(call, 429,
-                       "the sandbox holds " + std::to_string(kMaxCodeSessions) +
-                           " contexts, its most; remove one first");
-  }
   const std::string cwd = request->cwd.empty() ? std::string(kE2bHome) : request->cwd;
   E2bContext context{
       .id = base::HexEncode(base::RandomBytes(8)), .language = request->language, .cwd = cwd};
+  // Its place first: the bound holds however many requests race for the last one.
+  if (Status st = call.context.e2b.AddContext(sandbox.id, context, kMaxCodeSessions); !st.ok()) {
+    return RespondText(call, st.code() == StatusCode::kResourceExhausted ? 429 : 502,
+                       st.message());
+  }
   if (context.language == "python") {
     // Its kernel starts now, so that a wrong cwd is this call's error and the first cell is
     // quick.
@@ -276,13 +276,10 @@ void CreateContext(Call& call, Box& box, const E2bSandbox& sandbox) {
     auto started = box.RunCode("", start);
     if (!started.ok()) {
       (void)box.EndCodeSession(context.id);
+      call.context.e2b.RemoveContext(sandbox.id, context.id);
       return RespondText(call, 400,
                          "the context's kernel did not start: " + started.status().message());
     }
-  }
-  if (!call.context.e2b.AddContext(sandbox.id, context)) {
-    (void)box.EndCodeSession(context.id);
-    return RespondText(call, 502, "the sandbox is not running any more");
   }
   call.RespondJson(200, e2b::ContextToJson(context.id, context.language, context.cwd));
 }

@@ -2,6 +2,8 @@
 // carries that sandbox's own access token, checked here in constant time; then /health and
 // envd's services (api_e2b_process.cc, api_e2b_files.cc), over Connect's JSON codec whose
 // answers are made here.
+#include <algorithm>
+
 #include "base/json.h"
 #include "e2b/connect.h"
 #include "server/api_e2b.h"
@@ -54,15 +56,18 @@ StatusOr<json> ConnectMessage(const http::Request& request, bool streaming) {
   return message;
 }
 
-StatusOr<std::optional<std::chrono::milliseconds>> ConnectTimeout(const http::Request& request) {
-  const std::string& text = request.Header("connect-timeout-ms");
+StatusOr<std::optional<std::chrono::milliseconds>> ConnectTimeout(const Call& call) {
+  const std::string& text = call.request.Header("connect-timeout-ms");
   if (text.empty()) return std::optional<std::chrono::milliseconds>();
   if (text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) {
     return InvalidArgument("Connect-Timeout-Ms is not a number of milliseconds");
   }
   const int64_t ms = std::stoll(text);
   if (ms < 1) return InvalidArgument("Connect-Timeout-Ms must be at least 1");
-  return std::optional<std::chrono::milliseconds>(ms);
+  const std::chrono::milliseconds ceiling = call.context.options.ceilings.exec_timeout;
+  const std::chrono::milliseconds asked(ms);
+  return std::optional<std::chrono::milliseconds>(
+      ceiling == kNoTimeout ? asked : std::min(asked, ceiling));
 }
 
 void RespondStreamError(Call& call, const Status& status) {

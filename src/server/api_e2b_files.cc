@@ -115,7 +115,7 @@ void WatchDir(Call& call, Box& box) {
   if (!message.ok()) return RespondStreamError(call, message.status());
   auto request = e2b::WatchDirFromJson(*message);
   if (!request.ok()) return RespondStreamError(call, request.status());
-  auto timeout = ConnectTimeout(call.request);
+  auto timeout = ConnectTimeout(call);
   if (!timeout.ok()) return RespondStreamError(call, timeout.status());
   const std::string root = Absolute(request->path);
   auto seen = Look(box, root, request->recursive);

@@ -64,7 +64,7 @@ void StartProcess(Call& call, Box& box) {
   auto request = e2b::ProcessStartFromJson(*message);
   if (!request.ok()) return RespondStreamError(call, request.status());
   if (Status st = CheckUser(call.request); !st.ok()) return RespondStreamError(call, st);
-  auto timeout = ConnectTimeout(call.request);
+  auto timeout = ConnectTimeout(call);
   if (!timeout.ok()) return RespondStreamError(call, timeout.status());
   ConnectStream stream(call.exchange);
   if (!stream.Open().ok()) return;

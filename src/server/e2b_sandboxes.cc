@@ -45,12 +45,16 @@ std::vector<E2bSandbox> E2bSandboxes::All() const {
   return out;
 }
 
-bool E2bSandboxes::AddContext(std::string_view id, E2bContext context) {
+Status E2bSandboxes::AddContext(std::string_view id, E2bContext context, size_t max) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = sandboxes_.find(id);
-  if (it == sandboxes_.end() || it->second.gone) return false;
+  if (it == sandboxes_.end() || it->second.gone) return NotFound("the sandbox is not running");
+  if (it->second.contexts.size() >= max) {
+    return ResourceExhausted("the sandbox holds " + std::to_string(max) +
+                             " contexts, its most; remove one first");
+  }
   it->second.contexts.push_back(std::move(context));
-  return true;
+  return Status::Ok();
 }
 
 bool E2bSandboxes::RemoveContext(std::string_view id, std::string_view context_id) {

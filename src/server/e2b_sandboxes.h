@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "codebox/status.h"
+
 namespace codebox::server {
 
 // A code context (E2B's createCodeContext): its own kernel, a named code session of the box
@@ -49,8 +51,10 @@ class E2bSandboxes {
   std::optional<E2bSandbox> Authenticate(std::string_view id, std::string_view token) const;
   // The entries whose box lives (as far as this table knows), ordered by id.
   std::vector<E2bSandbox> All() const;
-  // Adds a context to a sandbox this table holds (false when it does not).
-  bool AddContext(std::string_view id, E2bContext context);
+  // Adds a context to a sandbox this table holds: kNotFound when it does not (or it is gone),
+  // kResourceExhausted when it holds `max` contexts already (checked and added at once, so
+  // requests racing each other cannot pass the bound).
+  Status AddContext(std::string_view id, E2bContext context, size_t max);
   // Removes one; false when the sandbox or the context is unknown.
   bool RemoveContext(std::string_view id, std::string_view context_id);
   // Marks the sandbox gone; the oldest gone entry past kMaxGone is forgotten.

@@ -13,6 +13,8 @@ every byte is the attacker's choice.
   (E2B's rule), but its timeout (Connect-Timeout-Ms) does.
 * A box that kills its own agent: its routes answer that the sandbox is gone; the server and
   the other sandboxes live on.
+* Bounds a client cannot pass: twelve contexts created at once get the server's eight places,
+  and a command's Connect-Timeout-Ms past the exec ceiling gets the ceiling.
 
 After each case, the server still answers and runs code (hostile.assert_alive)."""
 import json
@@ -231,3 +233,48 @@ def test_a_box_that_kills_its_own_agent(server, python_image):
         assert files.status in (200, 404, 502, 503), f"{files!r}"
     control(server, "DELETE", f"/sandboxes/{victim['sandboxID']}")
     assert_alive(server, token=TOK_A, run=True)
+
+
+def test_contexts_racing_for_the_last_places_stay_within_the_bound(server, sandbox):
+    """Twelve context creates at once: eight places (the server's bound), the rest 429."""
+    import concurrent.futures
+    h = {"E2b-Sandbox-Id": sandbox["sandboxID"], "E2b-Sandbox-Port": "49999",
+         "E2B-Traffic-Access-Token": sandbox["envdAccessToken"]}
+
+    def create(_):
+        return request(server, "POST", "/contexts", {"language": "bash"}, token="", headers=h)
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(create, range(12)))
+    made = [a for a in answers if a.status == 200]
+    refused = [a for a in answers if a.status == 429]
+    assert len(made) == 8 and len(refused) == 4, [a.status for a in answers]
+    listed = request(server, "GET", "/contexts", token="", headers=h)
+    assert listed.status == 200 and len(listed.json) == 8 + 2, f"{listed!r}"
+    for a in made:
+        gone = request(server, "DELETE", f"/contexts/{a.json['id']}", token="", headers=h)
+        assert gone.status == 204, f"{gone!r}"
+    assert_alive(server, token=TOK_A)
+
+
+def test_a_command_timeout_past_the_ceiling_gets_the_ceiling(serve, python_image):
+    """Connect-Timeout-Ms asks for 10 minutes on a server whose exec ceiling is 3 s: the
+    command is killed at the ceiling."""
+    small = serve(["--max-exec-timeout", "3", "--exec-timeout", "3"], token_lines=TOKEN_LINES,
+                  name="e2b-ceiling")
+    try:
+        a = control(small, "POST", "/v2/sandboxes", {"templateID": "python", "timeout": 600})
+        assert a.status == 201, f"{a!r}"
+        started = time.monotonic()
+        r = envd(small, a.json, "/process.Process/Start", stream=True, timeout=60,
+                 message={"process": {"cmd": "sleep", "args": ["60"]}},
+                 headers={"Connect-Timeout-Ms": "600000"})
+        took = time.monotonic() - started
+        assert r.status == 200, f"{r!r}"
+        messages = envelopes(r.body)
+        end = messages[-2][1]["event"]["end"]
+        assert end["exited"] is False and "timeout" in end["error"], f"{end!r}"
+        assert messages[-1][1]["error"]["code"] == "deadline_exceeded", f"{messages[-1]!r}"
+        assert took < 20, f"the command ran {took:.1f} s past a 3 s ceiling"
+    finally:
+        hostile.finish(small, token=TOK_A)
