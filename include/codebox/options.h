@@ -39,7 +39,7 @@ enum class NetworkMode {
 
 // Sizes the kernel and the protocol allow for what an exec carries; checked before anything
 // is sent, so an oversized request is a clear error instead of a dead box.
-inline constexpr size_t kMaxArgBytes = 128u << 10;        // one argv string (MAX_ARG_STRLEN)
+inline constexpr size_t kMaxArgBytes = 128u << 10;          // one argv string (MAX_ARG_STRLEN)
 inline constexpr size_t kMaxEnvironmentBytes = 256u << 10;  // all of "K=V\0" together
 
 // Every field has a default initializer, so designated initializers may name any subset
@@ -72,6 +72,12 @@ struct BoxOptions {
   // environment enters the box.
   std::map<std::string, std::string> env = {};
   std::string workdir = "/work";
+  // Who the box's processes run as. Empty: the image's user (root for a recipe image);
+  // "root"; or a name or UID[:GID] from the image's /etc/passwd, such as "user" (every recipe
+  // image holds it: uid 1000, home /home/user, as E2B's templates). The workdir is that
+  // user's. A jail runs as a user only with root on the host; without, the box runs as root
+  // and BoxInfo::user says why.
+  std::string user = {};
   // Bytes of stdout and of stderr kept per exec; the rest is dropped and flagged.
   uint64_t output_limit_bytes = 16ull << 20;
   // The box's way out. allow_hosts given with kNone means kAllow. With kAllow or kOpen, a proxy
@@ -136,6 +142,9 @@ class ExecCancel;  // codebox/process.h
 struct ExecOptions {
   std::map<std::string, std::string> env = {};  // added to BoxOptions::env
   std::string cwd = {};                         // empty = BoxOptions::workdir
+  // Who this exec runs as: empty: the box's user (BoxOptions::user); "root" (or "0"); or the
+  // box's user by name or uid. No other (a jail maps only those two ids).
+  std::string user = {};
   // Exec: empty = stdin is /dev/null. Box::Start: written first; stdin then stays open.
   std::optional<std::string> stdin_data = {};
   // nullopt: BoxOptions::exec_timeout; else at least 1 ms, or kNoTimeout.
@@ -166,15 +175,15 @@ struct ExecOptions {
 };
 
 struct ExecResult {
-  int exit_code = -1;    // -1 when killed by a signal
-  int signal = 0;        // the signal that ended it, 0 if it exited
+  int exit_code = -1;  // -1 when killed by a signal
+  int signal = 0;      // the signal that ended it, 0 if it exited
   std::string stdout_data;
   std::string stderr_data;
   bool timed_out = false;
   bool out_of_memory = false;
   bool output_truncated = false;
   std::chrono::milliseconds duration{0};
-  std::string driver;    // which isolation ran it: "jail", "vm/kvm", "vm/tcg"
+  std::string driver;  // which isolation ran it: "jail", "vm/kvm", "vm/tcg"
   // Box::Attach: bytes of each stream that had fallen out of the box's ring before this
   // handle could see them.
   uint64_t dropped_stdout = 0;

@@ -121,12 +121,13 @@ class _Base(_Network, Twins, Generic[_F]):
         on_stdout: Callback = None,
         on_stderr: Callback = None,
         loop: Optional[asyncio.AbstractEventLoop] = None,
+        user: str | None = None,
     ) -> Tuple[Callable[[], Any], Callable[[Any], ExecResult]]:
         """Validates exec's arguments here, in the caller's thread. Returns the blocking call
         and what turns its outcome into the result, run by the caller once it returned (on the
         loop's thread for the asyncio API: after every queued callback)."""
         argv = _argv(cmd)
-        options = _exec_options(env, cwd, timeout, stdin)
+        options = _exec_options(env, cwd, timeout, stdin, user)
         out = _text_sink(on_stdout, loop, "on_stdout")
         err = _text_sink(on_stderr, loop, "on_stderr")
         box = self._live()
@@ -212,6 +213,7 @@ class _Base(_Network, Twins, Generic[_F]):
         stdin: str | bytes | None = None,
         on_stdout: Callback = None,
         on_stderr: Callback = None,
+        user: str | None = None,
     ) -> Steps[ExecResult]:
         """Runs a command (argv; no shell: use ``exec("sh", "-c", line)`` for one).
 
@@ -220,7 +222,8 @@ class _Base(_Network, Twins, Generic[_F]):
         overrides the box's (``math.inf``: no limit; at least 0.001), ``stdin`` is fed to the
         process (else it reads /dev/null); ``None`` is the default of each. They are checked
         here, as the box options are (TypeError, ValueError naming the argument). A timeout is
-        reported as ``timed_out=True``.
+        reported as ``timed_out=True``. ``user`` runs it as ``"root"`` or as the box's user
+        (the ``user`` box option) by name; the default is the box's user.
 
         ``on_stdout`` / ``on_stderr`` are called with each piece of output as it comes (str,
         decoded as UTF-8), in order, all before ``exec`` returns; the result still holds the
@@ -231,7 +234,7 @@ class _Base(_Network, Twins, Generic[_F]):
         stop the command; closing the box does.
         """
         call, finish = self._exec_call(
-            cmd, env, cwd, timeout, stdin, on_stdout, on_stderr, self._loop()
+            cmd, env, cwd, timeout, stdin, on_stdout, on_stderr, self._loop(), user
         )
         return finish((yield call))
 
@@ -320,6 +323,7 @@ class _Base(_Network, Twins, Generic[_F]):
         timeout: float | None = None,
         stdin: str | bytes | None = None,
         ring_bytes: int = 1 << 20,
+        user: str | None = None,
     ) -> Steps[int]:
         """Starts a command in the background and returns its pid in the box at once.
 
@@ -331,12 +335,12 @@ class _Base(_Network, Twins, Generic[_F]):
             {await}box.kill(pid)
 
         It runs until it exits, is killed or the box is closed; ``timeout`` (seconds) is none
-        unless given. ``env``, ``cwd`` and ``stdin`` are as for :meth:`exec`; stdin stays open
+        unless given. ``env``, ``cwd``, ``stdin`` and ``user`` are as for :meth:`exec`; stdin stays open
         after ``stdin`` for :meth:`send_stdin`. The box keeps the last ``ring_bytes`` of each
         of its output streams (at most 64 MiB) for :meth:`attach`.
         """
         argv = _argv(cmd)
-        options = _exec_options(env, cwd, timeout, stdin)
+        options = _exec_options(env, cwd, timeout, stdin, user)
         if isinstance(ring_bytes, bool) or not isinstance(ring_bytes, int):
             raise TypeError(f"ring_bytes must be an int, got {ring_bytes!r}")
         if not 0 <= ring_bytes <= 64 << 20:

@@ -199,10 +199,12 @@ def _shown_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _exec_options(
-    env: Any, cwd: Any, timeout: float | None, stdin: str | bytes | None
+    env: Any, cwd: Any, timeout: float | None, stdin: str | bytes | None, user: Any = None
 ) -> Any:
     """exec()'s keyword arguments checked against the C++ schema, ready for Box.exec."""
-    return _core().exec_options({"env": env, "cwd": cwd, "timeout": timeout, "stdin": stdin})
+    return _core().exec_options(
+        {"env": env, "cwd": cwd, "timeout": timeout, "stdin": stdin, "user": user}
+    )
 
 
 def _options_doc(schema: Sequence[Mapping[str, Any]], indent: str = "        ") -> str:

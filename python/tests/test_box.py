@@ -38,6 +38,18 @@ def test_exec_env_cwd_stdin_and_argv_list(box: codebox.SyncCodeBox) -> None:
     assert box.exec(["python3", "-c", "import os; print(os.getcwd())"]).stdout == "/work\n"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a jail maps a second user only for host root")
+def test_a_box_of_a_user_and_an_exec_as_root() -> None:
+    with codebox.SyncCodeBox(user="user", workdir="/home/user", timeout=20) as b:
+        assert b.info.user == "1000:1000 (user)"
+        assert b.exec("sh", "-c", "id -un; pwd").stdout == "user\n/home/user\n"
+        assert b.exec("id", "-un", user="root").stdout == "root\n"
+        with pytest.raises(ValueError, match="user 'Root'"):
+            b.exec("id", user="Root")
+        with pytest.raises(Exception, match="an exec may run as that user or as root only"):
+            b.exec("id", user="nobody")
+
+
 def test_output_is_decoded_with_replacement(box: codebox.SyncCodeBox) -> None:
     r = box.exec("python3", "-c", "import sys; sys.stdout.buffer.write(b'ok\\xff')")
     assert r.stdout == "ok\ufffd" and r.stdout_bytes == b"ok\xff"

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "agent/guest_limits.h"
+#include "agent/proc.h"
 #include "base/io.h"
 
 namespace codebox::agent {
@@ -130,8 +131,8 @@ void BecomeUser(const protocol::msg::User& user, pid_t agent, int report_fd) {
   ::close(report_fd);  // nothing written: the switch worked
 }
 
-[[noreturn]] void RunChild(const protocol::msg::Exec& spec, char* const* argv, char* const* envp, int in_fd,
-                           int out_fd, int err_fd, pid_t agent, int report_fd) {
+[[noreturn]] void RunChild(const protocol::msg::Exec& spec, char* const* argv, char* const* envp,
+                           int in_fd, int out_fd, int err_fd, pid_t agent, int report_fd) {
   ::setsid();
   // If the agent dies (killed, crashed), its direct children die with it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -271,7 +272,7 @@ std::optional<Status> UserSwitchFailure(int switch_report, const protocol::msg::
 }
 
 void SignalExec(pid_t pid, int sig) {
-  if (::kill(-pid, sig) != 0) ::kill(pid, sig);
+  if (SignalProcess(-pid, sig) != 0) SignalProcess(pid, sig);
 }
 
 }  // namespace codebox::agent

@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -76,6 +78,34 @@ bool DescendsFrom(pid_t pid, pid_t ancestor, const std::vector<ProcInfo>& all) {
   return false;
 }
 
+int SignalProcess(pid_t target, int sig) {
+  if (::kill(target, sig) == 0) return 0;
+  if (errno != EPERM) return -1;
+  uid_t real = 0, effective = 0, saved = 0;
+  if (::getresuid(&real, &effective, &saved) != 0 || saved == effective) {
+    errno = EPERM;
+    return -1;
+  }
+  const long fs_uid = ::syscall(SYS_setfsuid, -1);  // asks, changes nothing
+  if (::syscall(SYS_setresuid, -1, saved, -1) != 0) {
+    errno = EPERM;
+    return -1;
+  }
+  const int rc = ::kill(target, sig);
+  const int err = errno;
+  // Back to root, which the real uid allows; a change of the effective uid resets the
+  // filesystem one, which is set again.
+  ::syscall(SYS_setresuid, -1, effective, -1);
+  ::syscall(SYS_setfsuid, fs_uid);
+  uid_t now_effective = 0;
+  if (::getresuid(&real, &now_effective, &saved) != 0 || now_effective != effective ||
+      ::syscall(SYS_setfsuid, -1) != fs_uid) {
+    ::abort();  // an agent left with the wrong ids must not go on
+  }
+  errno = err;
+  return rc;
+}
+
 int KillMatching(const std::function<bool(const ProcInfo&, const std::vector<ProcInfo>&)>& victim) {
   const pid_t self = ::getpid();
   std::unordered_set<pid_t> killed;
@@ -86,7 +116,7 @@ int KillMatching(const std::function<bool(const ProcInfo&, const std::vector<Pro
     bool found_new = false;
     for (const ProcInfo& p : all) {
       if (p.pid == self || p.pid == 1 || killed.count(p.pid) || !victim(p, all)) continue;
-      if (::kill(p.pid, SIGKILL) == 0) {
+      if (SignalProcess(p.pid, SIGKILL) == 0) {
         killed.insert(p.pid);
         found_new = true;
       }

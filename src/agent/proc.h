@@ -24,6 +24,14 @@ struct ProcInfo {
 // directory is read are skipped.
 std::vector<ProcInfo> ListProcesses();
 
+// kill(2), reaching a process of the box's user too. A jail's agent holds root as its real
+// and effective uid and no CAP_KILL, and kill lets a sender reach only a process whose real or
+// saved uid is its real or effective one; the box user's uid is the agent's saved one (main.cc,
+// TakeBackRoot). So a kill root may not send is sent again with that uid as this thread's
+// effective one (raw syscalls: glibc's wrappers change every thread), which then gives it
+// back, and its filesystem uid with it. Returns kill's result, errno as kill left it.
+int SignalProcess(pid_t target, int sig);
+
 // Sends SIGKILL, repeatedly, to every process for which `victim` is true, until a pass finds
 // none (a victim may fork between the scan and the kill). Returns how many kills were sent.
 int KillMatching(const std::function<bool(const ProcInfo&, const std::vector<ProcInfo>&)>& victim);

@@ -242,8 +242,10 @@ void Server::KillEverything() {
     if (!exec.exited) SignalExec(exec.pid, SIGKILL);
   }
   if (is_init_ && ::getpid() == 1) {
-    // PID 1 of its own pid namespace or VM: everything else in it is ours to end.
+    // PID 1 of its own pid namespace or VM: everything else in it is ours to end (root's at
+    // once; the box user's, which kill(-1) as a jail's root does not reach, one by one).
     ::kill(-1, SIGKILL);
+    KillMatching([](const ProcInfo&, const std::vector<ProcInfo>&) { return true; });
     return;
   }
   const pid_t self = ::getpid();

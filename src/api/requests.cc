@@ -226,10 +226,10 @@ StatusOr<PythonRequest> PythonRequestFromJson(const json& object) {
 }
 
 json CellRequestToJson(const CellRequest& request) {
-  json body = ExecOptionsBody(ExecOptions{.timeout = request.timeout});
-  body.erase("env");  // an empty one, as ExecOptions{} has: the cell takes only a timeout
-  body.erase("cwd");
-  body["code"] = request.code;
+  // A cell takes only a timeout of the exec options (the rest are ExecOptions{}'s defaults).
+  const json timing = ExecOptionsBody(ExecOptions{.timeout = request.timeout});
+  json body = {{"code", request.code}};
+  if (timing.contains("timeout")) body["timeout"] = timing["timeout"];
   return body;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 
@@ -237,6 +238,18 @@ StatusOr<std::string> DecodeBase64(std::string_view text, uint64_t max_bytes) {
                          " bytes");
   }
   return out;
+}
+
+bool IsUserName(std::string_view name) {
+  if (name.empty() || name.size() > 32) return false;
+  if (!std::islower(static_cast<unsigned char>(name[0])) && name[0] != '_') return false;
+  for (char c : name) {
+    if (!std::islower(static_cast<unsigned char>(c)) &&
+        !std::isdigit(static_cast<unsigned char>(c)) && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::string HexEncode(std::string_view bytes) {

@@ -5,8 +5,8 @@
 
 #include "base/log.h"
 #include "base/paths.h"
-#include "box/spares.h"
 #include "box/leftovers.h"
+#include "box/spares.h"
 #include "jail/jail.h"
 #include "vm/accel.h"
 #include "vm/guest_limits.h"
@@ -112,7 +112,8 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
                                                 const image::ImageInfo& image) {
   // The agent, real root in a vm, becomes any user; a jail maps a second id only for root.
   const bool can_switch_user = choice.kind == DriverKind::kVm || jail::CanMapUser();
-  ASSIGN_OR_RETURN(ImageRun run, PlanImageRun(options, image.config, can_switch_user));
+  ASSIGN_OR_RETURN(image::ImageConfig image_config, ConfigForUser(options, image));
+  ASSIGN_OR_RETURN(ImageRun run, PlanImageRun(options, image_config, can_switch_user));
   if (!run.user && run.user_text != "root") {
     CODEBOX_LOG(kWarn, "create box: image " << image.name << ": runs as " << run.user_text);
   }
@@ -152,7 +153,7 @@ StatusOr<std::unique_ptr<Backend>> StartBackend(const BoxOptions& options,
   config.snapshot = !options.no_snapshot;
   config.snapshot_fallback = !options.no_fallback;
   ASSIGN_OR_RETURN(auto machine, options.prestart ? TakePrestartedMachine(options, config)
-                                                   : vm::Machine::Start(config));
+                                                  : vm::Machine::Start(config));
   backend = std::make_unique<VmBackend>(std::move(machine), config);
   backend->set_image_run(std::move(run));
   return backend;

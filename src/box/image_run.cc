@@ -1,6 +1,11 @@
 #include "box/image_run.h"
 
+#include <fcntl.h>
+
+#include "base/io.h"
+#include "base/paths.h"
 #include "box/egress.h"
+#include "image/oci_unpack.h"
 #include "jail/mounts.h"
 
 namespace codebox::box {
@@ -55,6 +60,25 @@ std::map<std::string, std::string> BoxEnvironment(const BoxOptions& options, con
   return env;
 }
 
+StatusOr<image::ImageConfig> ConfigForUser(const BoxOptions& options,
+                                           const image::ImageInfo& image) {
+  image::ImageConfig config = image.config;
+  if (options.user.empty()) return config;
+  base::UniqueFd root(::open(image.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.valid()) return base::ErrnoStatus("open image " + image.name);
+  config.user = options.user;
+  RETURN_IF_ERROR(image::ResolveImageUser(root.get(), &config).WithContext("image " + image.name));
+  return config;
+}
+
+bool ImageHasUser(const BoxOptions& options, const std::string& user) {
+  auto image = image::FindImage(base::ImageStores(options.home), options.image);
+  if (!image.ok()) return false;
+  BoxOptions with_user = options;
+  with_user.user = user;
+  return ConfigForUser(with_user, *image).ok();
+}
+
 StatusOr<ImageRun> PlanImageRun(const BoxOptions& options, const image::ImageConfig& config,
                                 bool can_switch_user) {
   ImageRun run = RecipeRun(options);
@@ -67,6 +91,7 @@ StatusOr<ImageRun> PlanImageRun(const BoxOptions& options, const image::ImageCon
   }
   if (uid != 0 || gid != 0) {
     const protocol::msg::User user{uid, gid};
+    run.user_name = config.user;
     if (can_switch_user) {
       run.user = user;
       run.user_text = DescribeUser(user, config.user);
@@ -86,6 +111,25 @@ StatusOr<ImageRun> PlanImageRun(const BoxOptions& options, const image::ImageCon
     run.cwd = config.working_dir;
   }
   return run;
+}
+
+StatusOr<std::optional<protocol::msg::User>> ExecUser(const ImageRun& run,
+                                                      const std::string& asked) {
+  if (asked.empty()) return run.user;
+  if (asked == "root" || asked == "0" || asked == "0:0") {
+    if (!run.user) return std::optional<protocol::msg::User>();
+    return std::optional<protocol::msg::User>(protocol::msg::User{0, 0});
+  }
+  // The name as the box was asked for it ("user", "1000", "1000:1000"), or its uid.
+  const bool box_user =
+      !run.user_name.empty() &&
+      (asked == run.user_name || (run.user && (asked == std::to_string(run.user->uid) ||
+                                               asked == std::to_string(run.user->uid) + ":" +
+                                                            std::to_string(run.user->gid))));
+  if (box_user) return run.user;
+  return InvalidArgument("exec: user '" + asked + "': this box runs as " +
+                         (run.user_name.empty() ? std::string("root") : run.user_name) +
+                         ", and an exec may run as that user or as root only");
 }
 
 }  // namespace codebox::box

@@ -168,5 +168,34 @@ TEST(PlanImageRun, ABadImageEnvironmentOrUserFailsNamingTheImage) {
   expect(c, "4294967295:0 is not a user one can run as");
 }
 
+TEST(ExecUser, AnExecRunsAsTheBoxsUserOrAsRootAndNoOneElse) {
+  ImageRun run = Plan(BoxOptions{}, AppImage());
+  ASSERT_EQ(run.user, (User{1000, 1000}));
+  EXPECT_EQ(run.user_name, "app");
+  for (const char* box_user : {"", "app", "1000", "1000:1000"}) {
+    auto user = ExecUser(run, box_user);
+    ASSERT_TRUE(user.ok()) << box_user;
+    EXPECT_EQ(*user, (User{1000, 1000})) << box_user;
+  }
+  for (const char* root : {"root", "0", "0:0"}) {
+    auto user = ExecUser(run, root);
+    ASSERT_TRUE(user.ok()) << root;
+    EXPECT_EQ(*user, (User{0, 0})) << root;
+  }
+  for (const char* other : {"nobody", "1001", "1000:0", "app:root"}) {
+    auto user = ExecUser(run, other);
+    ASSERT_FALSE(user.ok()) << other;
+    EXPECT_EQ(user.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(user.status().message().find("this box runs as app"), std::string::npos);
+  }
+  // A root box: root is no switch at all; the user it could not become stays nameable (and is
+  // root, as BoxInfo::user says).
+  ImageRun root_box = Plan(BoxOptions{}, image::ImageConfig{});
+  EXPECT_EQ(*ExecUser(root_box, "root"), std::nullopt);
+  EXPECT_FALSE(ExecUser(root_box, "app").ok());
+  ImageRun fell_back = Plan(BoxOptions{}, AppImage(), /*can=*/false);
+  EXPECT_EQ(*ExecUser(fell_back, "app"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace codebox::box

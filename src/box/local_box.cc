@@ -365,10 +365,13 @@ class LocalBox final : public Box::Impl {
     protocol::ExecRequest request;
     protocol::msg::Exec& exec = request.exec;
     exec.argv = std::move(argv);
+    ASSIGN_OR_RETURN(exec.user, box::ExecUser(run_, options.user));
     exec.env = ExecEnvironment(options);
+    // Root asked for in a box of a user: root's home, unless the exec names one.
+    if (run_.user && exec.user != run_.user && !options.env.count("HOME"))
+      exec.env["HOME"] = "/root";
     RETURN_IF_ERROR(ValidateEnvironment(exec.env).WithContext("exec"));
     exec.cwd = ExecCwd(options);
-    exec.user = run_.user;
     request.stdin_data = options.stdin_data;
     exec.stdin_stream = keep_stdin;
     if (options.tty) {
@@ -478,9 +481,9 @@ class LocalBox final : public Box::Impl {
     if (it != named_sessions_.end()) return it->second.get();
     if (!make) return NotFound("no code session " + std::string(name));
     if (named_sessions_.size() >= kMaxCodeSessions) {
-      return Status(StatusCode::kResourceExhausted,
-                    "the box holds " + std::to_string(kMaxCodeSessions) +
-                        " code sessions, its most; end one first");
+      return Status(StatusCode::kResourceExhausted, "the box holds " +
+                                                        std::to_string(kMaxCodeSessions) +
+                                                        " code sessions, its most; end one first");
     }
     auto made = named_sessions_.emplace(
         std::string(name), MakeSession(cwd.empty() ? run_.cwd : ResolveBoxPath(run_.workdir, cwd)));

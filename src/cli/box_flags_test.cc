@@ -96,6 +96,7 @@ Sample SampleFor(const OptionSpec& spec) {
   if (spec.name == "workdir" || spec.name == "home") return {"/some/dir", "/some/dir"};
   if (spec.name == "server") return {"unix:/run/x.sock", "unix:/run/x.sock"};
   if (spec.name == "server_token") return {"secret-2", "secret-2"};
+  if (spec.name == "user") return {"1000:1000", "1000:1000"};
   ADD_FAILURE() << "no CLI sample for option " << spec.name << "; add one to SampleFor";
   return {"", OptionValue()};
 }

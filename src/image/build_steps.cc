@@ -14,6 +14,7 @@
 #include "base/io.h"
 #include "base/subprocess.h"
 #include "base/unique_fd.h"
+#include "image/recipe.h"
 #include "image/tree_fs.h"
 
 namespace codebox::image {
@@ -183,6 +184,17 @@ Status InstallPackages(const StepContext& ctx, const Recipe& recipe) {
   ::unlink((ctx.rootfs + "/usr/sbin/policy-rc.d").c_str());
   ::unlink((ctx.rootfs + "/etc/resolv.conf").c_str());
   return st;
+}
+
+Status AddBoxUser(const StepContext& ctx) {
+  ctx.say("adding the user " + std::string(kBoxUserName) + " (" + std::to_string(kBoxUserId) + ")");
+  const std::string id = std::to_string(kBoxUserId);
+  // useradd comes with passwd, which minbase holds (Priority: required).
+  OutputSummarizer summarizer("useradd", ClassifyAptLine, ctx.say);
+  return RunTool(ctx,
+                 {ctx.chroot, ctx.rootfs, "useradd", "--uid", id, "--user-group", "--create-home",
+                  "--shell", "/bin/bash", std::string(kBoxUserName)},
+                 summarizer, "add the user " + std::string(kBoxUserName));
 }
 
 StatusOr<std::vector<std::pair<std::string, std::string>>> QueryPackages(const StepContext& ctx) {

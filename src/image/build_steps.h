@@ -27,6 +27,10 @@ Status RunDebootstrap(const StepContext& ctx, const Recipe& recipe);
 // chroot ROOTFS apt-get install --no-install-recommends PACKAGES, with services kept from
 // starting and the host's resolver borrowed for the download.
 Status InstallPackages(const StepContext& ctx, const Recipe& recipe);
+// chroot ROOTFS useradd: the unprivileged account a box may run as (BoxOptions::user "user"),
+// as E2B's templates have it: uid and gid kBoxUserId, home /home/user made from /etc/skel,
+// shell /bin/bash.
+Status AddBoxUser(const StepContext& ctx);
 // (package, version) of every installed package, read with the host's dpkg-query.
 StatusOr<std::vector<std::pair<std::string, std::string>>> QueryPackages(const StepContext& ctx);
 // Drops apt lists and caches, docs (but copyright files), man/info pages, locales, logs.

@@ -107,6 +107,7 @@ StatusOr<ImageInfo> BuildImage(const std::string& home, const Recipe& recipe,
   if (!recipe.packages.empty()) {
     RETURN_IF_ERROR(InstallPackages(ctx, recipe).WithContext("build image " + recipe.name));
   }
+  RETURN_IF_ERROR(AddBoxUser(ctx).WithContext("build image " + recipe.name));
   BuildRecord record;
   ASSIGN_OR_RETURN(record.packages, QueryPackages(ctx));
   say("stripping apt lists, caches, docs, man pages and locales");

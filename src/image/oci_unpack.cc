@@ -82,7 +82,7 @@ Status ResolveImageUser(int root_fd, ImageConfig* config) {
   if (config->user.empty()) return Status::Ok();
   std::vector<std::string> parts = Split(config->user, ':');
   if (parts.size() > 2 || parts[0].empty()) {
-    return InvalidArgument("the image's User '" + base::TerminalSafe(config->user, 100) +
+    return InvalidArgument("user '" + base::TerminalSafe(config->user, 100) +
                            "' is not USER or USER:GROUP");
   }
   const std::vector<AccountEntry> users = ReadAccounts(root_fd, "/etc/passwd", true);
@@ -98,8 +98,8 @@ Status ResolveImageUser(int root_fd, ImageConfig* config) {
       if (u.name == parts[0] && entry == nullptr) entry = &u;
     }
     if (entry == nullptr) {
-      return InvalidArgument("the image's User '" + base::TerminalSafe(parts[0], 100) +
-                             "' is not in its /etc/passwd");
+      return InvalidArgument("user '" + base::TerminalSafe(parts[0], 100) +
+                             "' is not in the image's /etc/passwd");
     }
     uid = entry->id;
   }
@@ -118,9 +118,9 @@ Status ResolveImageUser(int root_fd, ImageConfig* config) {
         }
       }
       if (!found) {
-        return InvalidArgument("the image's User names group '" +
-                               base::TerminalSafe(parts[1], 100) +
-                               "', which is not in its /etc/group");
+        return InvalidArgument("user '" + base::TerminalSafe(config->user, 100) +
+                               "' names group '" + base::TerminalSafe(parts[1], 100) +
+                               "', which is not in the image's /etc/group");
       }
     }
   }
@@ -214,8 +214,8 @@ StatusOr<ImageInfo> UnpackLayout(const UnpackRequest& request, const std::string
   if (!root.valid()) return base::ErrnoStatus("open " + rootfs);
   BuildRecord record;
   record.info.config = image.config;
-  RETURN_IF_ERROR(
-      ResolveImageUser(root.get(), &record.info.config).WithContext("image " + request.reference));
+  RETURN_IF_ERROR(ResolveImageUser(root.get(), &record.info.config)
+                      .WithContext("image " + request.reference + ": its User"));
   if (!record.info.config.working_dir.empty()) {
     record.info.config.working_dir_has_files =
         TreeDirHasEntries(root.get(), record.info.config.working_dir);

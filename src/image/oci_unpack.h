@@ -34,7 +34,8 @@ StatusOr<ImageInfo> FindUnpacked(const UnpackRequest& request, const PullOptions
 StatusOr<ImageInfo> UnpackLayout(const UnpackRequest& request, const std::string& layout_dir,
                                  const PullOptions& options, const Progress& progress);
 
-// Resolves config->user ("app", "1000", "app:staff", "1000:50") against the tree's
+// Resolves config->user ("app", "1000", "app:staff", "1000:50": an image's User, or
+// BoxOptions::user put in its place) against the tree's
 // /etc/passwd and /etc/group (read inside the tree), filling uid, gid and home. Root (none
 // given, "root", "0", "0:0") leaves uid and gid unset.
 Status ResolveImageUser(int root_fd, ImageConfig* config);

@@ -58,6 +58,9 @@ sleep 5
 // Records its arguments in the tree and answers like apt-get.
 constexpr char kFakeChroot[] = R"(#!/bin/sh
 root="$1"; shift
+case "$1" in
+  useradd) echo "$@" > "$root/useradd-args"; exit 0 ;;
+esac
 echo "$@" > "$root/apt-args"
 test -x "$root/usr/sbin/policy-rc.d" && echo yes > "$root/policy-rc.d-was-there"
 echo "Get:1 http://mirror.example.org/debian bookworm/main amd64 python3 3.11 [1 kB]"
@@ -151,6 +154,9 @@ TEST_F(StoreTest, BuildsFindsListsAndRemoves) {
   EXPECT_TRUE(base::PathExists(r + "/policy-rc.d-was-there"));
   EXPECT_EQ(*base::ReadFile(r + "/apt-args"),
             "apt-get install -y -q --no-install-recommends python3\n");
+  // The box user, added after the packages.
+  EXPECT_EQ(*base::ReadFile(r + "/useradd-args"),
+            "useradd --uid 1000 --user-group --create-home --shell /bin/bash user\n");
   // The tools hold the build's lock (fd 3, on the temp dir), so an orphan keeps its tree.
   EXPECT_NE(base::ReadFile(r + "/lock-fd")->find("/images/.tmp-" + id + "-"), std::string::npos);
   // Stripped, licences kept.

@@ -3,11 +3,12 @@
 #include <cctype>
 
 #include "base/json.h"
-#include "options/options_fields.h"
+#include "base/text.h"
 #include "codebox/option_schema.h"
 #include "http/address.h"
 #include "image/oci_reference.h"
 #include "net/egress_policy.h"
+#include "options/options_fields.h"
 
 namespace codebox {
 namespace {
@@ -33,6 +34,18 @@ Status CheckAbsolutePath(const std::string& path) {
   if (!path.empty() && path[0] == '/') return Status::Ok();
   return InvalidArgument("must be an absolute path inside the box, got '" + base::Excerpt(path) +
                          "'");
+}
+
+// Empty (the default), a user name as useradd takes it, or UID[:GID]; whether the image has
+// it is seen when the box starts.
+Status CheckUserName(const std::string& user) {
+  if (user.empty() || base::IsUserName(user)) return Status::Ok();
+  const bool ids = user.find_first_not_of("0123456789:") == std::string::npos &&
+                   user.front() != ':' && user.back() != ':' && user.find(':') == user.rfind(':') &&
+                   user.size() <= 21;
+  if (ids) return Status::Ok();
+  return InvalidArgument("user '" + base::Excerpt(user) +
+                         "' is neither a user name (a-z, 0-9, '_', '-'; at most 32) nor UID[:GID]");
 }
 
 // Empty: in this process; else an address http::ParseAddress takes.
@@ -156,6 +169,13 @@ const std::vector<Entry<BoxOptions>>& BoxEntries() {
         .value_name = "DIR"},
        &BoxOptions::workdir,
        CheckAbsolutePath},
+      {{.name = "user",
+        .type = OptionType::kString,
+        .help = "who the box's processes run as: empty: the image's user; root; or a name or "
+                "UID[:GID] from the image's /etc/passwd (every recipe image has user, uid 1000)",
+        .value_name = "USER"},
+       &BoxOptions::user,
+       CheckUserName},
       {{.name = "output_limit_bytes",
         .type = OptionType::kSize,
         .unit = "bytes",
@@ -243,6 +263,12 @@ const std::vector<Entry<ExecOptions>>& ExecEntries() {
         .help = "working directory; empty: the box's workdir; a relative path is under it",
         .value_name = "DIR"},
        &ExecOptions::cwd},
+      {{.name = "user",
+        .type = OptionType::kString,
+        .help = "who this exec runs as: empty: the box's user; root; or the box's user by name",
+        .value_name = "USER"},
+       &ExecOptions::user,
+       CheckUserName},
       {{.name = "stdin_data",
         .type = OptionType::kData,
         .help = "bytes fed to the process's stdin; null: it reads /dev/null",

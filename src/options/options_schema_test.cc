@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "options/options_json.h"
 #include "codebox/option_schema.h"
+#include "options/options_json.h"
 
 namespace codebox {
 namespace {
@@ -38,6 +38,7 @@ OptionValue SampleOf(const OptionSpec& spec) {
   if (spec.name == "workdir") return "/w";
   if (spec.name == "home") return "/tmp/codebox-home";
   if (spec.name == "cwd") return "sub";
+  if (spec.name == "user") return "user";
   if (spec.name == "server") return "unix:/run/codebox-test.sock";
   if (spec.name == "server_token") return "secret-1";
   ADD_FAILURE() << "no sample value for option " << spec.name << "; add one to SampleOf";
@@ -266,7 +267,8 @@ TEST(OptionSchemaTest, NetworkOptionsTakeModesListsAndCheckEachHost) {
       nlohmann::json::parse(R"({"allow_hosts": ["a.org", "10.0.0.5:8080"], "network": "allow"})"));
   ASSERT_TRUE(j.ok()) << j.status().message();
   EXPECT_EQ(j->allow_hosts, (std::vector<std::string>{"a.org", "10.0.0.5:8080"}));
-  EXPECT_EQ(options::BoxOptionsToJson(*j)["allow_hosts"], nlohmann::json({"a.org", "10.0.0.5:8080"}));
+  EXPECT_EQ(options::BoxOptionsToJson(*j)["allow_hosts"],
+            nlohmann::json({"a.org", "10.0.0.5:8080"}));
   EXPECT_TRUE(options::BoxOptionsFromJson(nlohmann::json::parse(R"({"allow_hosts": []})")).ok());
   auto not_strings = options::BoxOptionsFromJson(nlohmann::json::parse(R"({"allow_hosts": [1]})"));
   EXPECT_EQ(not_strings.status().message(), "allow_hosts: a list must hold strings, got 1");

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "codebox/options.h"
+
+#include <gtest/gtest.h>
 
 namespace codebox {
 namespace {
@@ -18,6 +18,9 @@ TEST(BoxOptionsTest, RejectsNonsenseWithAMessageNamingTheField) {
       {[](BoxOptions& o) { o.memory_mib = 4; }, "memory"},
       {[](BoxOptions& o) { o.disk_mib = 0; }, "disk"},
       {[](BoxOptions& o) { o.workdir = "work"; }, "workdir"},
+      {[](BoxOptions& o) { o.user = "../root"; }, "user"},
+      {[](BoxOptions& o) { o.user = "1000:"; }, "user"},
+      {[](BoxOptions& o) { o.user = "Root"; }, "user"},
       {[](BoxOptions& o) { o.env["A=B"] = "x"; }, "environment variable name"},
       {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(-1); }, "timeout"},
       {[](BoxOptions& o) { o.exec_timeout = std::chrono::milliseconds(0); },

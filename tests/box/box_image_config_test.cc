@@ -4,6 +4,8 @@
 // it runs the box as root and says why (BoxInfo::user).
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include "base/paths.h"
 #include "box/backend.h"
 #include "box/spares.h"
@@ -43,8 +45,8 @@ image::ImageConfig AppConfig() {
   return c;
 }
 
-std::string Out(Box& box, const std::string& script) {
-  auto r = box.Exec({"sh", "-c", script});
+std::string Out(Box& box, const std::string& script, const std::string& user = "") {
+  auto r = box.Exec({"sh", "-c", script}, {.user = user});
   EXPECT_TRUE(r.ok()) << script << ": " << r.status().ToString();
   if (!r.ok()) return "";
   EXPECT_EQ(r->exit_code, 0) << script << ": " << r->stderr_data;
@@ -143,6 +145,60 @@ TEST(BoxImageConfigTest, ASpareJailIsTakenOnlyForTheSameUser) {
   box::DestroyPrestartedJails();
 }
 
+// BoxOptions::user on a recipe image: every recipe image holds `user` (uid 1000, home
+// /home/user), as E2B's templates do; an exec may ask for root, and for no one else.
+TEST(BoxImageConfigTest, BoxOptionsUserRunsAsTheImagesAccountAndAnExecMayAskForRoot) {
+  BoxOptions options = testing::TestBoxOptions();
+  options.user = "user";
+  options.workdir = "/home/user";
+  CODEBOX_MAKE_BOX_OR_SKIP(box, options);
+  auto other = box->Exec({"id", "-u"}, {.user = "nobody"});
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("this box runs as user"), std::string::npos)
+      << other.status().ToString();
+  if (!jail::CanMapUser()) {
+    EXPECT_EQ(box->info().user.rfind("root (", 0), 0u) << box->info().user;
+    EXPECT_EQ(Out(*box, "id -u", "user"), "0\n") << "the box's user is root here";
+    return;
+  }
+  EXPECT_EQ(box->info().user, "1000:1000 (user)");
+  EXPECT_EQ(Out(*box, "id -un; id -u; pwd; echo $HOME; echo x > f; stat -c %U f"),
+            "user\n1000\n/home/user\n/home/user\nuser\n");
+  EXPECT_EQ(Out(*box, "id -un", "1000"), "user\n");
+  EXPECT_EQ(Out(*box, "id -un; echo $HOME; echo y > /root/r; stat -c %U /root/r", "root"),
+            "root\n/root\nroot\n");
+  EXPECT_EQ(Out(*box, "cat /root/r 2>&1 || echo denied"),
+            "cat: /root/r: Permission denied\ndenied\n");
+  // The agent ends the user's processes at their timeout (a jail's root, without CAP_KILL,
+  // signals them as the user), and a background one when it is killed.
+  auto slow = box->Exec({"sh", "-c", "sleep 30 & sleep 30"}, {.timeout = 1s});
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  EXPECT_TRUE(slow->timed_out);
+  EXPECT_LT(slow->duration, 10s);
+  auto background = box->Start({"sleep", "60"}, {.background = true});
+  ASSERT_TRUE(background.ok()) << background.status().ToString();
+  ASSERT_TRUE((*background)->Signal(SIGTERM).ok());
+  auto killed = (*background)->Wait();
+  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  EXPECT_EQ(killed->signal, SIGTERM);
+  EXPECT_EQ(Out(*box, "cat /proc/[0-9]*/comm | grep -c '^sleep$' || true"), "0\n")
+      << "no sleep outlived its exec";
+  // A program sent as a file, run as root in a box of a user.
+  auto big =
+      box->Exec({"python3", "-c", "import os; print(os.getuid())\n#" + std::string(200'000, 'x')},
+                {.user = "root"});
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(big->stdout_data, "0\n") << big->stderr_data;
+
+  options.user = "nosuch";
+  auto missing = Box::Create(options);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("user 'nosuch' is not in the image's /etc/passwd"),
+            std::string::npos)
+      << missing.status().ToString();
+}
+
 // A vm box: the agent is the guest's real root, so it becomes the user itself; the workdir is
 // made on the guest's overlay. Under tcg this costs a boot (seconds).
 TEST(BoxImageConfigTest, AVmRunsAsTheImageUserInItsWorkingDir) {
@@ -157,6 +213,7 @@ TEST(BoxImageConfigTest, AVmRunsAsTheImageUserInItsWorkingDir) {
                 "id -u; id -g; id -G; pwd; echo \"$APP_MODE|$HOME\"; echo x > f; "
                 "stat -c %u:%g . f"),
             "1000\n1000\n1000\n/srv/app\nfrom-image|/home/app\n1000:1000\n1000:1000\n");
+  EXPECT_EQ(Out(*box, "id -u; echo $HOME", "root"), "0\n/root\n");
 }
 
 }  // namespace

@@ -235,4 +235,4 @@ def test_the_user_is_resolved_in_the_image_never_the_host(fresh_codebox, layout_
 
     ocilayout.write_image(layout_dir, [layer], {"Env": ["PATH=/bin"], "User": "daemon"}, tag="1")
     r = fresh_codebox("image", "import", "--name", "local/hostile:1", layout_dir)
-    refused(fresh_codebox, r, "User 'daemon'", "not in its /etc/passwd")
+    refused(fresh_codebox, r, "its User: user 'daemon'", "not in the image's /etc/passwd")

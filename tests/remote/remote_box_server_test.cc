@@ -139,7 +139,8 @@ TEST_F(RemoteServerTest, ExecRunPythonAndStreaming) {
 TEST_F(RemoteServerTest, CellsKeepStateAndInterruptFromAnotherThread) {
   auto box = Create();
   ASSERT_NE(box, nullptr);
-  ASSERT_TRUE(box->RunCode("x = 21").ok());
+  auto first = box->RunCode("x = 21");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
   std::vector<std::string> results;
   RunCodeOptions options;
   options.on_result = [&](const CellResult& r) {
@@ -273,8 +274,8 @@ TEST_F(RemoteServerTest, ProcessesThroughBoxAndCli) {
   auto made = api->CallJson("POST", "/v1/boxes", "{}", std::chrono::seconds(60), "create");
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   const std::string id = (*made)["id"];
-  auto start = Cli({"start", "--server", serve->address, id, "--", "sh", "-c",
-                    "echo ready; exec sleep 600"});
+  auto start = Cli(
+      {"start", "--server", serve->address, id, "--", "sh", "-c", "echo ready; exec sleep 600"});
   ASSERT_EQ(start.exit_code, 0) << Said(start);
   const std::string cli_pid = start.out.substr(0, start.out.find('\n'));
   auto ps = Cli({"ps", "--server", serve->address, id});
