@@ -206,4 +206,21 @@ json ProcessListToJson(const std::vector<ProcessInfo>& processes) {
   return {{"processes", list}};
 }
 
+StatusOr<std::string> UserFromAuthorization(std::string_view header) {
+  if (header.empty()) return std::string();
+  constexpr std::string_view kScheme = "Basic ";
+  const auto invalid = [] {
+    return InvalidArgument("the Authorization header names no user: send 'Basic base64(<user>:)'");
+  };
+  if (header.size() > 256 || !header.starts_with(kScheme)) return invalid();
+  auto decoded = base::DecodeBase64(header.substr(kScheme.size()), 128);
+  if (!decoded.ok()) return invalid();
+  std::string user = decoded->substr(0, decoded->find(':'));  // the password part is empty
+  if (!base::IsUserName(user)) {
+    return InvalidArgument("the Authorization header's user '" + base::Excerpt(user) +
+                           "' is not a user name");
+  }
+  return user;
+}
+
 }  // namespace codebox::e2b

@@ -63,6 +63,12 @@ StatusOr<ProcessUpdate> ProcessUpdateFromJson(const nlohmann::json& body);
 // The events of a Start or Connect stream, each the JSON of one envelope:
 // {"event": {"start": {"pid"}}}, {"event": {"data": {"stdout" | "stderr" | "pty": base64}}},
 // {"event": {"end": {"exitCode", "exited", "status", "error"}}}, {"event": {"keepalive": {}}}.
+// Who an envd call (a process's or a file's) runs as: its header
+// "Authorization: Basic base64(<user>:)" ("" for none: the sandbox's default user). A header
+// that is not that, or a name that is not a user name, is kInvalidArgument; which users
+// exist is the box's to say.
+StatusOr<std::string> UserFromAuthorization(std::string_view header);
+
 std::string StartEventJson(int pid);
 enum class DataStream { kStdout, kStderr, kPty };
 std::string DataEventJson(DataStream stream, std::string_view bytes);

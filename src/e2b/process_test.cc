@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "base/json.h"
+#include "base/text.h"
 
 namespace codebox::e2b {
 namespace {
@@ -130,6 +131,23 @@ TEST(ProcessMessagesTest, ListShowsRunningProcessesOnly) {
   EXPECT_EQ(list["processes"][0]["pid"], 7);
   EXPECT_EQ(list["processes"][0]["config"]["cmd"], "/bin/bash");
   EXPECT_EQ(list["processes"][0]["config"]["args"], (json{"-c", "sleep 9"}));
+}
+
+TEST(UserFromAuthorization, TakesTheSdksBasicHeaderAndNothingElse) {
+  EXPECT_EQ(*UserFromAuthorization(""), "");
+  EXPECT_EQ(*UserFromAuthorization("Basic dXNlcjo="), "user");   // base64("user:")
+  EXPECT_EQ(*UserFromAuthorization("Basic cm9vdDo="), "root");   // base64("root:")
+  EXPECT_EQ(*UserFromAuthorization("Basic YXBwXzE="), "app_1");  // no colon at all
+  for (std::string_view bad :
+       {"Bearer dXNlcjo=", "Basic", "Basic !!!", "Basic Li4vZXRjOg==" /* "../etc:" */,
+        "Basic OjA=" /* ":0" */, "Basic VVNFUjo=" /* "USER:" */}) {
+    auto user = UserFromAuthorization(bad);
+    EXPECT_FALSE(user.ok()) << bad;
+    EXPECT_EQ(user.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_FALSE(UserFromAuthorization("Basic " + std::string(400, 'A')).ok());
+  EXPECT_FALSE(
+      UserFromAuthorization("Basic " + base::EncodeBase64(std::string(40, 'a') + ":")).ok());
 }
 
 }  // namespace

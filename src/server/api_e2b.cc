@@ -9,7 +9,9 @@
 #include <cmath>
 
 #include "base/json.h"
+#include "box/image_run.h"
 #include "e2b/sandboxes.h"
+#include "image/recipe.h"
 #include "server/api_request.h"
 #include "server/box_id.h"
 
@@ -23,8 +25,6 @@ using std::chrono::seconds;
 constexpr std::string_view kEnvdVersion = "0.5.7";
 // E2B's own default lifetime of a sandbox created without a timeout.
 constexpr seconds kDefaultTimeout{300};
-// The working directory and home E2B's templates give code, made in every sandbox.
-constexpr std::string_view kHome = "/home/user";
 
 Status SandboxNotFound(std::string_view id) {
   return NotFound("sandbox " + base::Excerpt(id) +
@@ -115,10 +115,10 @@ void CreateSandbox(Call& call) {
   if (!request.ok()) return RespondE2bError(call, request.status());
   const ApiOptions& o = call.context.options;
   auto mapped = o.e2b_templates.find(request->template_id);
-  std::map<std::string, std::string> env = {{"HOME", std::string(kHome)}};
+  std::map<std::string, std::string> env = {{"HOME", std::string(kE2bHome)}};
   for (const auto& [k, v] : request->env_vars) env[k] = v;
   json box = {{"image", mapped == o.e2b_templates.end() ? request->template_id : mapped->second},
-              {"workdir", kHome},
+              {"workdir", kE2bHome},
               {"env", env},
               // The box lives as long as the server allows; the sandbox's timeout ends it
               // sooner (the registry's lifetime, which setTimeout moves).
@@ -127,6 +127,9 @@ void CreateSandbox(Call& call) {
   auto options = DecodeBoxOptions(box, o.defaults, o.ceilings);
   if (!options.ok()) return RespondE2bError(call, options.status());
   if (Status st = EnsureImage(call, *options); !st.ok()) return RespondE2bError(call, st);
+  // Code runs as E2B's `user`, which every recipe image holds; an image without that account
+  // (someone's OCI image) runs as its own user.
+  if (box::ImageHasUser(*options, image::kBoxUserName)) options->user = image::kBoxUserName;
   auto record = call.context.registry->Create(*options, call.Owner());
   if (!record.ok()) return RespondE2bError(call, record.status());
   call.box_id = record->id;
@@ -260,8 +263,7 @@ void SandboxMetrics(Call& call, std::string_view id) {
 // for "already paused" and return false).
 void Unsupported(Call& call, std::string_view what) {
   RespondE2bStatus(
-      call, 501,
-      InvalidArgument(std::string(what) + " is not supported by codebox (docs/e2b.md)"));
+      call, 501, InvalidArgument(std::string(what) + " is not supported by codebox (docs/e2b.md)"));
 }
 
 void ControlPlane(Call& call) {

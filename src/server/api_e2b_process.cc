@@ -14,19 +14,6 @@ namespace {
 using nlohmann::json;
 namespace connect = e2b::connect;
 
-// The user a call runs as: "Authorization: Basic base64(<user>:)", none for the default.
-// codebox's sandboxes have E2B's two, user and root (docs/e2b.md says which each is).
-Status CheckUser(const http::Request& request) {
-  const std::string& auth = request.Header("authorization");
-  if (auth.empty()) return Status::Ok();
-  if (auth != "Basic dXNlcjo=" && auth != "Basic cm9vdDo=") {
-    return InvalidArgument(
-        "a sandbox has the users \"user\" and \"root\"; the request named "
-        "another");
-  }
-  return Status::Ok();
-}
-
 ExecOptions StreamingOptions(ConnectStream& stream, bool tty) {
   ExecOptions o;
   o.keep_output = false;
@@ -63,7 +50,8 @@ void StartProcess(Call& call, Box& box) {
   if (!message.ok()) return RespondStreamError(call, message.status());
   auto request = e2b::ProcessStartFromJson(*message);
   if (!request.ok()) return RespondStreamError(call, request.status());
-  if (Status st = CheckUser(call.request); !st.ok()) return RespondStreamError(call, st);
+  auto user = e2b::UserFromAuthorization(call.request.Header("authorization"));
+  if (!user.ok()) return RespondStreamError(call, user.status());
   auto timeout = ConnectTimeout(call);
   if (!timeout.ok()) return RespondStreamError(call, timeout.status());
   ConnectStream stream(call.exchange);
@@ -72,6 +60,7 @@ void StartProcess(Call& call, Box& box) {
   o.env = request->envs;
   o.cwd = request->cwd;
   o.tty = request->pty;
+  o.user = *user;       // the box says whether it has them: root, and its user
   o.background = true;  // a client that goes away leaves it running (envd's rule)
   o.timeout = timeout->value_or(kNoTimeout);
   auto process = box.Start(request->argv, o);

@@ -330,6 +330,30 @@ await step('commands.run: cwd, and the home directory by default', async () => {
   check(home.stdout === '/home/user\n', 'pwd without cwd', home.stdout);
 });
 
+await step('commands run as E2B\'s user, and as root when a call asks', async () => {
+  // The server maps a second id into a jail only as host root; otherwise all is root.
+  const asRoot = process.getuid() !== 0;
+  const probe = 'whoami; id -u; echo $HOME';
+  const plain = await within(CALL_MS, 'run whoami', sandbox.commands.run(probe));
+  check(plain.stdout === (asRoot ? 'root\n0\n/home/user\n' : 'user\n1000\n/home/user\n'),
+        'whoami, id -u and $HOME of a call without user', plain.stdout);
+  const root = await within(CALL_MS, 'run whoami as root',
+                            sandbox.commands.run(probe, { user: 'root' }));
+  check(root.stdout === 'root\n0\n/root\n', 'the same with user root', root.stdout);
+  const named = await within(CALL_MS, 'run whoami as user',
+                             sandbox.commands.run('whoami', { user: 'user' }));
+  check(named.stdout === (asRoot ? 'root\n' : 'user\n'), 'the same with user user', named.stdout);
+  await within(CALL_MS, 'files.write', sandbox.files.write('/home/user/owned.txt', 'mine\n'));
+  const owner = await within(CALL_MS, 'stat the written file',
+                             sandbox.commands.run('stat -c %U /home/user/owned.txt; cat owned.txt'));
+  check(owner.stdout === (asRoot ? 'root\nmine\n' : 'user\nmine\n'),
+        'a written file is the user\'s', owner.stdout);
+  const e = await rejection(CALL_MS, 'commands.run as nobody',
+                            sandbox.commands.run('id', { user: 'nobody' }));
+  check(e instanceof SandboxError && /run as that user or as root only/.test(e.message),
+        'a third user is refused, saying which there are', describe(e));
+});
+
 await step('commands.run: the sandbox\'s envs and the call\'s', async () => {
   const r = await within(CALL_MS, 'commands.run with envs', sandbox.commands.run(
       'echo $FROM_CREATE $PER_CALL', { envs: { PER_CALL: 'x' } }));
