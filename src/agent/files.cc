@@ -38,7 +38,8 @@ std::string Parent(const std::string& path) {
 
 std::string_view ErrorCodeName(const Status& status) { return StatusCodeName(status.code()); }
 
-Status MakeDir(const std::string& path, uint32_t mode, bool parents) {
+Status MakeDir(const std::string& path, uint32_t mode, bool parents,
+               const std::optional<protocol::msg::User>& owner) {
   if (path.empty()) return InvalidArgument("mkdir: empty path");
   if (parents) {
     struct stat st;
@@ -48,13 +49,14 @@ Status MakeDir(const std::string& path, uint32_t mode, bool parents) {
     }
     std::string parent = Parent(path);
     if (parent != path && parent != "/" && parent != ".") {
-      RETURN_IF_ERROR(MakeDir(parent, 0755, true));
+      RETURN_IF_ERROR(MakeDir(parent, 0755, true, owner));
     }
   }
-  if (::mkdir(path.c_str(), mode) != 0 && !(parents && errno == EEXIST)) {
+  if (::mkdir(path.c_str(), mode) != 0) {
+    if (parents && errno == EEXIST) return Status::Ok();  // made meanwhile: not ours to give
     return PathError("mkdir", path);
   }
-  return Status::Ok();
+  return owner ? ChownDir(path, owner->uid, owner->gid) : Status::Ok();
 }
 
 Status ChownDir(const std::string& path, uint32_t uid, uint32_t gid) {
@@ -70,12 +72,13 @@ Status ChownDir(const std::string& path, uint32_t uid, uint32_t gid) {
   return Status::Ok();
 }
 
-StatusOr<FileWriter> FileWriter::Open(const std::string& path, uint32_t mode, bool parents) {
+StatusOr<FileWriter> FileWriter::Open(const std::string& path, uint32_t mode, bool parents,
+                                      const std::optional<protocol::msg::User>& owner) {
   if (path.empty() || path.back() == '/')
     return InvalidArgument("write: bad path \"" + path + "\"");
   // The client names the write ("write PATH", "copy HOST to box PATH"): its errors here say
   // what failed in the words the client's context starts with, so that it is said once.
-  if (parents) RETURN_IF_ERROR(MakeDir(Parent(path), 0755, true));
+  if (parents) RETURN_IF_ERROR(MakeDir(Parent(path), 0755, true, owner));
   static std::atomic<uint64_t> counter{0};
   FileWriter w;
   w.path_ = path;
@@ -88,7 +91,18 @@ StatusOr<FileWriter> FileWriter::Open(const std::string& path, uint32_t mode, bo
                      0600));
   // The temporary name is ours; the user asked for `path` (the errno is its directory's).
   if (!w.fd_.valid()) return PathError("write", path);
-  // The mode is applied explicitly: the umask must not change what the host asked for.
+  if (owner) {
+    struct stat st;
+    if (::fstat(w.fd_.get(), &st) != 0) return PathError("write", path);
+    if ((st.st_uid != owner->uid || st.st_gid != owner->gid) &&
+        ::fchown(w.fd_.get(), owner->uid, owner->gid) != 0) {
+      return PathError("write: give " + std::to_string(owner->uid) + ":" +
+                           std::to_string(owner->gid) + " the file",
+                       path);
+    }
+  }
+  // The mode is applied explicitly (and after fchown, which clears set-id bits): the umask
+  // must not change what the host asked for.
   if (::fchmod(w.fd_.get(), mode & 07777) != 0) return PathError("write", path);
   return w;
 }

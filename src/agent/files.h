@@ -12,6 +12,7 @@
 #include "base/unique_fd.h"
 #include "codebox/status.h"
 #include "protocol/message.h"
+#include "protocol/messages.h"
 
 namespace codebox::agent {
 
@@ -22,7 +23,10 @@ std::string_view ErrorCodeName(const Status& status);
 // Finish(), so a partial file never appears; the destructor removes an unfinished temp file.
 class FileWriter {
  public:
-  static StatusOr<FileWriter> Open(const std::string& path, uint32_t mode, bool parents);
+  // With `owner` the file, and the parents made for it, belong to uid:gid (a vm's agent is
+  // real root; a jail's works on files as the box's user already, and changes nothing).
+  static StatusOr<FileWriter> Open(const std::string& path, uint32_t mode, bool parents,
+                                   const std::optional<protocol::msg::User>& owner = std::nullopt);
   FileWriter(FileWriter&&) = default;
   FileWriter& operator=(FileWriter&&) = default;
   ~FileWriter();
@@ -47,8 +51,10 @@ StatusOr<OpenedFile> OpenForRead(const std::string& path);
 
 // {"event":"entries","entries":[...]} for list_dir.
 StatusOr<protocol::Json> ListDir(const std::string& path);
-// mkdir, with parents like `mkdir -p` (an existing directory is then not an error).
-Status MakeDir(const std::string& path, uint32_t mode, bool parents);
+// mkdir, with parents like `mkdir -p` (an existing directory is then not an error). Each
+// directory made now is made to belong to `owner` (ChownDir), when given.
+Status MakeDir(const std::string& path, uint32_t mode, bool parents,
+               const std::optional<protocol::msg::User>& owner = std::nullopt);
 // Makes the directory at `path` belong to uid:gid (mkdir's "owner"). The last component is
 // opened without following a symlink, then changed through the fd; a directory that already
 // has that owner is left alone (so a jail's agent, which holds no CAP_CHOWN, succeeds on the

@@ -356,7 +356,7 @@ void Server::HandleControl(uint32_t stream, const Json& request) {
     return HandleSignalProcess(stream, *signal);
   }
   if (auto* mkdir = std::get_if<m::MakeDir>(&*decoded)) {
-    Status st = agent::MakeDir(mkdir->path, mkdir->mode, mkdir->parents);
+    Status st = agent::MakeDir(mkdir->path, mkdir->mode, mkdir->parents, mkdir->owner);
     if (st.ok() && mkdir->owner) {
       st = agent::ChownDir(mkdir->path, mkdir->owner->uid, mkdir->owner->gid);
     }
@@ -386,7 +386,7 @@ void Server::SendListing(uint32_t stream, const std::string& path) {
 
 void Server::StartWrite(uint32_t stream, const protocol::msg::WriteFile& request) {
   Upload& upload = uploads_[stream];
-  auto writer = FileWriter::Open(request.path, request.mode, request.parents);
+  auto writer = FileWriter::Open(request.path, request.mode, request.parents, request.owner);
   if (!writer.ok()) {
     upload.error = writer.status();
     return;  // the error is sent when the data ends, as the host is already sending it

@@ -42,7 +42,7 @@ void AgentClient::set_idle_timeout(std::chrono::milliseconds idle) { impl_->set_
 struct RunningExec::State {
   uint64_t limit = 0;
   bool tty = false;  // the agent may send stdout only; set before the stream opens, never changed
-  bool attach = false;  // an attach stream: `done` means detached; set before it opens
+  bool attach = false;          // an attach stream: `done` means detached; set before it opens
   std::atomic<int32_t> pid{0};  // from `started` (exec) or the request (attach)
   bool output_seen = false;     // a frame after which `started` may no longer come
   bool keep_output = true;
@@ -209,7 +209,8 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::StartExec(const ExecRequest&
 StatusOr<int32_t> AgentClient::StartBackground(const ExecRequest& request) {
   RETURN_IF_ERROR(CheckExecRequest(request.exec));
   const std::string what = "start " + request.exec.argv[0].substr(0, 256);
-  if (request.stdin_data) return InvalidArgument(what + ": a background process takes no stdin data");
+  if (request.stdin_data)
+    return InvalidArgument(what + ": a background process takes no stdin data");
   msg::Exec exec = ExecMessage(request);
   exec.background = true;
   if (msg::EncodeRequest(exec).size() > kMaxPayload) {
@@ -224,8 +225,7 @@ StatusOr<int32_t> AgentClient::StartBackground(const ExecRequest& request) {
     }
     return Unexpected(frame, event, "background exec");
   };
-  RETURN_IF_ERROR(
-      impl_->Call(exec, on_frame, IdleWait(impl_->idle()), nullptr).WithContext(what));
+  RETURN_IF_ERROR(impl_->Call(exec, on_frame, IdleWait(impl_->idle()), nullptr).WithContext(what));
   return pid;
 }
 
@@ -242,8 +242,8 @@ StatusOr<std::unique_ptr<RunningExec>> AgentClient::Attach(const AttachRequest& 
   uint32_t stream = impl_->NewStream();
   auto pending = impl_->Register(stream, ExecHandler(state));
   if (!pending.ok()) return pending.status().WithContext(what);
-  std::unique_ptr<RunningExec> running(new RunningExec(
-      impl_.get(), stream, what, kNoTimeout, state, *pending));
+  std::unique_ptr<RunningExec> running(
+      new RunningExec(impl_.get(), stream, what, kNoTimeout, state, *pending));
   Status st = impl_->Send(FrameType::kControl, stream,
                           msg::EncodeRequest(msg::Attach{request.pid, request.output}));
   if (!st.ok()) return st.WithContext(what);
@@ -381,7 +381,7 @@ Status AgentClient::WriteFile(const std::string& box_path, std::string_view data
     return impl_->Send(FrameType::kData, stream, {});
   };
   return impl_
-      ->Call(msg::WriteFile{box_path, mode & 07777, true}, ExpectDone("write_file"),
+      ->Call(msg::WriteFile{box_path, mode & 07777, true, file_owner_}, ExpectDone("write_file"),
              IdleWait(impl_->idle()), send_data)
       .WithContext("write " + box_path);
 }
@@ -405,7 +405,7 @@ Status AgentClient::WriteFileFromHost(const std::string& host_path, const std::s
     }
   };
   return impl_
-      ->Call(msg::WriteFile{box_path, static_cast<uint32_t>(st.st_mode & 07777), true},
+      ->Call(msg::WriteFile{box_path, static_cast<uint32_t>(st.st_mode & 07777), true, file_owner_},
              ExpectDone("write_file"), IdleWait(impl_->idle()), send_data)
       .WithContext("copy " + host_path + " to box " + box_path);
 }
@@ -503,6 +503,7 @@ StatusOr<std::vector<DirEntry>> AgentClient::ListDir(const std::string& box_path
 
 Status AgentClient::MakeDir(const std::string& box_path, uint32_t mode,
                             std::optional<msg::User> owner) {
+  if (!owner) owner = file_owner_;
   RETURN_IF_ERROR(CheckUser(owner, "owner").WithContext("mkdir " + box_path));
   return impl_
       ->Call(msg::MakeDir{box_path, mode & 07777, true, owner}, ExpectDone("mkdir"),

@@ -100,6 +100,9 @@ class AgentClient {
   // Signals a process of the table by pid (its process group); with `tree` (SIGKILL only)
   // kills every process it started. kNotFound when no such process runs.
   Status SignalProcess(int32_t pid, int sig, bool tree = false);
+  // Files written, and the directories made for them, belong to `owner` (set before the
+  // client is shared between threads): the box's user, whose they are in a vm too.
+  void set_file_owner(std::optional<msg::User> owner) { file_owner_ = owner; }
   Status WriteFile(const std::string& box_path, std::string_view data, uint32_t mode = 0644);
   // Streams a host file into the box without loading it whole.
   Status WriteFileFromHost(const std::string& host_path, const std::string& box_path);
@@ -146,6 +149,7 @@ class AgentClient {
  private:
   explicit AgentClient(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  std::optional<msg::User> file_owner_;
 };
 
 // An exec in flight (AgentClient::StartExec). Methods may be called from any thread, also

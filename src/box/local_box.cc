@@ -339,6 +339,8 @@ class LocalBox final : public Box::Impl {
   // The workdir lives on the writable layer; it must exist before the first exec, and be the
   // image user's when the box runs as one.
   Status PrepareWorkdir() {
+    // What the host writes into the box is the box user's, as what its programs write is.
+    agent_->set_file_owner(run_.user);
     return Explain(agent_->MakeDir(run_.workdir, 0755, run_.user), "make workdir " + run_.workdir);
   }
 

@@ -90,9 +90,7 @@ StatusOr<Request> DecodePathMode(const Json& m, const char* what, uint32_t defau
   ASSIGN_OR_RETURN(int64_t mode, r.Int("mode", 0, kMaxMode, default_mode));
   t.mode = static_cast<uint32_t>(mode);
   ASSIGN_OR_RETURN(t.parents, r.Bool("parents", false));
-  if constexpr (std::is_same_v<T, MakeDir>) {
-    ASSIGN_OR_RETURN(t.owner, DecodeUser(r, "owner", what));
-  }
+  ASSIGN_OR_RETURN(t.owner, DecodeUser(r, "owner", what));
   RETURN_IF_ERROR(r.CheckNoUnknown());
   return Request(std::move(t));
 }
@@ -129,8 +127,8 @@ Json EntryJson(const DirEntry& d) {
 
 // The exit fields shared by `exit` and a process entry's `exit`.
 Json ExitJson(const Exit& e) {
-  Json j{{"exit_code", e.exit_code},   {"signal", e.signal},
-         {"timed_out", e.timed_out},   {"output_truncated", e.output_truncated},
+  Json j{{"exit_code", e.exit_code},     {"signal", e.signal},
+         {"timed_out", e.timed_out},     {"output_truncated", e.output_truncated},
          {"duration_ms", e.duration_ms}, {"out_of_memory", e.out_of_memory}};
   // Only on attach streams, where bytes can fall out of a ring.
   if (e.dropped_stdout > 0) j["dropped_stdout"] = e.dropped_stdout;
@@ -220,18 +218,16 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 }  // namespace
 
 std::string_view RequestName(const Request& request) {
-  static constexpr std::string_view kNames[] = {"exec",   "write_file",    "read_file", "list_dir",
-                                                "mkdir",  "kill",          "shutdown",  "cancel",
-                                                "remove", "egress_accept", "ack",       "resize",
-                                                "await_hello", "attach",    "list_processes",
-                                                "signal_process"};
+  static constexpr std::string_view kNames[] = {
+      "exec",        "write_file", "read_file",      "list_dir",      "mkdir", "kill",
+      "shutdown",    "cancel",     "remove",         "egress_accept", "ack",   "resize",
+      "await_hello", "attach",     "list_processes", "signal_process"};
   return kNames[request.index()];
 }
 
 std::string_view EventName(const Event& event) {
-  static constexpr std::string_view kNames[] = {"exit",  "done",      "file",    "entries",
-                                                "error", "connected", "ack",     "started",
-                                                "processes"};
+  static constexpr std::string_view kNames[] = {"exit",      "done", "file",    "entries",  "error",
+                                                "connected", "ack",  "started", "processes"};
   return kNames[event.index()];
 }
 
@@ -316,8 +312,10 @@ std::string EncodeRequest(const Request& request) {
             return j;
           },
           [](const WriteFile& w) {
-            return Json{
+            Json j{
                 {"op", "write_file"}, {"path", w.path}, {"mode", w.mode}, {"parents", w.parents}};
+            PutUser(j, "owner", w.owner);
+            return j;
           },
           [](const ReadFile& r) {
             return Json{{"op", "read_file"}, {"path", r.path}};

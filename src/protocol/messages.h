@@ -139,6 +139,8 @@ struct WriteFile {
   std::string path;
   uint32_t mode = 0644;
   bool parents = false;
+  // The file, and each directory `parents` makes for it, is made to belong to uid:gid.
+  std::optional<User> owner = std::nullopt;
 };
 struct ReadFile {
   std::string path;
@@ -185,9 +187,9 @@ struct Resize {
 // From the host that makes a vm template, once its warm-up execs ended: the agent answers done
 // and then waits for a new hello (the next host's, a clone's; GuestSetup::resend_hello).
 struct AwaitHello {};
-using Request = std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel,
-                             Remove, EgressAccept, EgressAck, Resize, AwaitHello, Attach,
-                             ListProcesses, SignalProcess>;
+using Request =
+    std::variant<Exec, WriteFile, ReadFile, ListDir, MakeDir, Kill, Shutdown, Cancel, Remove,
+                 EgressAccept, EgressAck, Resize, AwaitHello, Attach, ListProcesses, SignalProcess>;
 
 // Events.
 struct Exit {
@@ -216,7 +218,7 @@ struct ProcessEntry {
   bool background = false;
   int64_t started_unix_ms = 0;
   bool running = true;
-  std::optional<Exit> exit;  // once it ended
+  std::optional<Exit> exit;                         // once it ended
   uint64_t stdout_bytes = 0, stderr_bytes = 0;      // written by the process in all
   uint64_t dropped_stdout = 0, dropped_stderr = 0;  // no longer in the rings
   bool operator==(const ProcessEntry&) const = default;

@@ -118,8 +118,9 @@ TEST(MessagesTest, GuestSetupRoundTripsAndHostileOnesAreErrors) {
   };
   ExpectError(with("5"), "field \"guest\"");
   ExpectError(with(R"({"entropy":"ab","time_ns":1})"), "field \"entropy\"");
-  ExpectError(with(R"({"entropy":")" + std::string(2 * kGuestEntropyBytes, 'x') + R"(","time_ns":1})"),
-              "field \"entropy\"");
+  ExpectError(
+      with(R"({"entropy":")" + std::string(2 * kGuestEntropyBytes, 'x') + R"(","time_ns":1})"),
+      "field \"entropy\"");
   ExpectError(with(R"({"entropy":")" + hex64 + R"(","time_ns":-1})"), "field \"time_ns\"");
   ExpectError(with(R"({"entropy":")" + hex64 + R"(","time_ns":1,"max_processes":-2})"),
               "field \"max_processes\"");
@@ -203,6 +204,10 @@ TEST(MessagesTest, ExecUserAndMkdirOwnerRoundTripAndAreOptional) {
   EXPECT_EQ(RoundTripRequest(MakeDir{"/w", 0755, true, User{7, 8}}).owner, (User{7, 8}));
   EXPECT_EQ(RoundTripRequest(MakeDir{"/w", 0755, true}).owner, std::nullopt);
   EXPECT_EQ(EncodeRequest(MakeDir{"/w", 0755, true}).find("owner"), std::string::npos);
+  EXPECT_EQ(RoundTripRequest(WriteFile{"/w/f", 0644, true, User{7, 8}}).owner, (User{7, 8}));
+  EXPECT_EQ(EncodeRequest(WriteFile{"/w/f", 0644, true}).find("owner"), std::string::npos);
+  auto bad_owner = DecodeRequestPayload(R"({"op":"write_file","path":"/f","owner":{"uid":-1}})");
+  EXPECT_FALSE(bad_owner.ok());
   // JSON null is absent, as for every field.
   auto null_user = DecodeRequestPayload(R"({"op":"exec","argv":["id"],"user":null})");
   ASSERT_TRUE(null_user.ok()) << null_user.status().ToString();
@@ -239,8 +244,10 @@ TEST(MessagesTest, HostileUsersAreCleanDecodeErrors) {
   expect(exec("[1000,1000]"), "field \"user\" is not an object");
   expect(mkdir(R"({"uid":1,"gid":4294967296})"), "mkdir request: owner: field \"gid\"");
   expect(mkdir("7"), "field \"owner\" is not an object");
-  // The owner belongs to mkdir only.
-  expect(DecodeRequestPayload(R"({"op":"write_file","path":"/w","owner":{"uid":1,"gid":1}})"),
+  // write_file's owner is checked alike; other requests have none.
+  expect(DecodeRequestPayload(R"({"op":"write_file","path":"/w","owner":{"uid":1,"gid":-1}})"),
+         "write_file request: owner: field \"gid\"");
+  expect(DecodeRequestPayload(R"({"op":"read_file","path":"/w","owner":{"uid":1,"gid":1}})"),
          "unknown field \"owner\"");
 }
 
@@ -348,9 +355,10 @@ TEST(MessagesTest, HostileProcessTableValuesAreErrors) {
   ExpectError(DecodeRequestPayload(R"({"op":"list_processes","all":true})"), "all");
   ExpectError(DecodeEventPayload(R"({"event":"started","pid":-3})"), "pid");
   ExpectError(DecodeEventPayload(R"({"event":"processes","processes":{}})"), "processes");
-  ExpectError(DecodeEventPayload(R"({"event":"exit","exit_code":0,"signal":0,"timed_out":false,)"
-                                 R"("output_truncated":false,"duration_ms":0,"dropped_stdout":-1})"),
-              "dropped_stdout");
+  ExpectError(
+      DecodeEventPayload(R"({"event":"exit","exit_code":0,"signal":0,"timed_out":false,)"
+                         R"("output_truncated":false,"duration_ms":0,"dropped_stdout":-1})"),
+      "dropped_stdout");
 }
 
 TEST(MessagesTest, DeepNestingIsAnErrorNotACrash) {

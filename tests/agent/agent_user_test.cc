@@ -145,7 +145,19 @@ TEST_F(AgentUserTest, MkdirGivesTheDirectoryToItsOwner) {
   EXPECT_EQ(st.st_uid, 1000u);
   EXPECT_EQ(st.st_gid, 1001u);
   ASSERT_EQ(::stat((dir_ + "/a").c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, 0u) << "the parents made on the way stay root's";
+  EXPECT_EQ(st.st_uid, 1000u) << "the parents made on the way are the owner's too";
+  ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u) << "a parent that was there stays as it was";
+  // write_file's owner: the file and the directories made for it.
+  client_->set_file_owner(User{1000, 1001});
+  ASSERT_TRUE(client_->WriteFile(dir_ + "/w/x/f.txt", "data", 0640).ok());
+  for (const std::string& path : {dir_ + "/w", dir_ + "/w/x", dir_ + "/w/x/f.txt"}) {
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_uid, 1000u) << path;
+    EXPECT_EQ(st.st_gid, 1001u) << path;
+  }
+  EXPECT_EQ(st.st_mode & 07777, 0640u) << "the mode as asked, after the chown";
+  client_->set_file_owner(std::nullopt);
   // One already there is given too; without an owner nothing changes.
   ASSERT_TRUE(client_->MakeDir(made, 0755, User{1002, 1002}).ok());
   ASSERT_TRUE(client_->MakeDir(made, 0755).ok());

@@ -76,6 +76,8 @@ TEST(BoxImageConfigTest, AJailRunsAsTheImageUserInItsWorkingDir) {
   EXPECT_EQ(Out(*box, "echo made > mine.txt; stat -c %u:%g . mine.txt"), "1000:1000\n1000:1000\n");
   ASSERT_TRUE(box->WriteFile("given.txt", "from the host").ok());
   EXPECT_EQ(Out(*box, "cat given.txt; stat -c %u given.txt"), "from the host1000\n");
+  ASSERT_TRUE(box->WriteFile("deep/er/given.txt", "x").ok());
+  EXPECT_EQ(Out(*box, "stat -c %u deep deep/er deep/er/given.txt"), "1000\n1000\n1000\n");
   ASSERT_TRUE(box->WriteFile("/data/input.csv", "a,b\n").ok());
   EXPECT_EQ(Out(*box, "echo c,d >> /data/input.csv; cat /data/input.csv"), "a,b\nc,d\n");
   auto back = box->ReadFile("mine.txt");
@@ -214,6 +216,13 @@ TEST(BoxImageConfigTest, AVmRunsAsTheImageUserInItsWorkingDir) {
                 "stat -c %u:%g . f"),
             "1000\n1000\n1000\n/srv/app\nfrom-image|/home/app\n1000:1000\n1000:1000\n");
   EXPECT_EQ(Out(*box, "id -u; echo $HOME", "root"), "0\n/root\n");
+  // The agent is root there: what the host writes is made the user's, with the directories
+  // made for it, so the user's programs may change it.
+  ASSERT_TRUE(box->WriteFile("made/for/given.txt", "from the host").ok());
+  EXPECT_EQ(Out(*box,
+                "stat -c %u:%g made made/for made/for/given.txt; echo more >> "
+                "made/for/given.txt"),
+            "1000:1000\n1000:1000\n1000:1000\n");
 }
 
 }  // namespace
