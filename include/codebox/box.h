@@ -26,6 +26,14 @@
 
 namespace codebox {
 
+// What a box has used, as its boundary measures it (a jail's cgroup).
+struct BoxUsage {
+  std::chrono::microseconds cpu_time{0};  // CPU time of all its processes since it started
+  // Memory charged to it now; a jail's scratch files (tmpfs) are memory, counted here too.
+  uint64_t memory_bytes = 0;
+  uint64_t disk_bytes = 0;  // bytes its scratch files hold
+};
+
 // What a box enforces, as reported by its driver: honest about what this host allowed.
 struct BoxInfo {
   std::string driver;                            // "jail", "vm/kvm", "vm/tcg"
@@ -191,6 +199,9 @@ class Box {
   // Every connection the box opened through its egress proxy so far, oldest first (the last
   // 1000). Empty for a box without a network.
   std::vector<EgressRecord> EgressLog() const;
+  // What the box has used so far. kUnavailable where the driver does not measure it (a vm,
+  // a box on a server, a jail without a memory and cpu cgroup).
+  StatusOr<BoxUsage> Usage() const;
   // `pip install --user` of `packages` in the box, through its egress proxy. Needs a network
   // policy (BoxOptions::network or allow_hosts): a box without one fails with
   // kFailedPrecondition. A package pip cannot find or install is the ExecResult's non-zero

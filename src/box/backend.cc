@@ -22,6 +22,10 @@ class JailBackend final : public Backend {
   base::UniqueFd TakeAgentFd() override { return jail_->TakeAgentFd(); }
   Status Destroy() override { return jail_->Destroy(); }
   uint64_t OomKillCount() const override { return jail_->OomKillCount(); }
+  StatusOr<BoxUsage> Usage() const override {
+    ASSIGN_OR_RETURN(jail::Usage used, jail_->Usage());
+    return BoxUsage{std::chrono::microseconds(used.cpu_usec), used.memory_bytes, used.shmem_bytes};
+  }
   BoxInfo Info() const override {
     BoxInfo info;
     info.driver = "jail";

@@ -26,6 +26,10 @@ class Backend {
   virtual Status Destroy() = 0;
   // OOM kills counted by the boundary itself (cgroup), or 0 when only the agent can tell.
   virtual uint64_t OomKillCount() const { return 0; }
+  // What the boundary measures of the box's use (Box::Usage).
+  virtual StatusOr<BoxUsage> Usage() const {
+    return Unavailable("the " + Info().driver + " driver does not measure a box's usage");
+  }
   // Extra words for errors when the box dies (e.g. the VM console's last lines).
   virtual std::string Diagnostics() const { return ""; }
   // driver name and limits in force.

@@ -92,6 +92,7 @@ Status Box::Remove(const std::string& box_path) { return impl_->Remove(box_path)
 
 const BoxInfo& Box::info() const { return impl_->info(); }
 std::vector<EgressRecord> Box::EgressLog() const { return impl_->EgressLog(); }
+StatusOr<BoxUsage> Box::Usage() const { return impl_->Usage(); }
 StatusOr<ExecResult> Box::InstallPackages(const std::vector<std::string>& packages,
                                           const InstallOptions& options) {
   return impl_->InstallPackages(packages, options);

@@ -299,6 +299,7 @@ class LocalBox final : public Box::Impl {
   std::vector<EgressRecord> EgressLog() const override {
     return egress_ ? egress_->Log() : std::vector<EgressRecord>{};
   }
+  StatusOr<BoxUsage> Usage() const override { return backend_->Usage(); }
 
   // pip in the box, through its proxy, with the index's host allowed while it runs.
   StatusOr<ExecResult> InstallPackages(const std::vector<std::string>& packages,

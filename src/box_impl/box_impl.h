@@ -46,6 +46,9 @@ class Box::Impl {
   virtual Status Destroy() = 0;
   virtual const BoxInfo& info() const = 0;
   virtual std::vector<EgressRecord> EgressLog() const = 0;
+  virtual StatusOr<BoxUsage> Usage() const {
+    return Unavailable("this box's usage is not measured");
+  }
   virtual StatusOr<ExecResult> InstallPackages(const std::vector<std::string>& packages,
                                                const InstallOptions& options) = 0;
 

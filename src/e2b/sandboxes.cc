@@ -115,6 +115,20 @@ StatusOr<std::optional<int64_t>> TimeoutFromJson(const json& body, bool required
   return std::optional<int64_t>(timeout);
 }
 
+json SandboxMetricToJson(const SandboxMetric& m) {
+  const auto unix_seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(m.at.time_since_epoch()).count();
+  return {{"timestamp", base::Rfc3339(m.at)},
+          {"timestampUnix", unix_seconds},
+          {"cpuCount", m.cpu_count},
+          {"cpuUsedPct", m.cpu_used_pct},
+          {"memUsed", m.mem_used},
+          {"memCache", m.mem_cache},
+          {"memTotal", m.mem_total},
+          {"diskUsed", m.disk_used},
+          {"diskTotal", m.disk_total}};
+}
+
 json ListedSandboxToJson(const ListedSandbox& s) {
   return {{"sandboxID", s.sandbox_id},
           {"templateID", s.template_id},

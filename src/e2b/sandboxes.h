@@ -74,6 +74,19 @@ struct ListedSandbox {
 //  memoryMB, diskSizeMB, envdVersion, metadata}.
 nlohmann::json ListedSandboxToJson(const ListedSandbox& sandbox);
 
+// One sample of GET /sandboxes/{id}/metrics (E2B's SandboxMetric). Bytes throughout.
+struct SandboxMetric {
+  std::chrono::system_clock::time_point at;
+  int cpu_count = 1;
+  double cpu_used_pct = 0;  // of cpu_count cores, over the time since the previous sample
+  uint64_t mem_used = 0;
+  uint64_t mem_cache = 0;
+  uint64_t mem_total = 0;
+  uint64_t disk_used = 0;
+  uint64_t disk_total = 0;
+};
+nlohmann::json SandboxMetricToJson(const SandboxMetric& metric);
+
 // A control-plane error body: {"code": http_status, "message": message}. The SDK reads the
 // number in the body (a 404 there is its "sandbox not found"), not only the HTTP status.
 nlohmann::json ErrorBody(int http_status, std::string_view message);

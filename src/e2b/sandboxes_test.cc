@@ -101,5 +101,26 @@ TEST(MetadataFilterTest, UndoesTheSdksTwoEncodings) {
   EXPECT_FALSE(MetadataFilterFromQuery(many).ok());
 }
 
+TEST(SandboxesTest, AMetricIsE2bsSandboxMetricInBytes) {
+  SandboxMetric m{.at = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000)),
+                  .cpu_count = 2,
+                  .cpu_used_pct = 12.5,
+                  .mem_used = 5u << 20,
+                  .mem_cache = 1u << 20,
+                  .mem_total = 512u << 20,
+                  .disk_used = 1u << 20,
+                  .disk_total = 256u << 20};
+  nlohmann::json j = SandboxMetricToJson(m);
+  EXPECT_EQ(j["timestamp"], "2023-11-14T22:13:20.000Z");
+  EXPECT_EQ(j["timestampUnix"], 1'700'000'000);
+  EXPECT_EQ(j["cpuCount"], 2);
+  EXPECT_EQ(j["cpuUsedPct"], 12.5);
+  EXPECT_EQ(j["memUsed"], 5u << 20);
+  EXPECT_EQ(j["memCache"], 1u << 20);
+  EXPECT_EQ(j["memTotal"], 512u << 20);
+  EXPECT_EQ(j["diskUsed"], 1u << 20);
+  EXPECT_EQ(j["diskTotal"], 256u << 20);
+}
+
 }  // namespace
 }  // namespace codebox::e2b

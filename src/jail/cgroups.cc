@@ -5,6 +5,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -277,6 +278,79 @@ Status KillAndRemove(const Plan& plan) {
     }
   }
   return result;
+}
+
+namespace {
+
+// The value of `key` in a "key value" per line file (memory.stat, cpu.stat).
+std::optional<uint64_t> KeyedValue(const std::string& text, std::string_view key) {
+  std::istringstream is(text);
+  std::string k;
+  uint64_t value = 0;
+  while (is >> k >> value) {
+    if (k == key) return value;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> SingleValue(const std::string& text) {
+  std::istringstream is(text);
+  uint64_t value = 0;
+  if (is >> value) return value;
+  return std::nullopt;
+}
+
+// CPU time of the processes in the cgroup `dir` (its cgroup.procs) and of the children they
+// reaped: utime, stime, cutime and cstime of /proc/PID/stat. For a v1 host without a cpuacct
+// cgroup of the box's; the box's init reaps every orphan, so only processes that exited
+// unreaped since the last read are missed. The fields are read after the last ')': a
+// process's name (the box's to choose) may hold spaces and parentheses.
+std::optional<uint64_t> CpuOfProcesses(const std::string& dir) {
+  static const long ticks = ::sysconf(_SC_CLK_TCK);
+  if (ticks <= 0) return std::nullopt;
+  std::istringstream pids(ReadSmall(dir + "/cgroup.procs"));
+  uint64_t total_ticks = 0;
+  bool any = false;
+  for (long pid = 0; pids >> pid;) {
+    const std::string stat = ReadSmall("/proc/" + std::to_string(pid) + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;  // gone meanwhile
+    std::istringstream fields(stat.substr(paren + 1));
+    std::string skip;
+    for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt (fields 3-13)
+    uint64_t utime = 0, stime = 0;
+    int64_t cutime = 0, cstime = 0;
+    if (!(fields >> utime >> stime >> cutime >> cstime)) continue;
+    total_ticks += utime + stime + static_cast<uint64_t>(std::max<int64_t>(cutime, 0)) +
+                   static_cast<uint64_t>(std::max<int64_t>(cstime, 0));
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return total_ticks * 1'000'000 / static_cast<uint64_t>(ticks);
+}
+
+}  // namespace
+
+std::optional<Usage> ReadUsage(const Plan& plan) {
+  std::optional<uint64_t> memory, shmem, cpu_usec;
+  std::string memory_dir;
+  for (const auto& d : plan.dirs) {
+    if (d.controller == "unified") {
+      memory = SingleValue(ReadSmall(d.path + "/memory.current"));
+      shmem = KeyedValue(ReadSmall(d.path + "/memory.stat"), "shmem");
+      cpu_usec = KeyedValue(ReadSmall(d.path + "/cpu.stat"), "usage_usec");
+    } else if (d.controller == "memory") {
+      memory = SingleValue(ReadSmall(d.path + "/memory.usage_in_bytes"));
+      shmem = KeyedValue(ReadSmall(d.path + "/memory.stat"), "shmem");
+      memory_dir = d.path;
+    } else if (d.controller == "cpu") {
+      // cpuacct is mounted with cpu where a v1 host has both (cpu,cpuacct): nanoseconds.
+      if (auto ns = SingleValue(ReadSmall(d.path + "/cpuacct.usage"))) cpu_usec = *ns / 1000;
+    }
+  }
+  if (!cpu_usec && !memory_dir.empty()) cpu_usec = CpuOfProcesses(memory_dir);
+  if (!memory || !cpu_usec) return std::nullopt;
+  return Usage{*cpu_usec, *memory, shmem.value_or(0)};
 }
 
 uint64_t OomKillCount(const Plan& plan) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,10 @@ Status Join(const Plan& plan, int pid);
 Status KillAndRemove(const Plan& plan);
 // oom_kill count of the memory cgroup, 0 if there is none (or it is gone).
 uint64_t OomKillCount(const Plan& plan);
+// The memory and cpu cgroups' counters (v2: memory.current, memory.stat shmem, cpu.stat
+// usage_usec; v1: memory.usage_in_bytes, memory.stat shmem, cpuacct.usage, else the CPU
+// times in /proc of the memory cgroup's processes); nullopt when either cannot be read.
+std::optional<Usage> ReadUsage(const Plan& plan);
 
 }  // namespace codebox::jail::cgroups
 

@@ -263,6 +263,16 @@ uint64_t Jail::OomKillCount() const {
   return impl_->last_oom;
 }
 
+StatusOr<Usage> Jail::Usage() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->destroyed) return FailedPrecondition("the jail was destroyed");
+  std::optional<jail::Usage> used = cgroups::ReadUsage(impl_->cgroups);
+  if (!used) {
+    return Unavailable("this jail has no memory and cpu cgroup to measure its usage");
+  }
+  return *used;
+}
+
 const std::vector<std::string>& Jail::limits() const { return impl_->limits; }
 const std::vector<std::string>& Jail::limits_not_enforced() const { return impl_->not_enforced; }
 

@@ -15,6 +15,13 @@
 namespace codebox::jail {
 
 // A user of the box besides root: ids in the box (0..2^32 - 2).
+// A jail's cgroup counters (Jail::Usage).
+struct Usage {
+  uint64_t cpu_usec = 0;      // CPU time of every process in it so far
+  uint64_t memory_bytes = 0;  // memory charged to it now, its tmpfs scratch files included
+  uint64_t shmem_bytes = 0;   // of which shared memory: its tmpfs files, /dev/shm
+};
+
 struct BoxUser {
   uint32_t uid = 0;
   uint32_t gid = 0;
@@ -63,6 +70,9 @@ class Jail {
   Status Destroy();
   // Count of OOM kills in the box's memory cgroup so far (0 when no cgroup is in force).
   uint64_t OomKillCount() const;
+  // Its cgroups' counters; kUnavailable without a memory and a cpu cgroup, kFailedPrecondition
+  // once destroyed.
+  StatusOr<jail::Usage> Usage() const;
   // Human-readable limits in force ("memory 512 MiB (cgroup v1)") and those not enforced
   // with the reason.
   const std::vector<std::string>& limits() const;

@@ -252,11 +252,35 @@ void KillSandbox(Call& call, std::string_view id) {
   call.RespondNoContent();
 }
 
-// No per-sandbox metrics are kept yet: an empty series, which the SDK takes as such.
+// One sample, now, of what the box's boundary measures (Box::Usage: a jail's cgroup); its
+// CPU figure is the average since the previous call (the first: since the box started). A
+// box whose driver measures nothing (a vm) answers an empty series, which the SDK takes as
+// such. start and end are not read: there is no history to choose from.
 void SandboxMetrics(Call& call, std::string_view id) {
   auto sandbox = FindSandbox(call, id);
   if (!sandbox.ok()) return RespondE2bError(call, sandbox.status());
-  call.RespondJson(200, json::array());
+  auto record = call.context.registry->Get(sandbox->id, call.caller);
+  auto lease = call.context.registry->Acquire(sandbox->id, call.caller);
+  if (!record.ok() || !lease.ok()) return RespondE2bError(call, SandboxNotFound(id));
+  auto usage = lease->box().Usage();
+  if (!usage.ok()) return call.RespondJson(200, json::array());
+  const auto now = std::chrono::system_clock::now();
+  const E2bCpuSample before =
+      call.context.e2b.SwapCpuSample(sandbox->id, {usage->cpu_time, now})
+          .value_or(E2bCpuSample{std::chrono::microseconds(0), record->created_at});
+  const double wall_us = std::chrono::duration<double, std::micro>(now - before.at).count();
+  const double cpu_us = static_cast<double>((usage->cpu_time - before.cpu_time).count());
+  const double pct = wall_us > 0 ? 100.0 * cpu_us / wall_us / std::max(sandbox->cpus, 0.01) : 0.0;
+  const e2b::SandboxMetric metric{
+      .at = now,
+      .cpu_count = std::max(1, static_cast<int>(std::ceil(sandbox->cpus))),
+      .cpu_used_pct = std::clamp(pct, 0.0, 100.0),
+      .mem_used = usage->memory_bytes,
+      .mem_cache = usage->disk_bytes,  // the scratch files: the kernel counts them as cache
+      .mem_total = sandbox->memory_mib << 20,
+      .disk_used = usage->disk_bytes,
+      .disk_total = sandbox->disk_mib << 20};
+  call.RespondJson(200, json::array({e2b::SandboxMetricToJson(metric)}));
 }
 
 // 501: the SDK raises its SandboxError with this message (never 409: pause() would take that

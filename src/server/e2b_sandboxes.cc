@@ -57,6 +57,13 @@ Status E2bSandboxes::AddContext(std::string_view id, E2bContext context, size_t 
   return Status::Ok();
 }
 
+std::optional<E2bCpuSample> E2bSandboxes::SwapCpuSample(std::string_view id, E2bCpuSample now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sandboxes_.find(id);
+  if (it == sandboxes_.end()) return std::nullopt;
+  return std::exchange(it->second.last_cpu, now);
+}
+
 bool E2bSandboxes::RemoveContext(std::string_view id, std::string_view context_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = sandboxes_.find(id);

@@ -6,6 +6,7 @@
 #ifndef CODEBOX_SERVER_E2B_SANDBOXES_H_
 #define CODEBOX_SERVER_E2B_SANDBOXES_H_
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -27,6 +28,12 @@ struct E2bContext {
   std::string cwd;
 };
 
+// A box's CPU time and when it was read (getMetrics).
+struct E2bCpuSample {
+  std::chrono::microseconds cpu_time{0};
+  std::chrono::system_clock::time_point at;
+};
+
 struct E2bSandbox {
   std::string id = {};            // the box's id
   std::string tenant = {};        // whose box it is
@@ -38,6 +45,7 @@ struct E2bSandbox {
   uint64_t disk_mib = 0;
   bool gone = false;                      // its box was destroyed
   std::vector<E2bContext> contexts = {};  // made with POST /contexts, oldest first
+  std::optional<E2bCpuSample> last_cpu = {};
 };
 
 class E2bSandboxes {
@@ -57,6 +65,10 @@ class E2bSandboxes {
   Status AddContext(std::string_view id, E2bContext context, size_t max);
   // Removes one; false when the sandbox or the context is unknown.
   bool RemoveContext(std::string_view id, std::string_view context_id);
+  // getMetrics' CPU figure is the use since the previous sample: stores `now` as the
+  // sandbox's last sample and answers the one before (nullopt for the first, or an unknown
+  // sandbox).
+  std::optional<E2bCpuSample> SwapCpuSample(std::string_view id, E2bCpuSample now);
   // Marks the sandbox gone; the oldest gone entry past kMaxGone is forgotten.
   void Remove(std::string_view id);
 

@@ -73,7 +73,8 @@ TEST(BoxApiTest, CopiesFilesAndDirectoriesInAndOut) {
       "import os, pathlib\n"
       "print(open('/data/in/a.csv').read().splitlines()[1])\n"
       "os.makedirs('out/deep', exist_ok=True)\n"
-      "pathlib.Path('out/deep/result.txt').write_text('answer=' + str(len(open('/data/in/sub/b.bin','rb').read())))\n");
+      "pathlib.Path('out/deep/result.txt').write_text('answer=' + "
+      "str(len(open('/data/in/sub/b.bin','rb').read())))\n");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, "1,2\n");
   std::string out = dir + "_out";
@@ -190,6 +191,29 @@ TEST(BoxApiTest, BoxLifetimeEndsEverything) {
   auto after = box->Run("print(1)");
   ASSERT_FALSE(after.ok());
   EXPECT_EQ(after.status().code(), StatusCode::kDeadlineExceeded);
+}
+
+// A jail's usage is its cgroup's: the CPU its programs burned (also ones that exited), the
+// memory charged to it, and its scratch files (tmpfs, so memory too).
+TEST(BoxApiTest, AJailsUsageCountsItsCpuMemoryAndScratchFiles) {
+  CODEBOX_MAKE_BOX_OR_SKIP(box, TestBoxOptions());
+  auto before = box->Usage();
+  if (!before.ok() && before.status().code() == StatusCode::kUnavailable) {
+    GTEST_SKIP() << before.status().ToString();
+  }
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  auto busy = box->Exec({"sh", "-c",
+                         "head -c 3145728 /dev/zero > /tmp/usage.bin; python3 -c 'import time\n"
+                         "t = time.time()\nwhile time.time() - t < 0.6: pass'"});
+  ASSERT_TRUE(busy.ok()) << busy.status().ToString();
+  ASSERT_EQ(busy->exit_code, 0) << busy->stderr_data;
+  auto after = box->Usage();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_GE(after->cpu_time - before->cpu_time, std::chrono::milliseconds(400));
+  EXPECT_GE(after->disk_bytes, 3u << 20);
+  EXPECT_GE(after->memory_bytes, after->disk_bytes);
+  ASSERT_TRUE(box->Destroy().ok());
+  EXPECT_FALSE(box->Usage().ok()) << "a destroyed box measures nothing";
 }
 
 }  // namespace

@@ -692,10 +692,22 @@ await step('code interpreter: bash keeps its cwd, variables and functions from c
   await within(CALL_MS, 'removeCodeContext', ci.removeCodeContext(own));
 });
 
-await step('getMetrics resolves to an array', async () => {
+await step('getMetrics: one sample of the jail\'s cgroup, the work just done in it', async () => {
+  await within(CALL_MS, 'busy work', sandbox.commands.run(
+      'head -c 4194304 /dev/zero > /tmp/metrics.bin; ' +
+      'python3 -c "import time; t = time.time()\nwhile time.time() - t < 0.8: pass"'));
   const metrics = await within(CALL_MS, 'getMetrics', sandbox.getMetrics());
-  check(Array.isArray(metrics), 'getMetrics() is an array', metrics);
-  return `${metrics.length} entries`;
+  check(Array.isArray(metrics) && metrics.length === 1, 'getMetrics() is one sample', metrics);
+  const m = metrics[0];
+  const info = await within(CALL_MS, 'getInfo', sandbox.getInfo());
+  check(m.timestamp instanceof Date && Math.abs(Date.now() - m.timestamp.getTime()) < 60_000,
+        'its timestamp is now', m.timestamp);
+  check(m.cpuCount === info.cpuCount && m.cpuUsedPct > 0 && m.cpuUsedPct <= 100,
+        'cpuCount as getInfo says, and some CPU used', m);
+  check(m.diskUsed >= 4 << 20 && m.memUsed >= m.diskUsed, 'the 4 MiB file is counted', m);
+  check(m.memTotal === info.memoryMB * 1048576 && m.diskTotal === 256 * 1048576,
+        'the totals are the sandbox\'s limits (serve\'s default disk, 256 MiB)', m);
+  return `cpu ${m.cpuUsedPct.toFixed(1)}%, mem ${(m.memUsed / 1048576).toFixed(1)} MiB`;
 });
 
 await step('pause is refused as not supported (501)', async () => {
