@@ -16,6 +16,7 @@ BUILD_PACKAGES=(
   libedit-dev                           # codebox repl: line editing and history (BSD licence)
   libboost-dev                          # codebox serve: Boost.Beast/Asio HTTP (header-only)
   libarchive-dev                        # codebox serve: directories as tar (files API)
+  zlib1g-dev                            # codebox serve: E2B's gzip uploads
   skopeo                                # codebox image pull/import: registries, archives, digests
 )
 # What only the tests and benchmarks use: scripts/test installs these too (scripts/setup
@@ -26,7 +27,6 @@ TEST_PACKAGES=(
   clang libclang-rt-14-dev              # libFuzzer for the fuzz targets
   bubblewrap hyperfine                  # benchmark baselines
   tmux                                  # tests/cli: codebox repl driven in a real terminal
-  zlib1g-dev                            # box_kernel_data_test decodes the PNGs charts give
   python3-ipython                       # bench_kernel: the host baselines (import IPython, run_cell)
   iproute2 openssl python3-pip          # tests/net: namespaces, the test CA, the index checked with pip
   chromium chromium-driver python3-selenium  # tests/web: the playground in a real browser

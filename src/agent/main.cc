@@ -44,8 +44,8 @@ void NotDumpable(int, char**, char**) { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 // works on files as the user (its filesystem ids): box root has no CAP_DAC_OVERRIDE, so as
 // root it could not write in the user's workdir; so what it writes is the user's too. That
 // start was a secure execve, which cleared the parent-death signal: it is set again. (The
-// user's processes may signal the agent now, as a saved id allows; it only passes SIGTERM and
-// SIGINT on to the execs, which are theirs.)
+// user's processes may signal the agent now, as a saved id allows; as PID 1 it ignores a
+// signal whose sender is a process of the box.)
 Status TakeBackRoot() {
   uid_t ruid, euid, suid;
   gid_t rgid, egid, sgid;

@@ -185,8 +185,15 @@ void Server::HandleSignals() {
     int sig = static_cast<int>(info.ssi_signo);
     if (sig == SIGCHLD) {
       child = true;
+    } else if (is_init_ && info.ssi_pid != 0) {
+      // PID 1, signalled by a process of the box (the box's user may, through its saved id):
+      // hostile, and ignored. Passed on, it would reach every exec, root's too.
+      CODEBOX_LOG(kInfo, "codebox-agent: signal " << sig << " from box process " << info.ssi_pid
+                                                  << " ignored");
     } else if (is_init_) {
-      // PID 1: the box is being asked to stop; pass it on, the host decides what follows.
+      // PID 1, signalled from outside the box (its sender in no pid of the box's namespace:
+      // the supervisor, the guest kernel): the box is being asked to stop; pass it on, the
+      // host decides what follows.
       for (auto& [pid, exec] : execs_) {
         if (!exec.exited) SignalExec(exec.pid, sig);
       }

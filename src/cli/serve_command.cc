@@ -460,6 +460,7 @@ int Serve(const ServeFlags& flags) {
   api_options.tenant_limits = flags.tenant_limits;
   api_options.max_boxes = flags.max_boxes;
   for (const auto& [id, image] : flags.e2b_templates) api_options.e2b_templates[id] = image;
+  api_options.max_inflated_bytes = flags.max_body_mib << 20;
   api_options.ask.model = flags.model;
   api_options.ask.base_url = flags.base_url;
   api_options.ask.configured = !flags.model.empty() || !flags.base_url.empty();

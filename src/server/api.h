@@ -105,6 +105,9 @@ struct ApiOptions {
   // more). Any other template id is taken as an image name.
   std::map<std::string, std::string> e2b_templates = {{"base", "python"},
                                                       {"code-interpreter-v1", "python-data"}};
+  // The most a compressed upload (E2B's gzip files.write) may inflate to: what a request body
+  // may hold (serve's --max-body), so that it costs the server no more memory than a plain one.
+  uint64_t max_inflated_bytes = 64ull << 20;
 };
 
 // The paths that need no token: /healthz and the playground's page and its files (they hold

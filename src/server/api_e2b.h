@@ -34,7 +34,7 @@ void E2bSandboxRoute(Call& call);
 // filesystem.Filesystem and REST /files (api_e2b_files.cc). `method` is the Connect method.
 void ProcessService(Call& call, Box& box, std::string_view method);
 void FilesystemService(Call& call, Box& box, std::string_view method);
-void FilesRoute(Call& call, Box& box);
+void FilesRoute(Call& call, Box& box, const E2bSandbox& sandbox);
 // The code interpreter (port 49999: /execute, /contexts) in the call's sandbox
 // (api_e2b_code.cc).
 void CodeInterpreter(Call& call, Box& box, const E2bSandbox& sandbox);

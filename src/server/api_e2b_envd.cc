@@ -158,7 +158,7 @@ void E2bSandboxRoute(Call& call) {
   }
   auto lease = call.context.registry->Acquire(call.box_id, call.caller);
   if (!lease.ok()) return RespondSandboxGone(call);
-  if (path == "/files") return FilesRoute(call, lease->box());
+  if (path == "/files") return FilesRoute(call, lease->box(), *sandbox);
   if (call.request.method != "POST") {
     return RespondConnectError(call, connect::Code::kUnimplemented, "Connect calls are POSTs");
   }

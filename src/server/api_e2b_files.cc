@@ -13,6 +13,7 @@
 #include "base/json.h"
 #include "base/text.h"
 #include "e2b/filesystem.h"
+#include "e2b/gzip.h"
 #include "server/api_e2b.h"
 
 namespace codebox::server {
@@ -240,7 +241,7 @@ void FilesystemService(Call& call, Box& box, std::string_view method) {
 // GET /files?path=P: the file's bytes. POST /files: a multipart form of files (each part's
 // filename its path, or the query's path for one file), or one file's raw bytes
 // (application/octet-stream with ?path=); parents are made, files replaced.
-void FilesRoute(Call& call, Box& box) {
+void FilesRoute(Call& call, Box& box, const E2bSandbox& sandbox) {
   const auto& query = call.request.query;
   if (auto user = query.find("username");
       user != query.end() && user->second != "user" && user->second != "root") {
@@ -261,20 +262,31 @@ void FilesRoute(Call& call, Box& box) {
   if (call.request.method != "POST") {
     return RespondE2bError(call, InvalidArgument("/files takes GET and POST"));
   }
-  if (!call.request.Header("content-encoding").empty()) {
-    return RespondE2bError(
-        call, InvalidArgument("compressed uploads (gzip) are not supported by codebox"));
+  // files.write(..., {gzip: true}): inflated here, to no more than a plain body may hold, nor
+  // than the sandbox's disk.
+  const std::string encoding = base::AsciiLower(call.request.Header("content-encoding"));
+  std::string inflated;
+  if (encoding == "gzip") {
+    const uint64_t most = std::min(call.context.options.max_inflated_bytes,
+                                   std::max<uint64_t>(sandbox.disk_mib, 1) << 20);
+    auto body = e2b::Gunzip(call.request.body, most);
+    if (!body.ok()) return RespondE2bError(call, body.status());
+    inflated = std::move(*body);
+  } else if (!encoding.empty() && encoding != "identity") {
+    return RespondE2bError(call, InvalidArgument("uploads are gzip or not compressed, not '" +
+                                                 base::Excerpt(encoding) + "'"));
   }
+  const std::string& body = encoding == "gzip" ? inflated : call.request.body;
   std::vector<std::string> written;
   const std::string& type = call.request.Header("content-type");
   if (base::AsciiLower(type).starts_with("application/octet-stream")) {
     if (!has_path) return RespondE2bError(call, InvalidArgument("a raw upload needs ?path="));
     written.push_back(Absolute(path->second));
-    if (Status st = box.WriteFile(written.back(), call.request.body); !st.ok()) {
+    if (Status st = box.WriteFile(written.back(), body); !st.ok()) {
       return RespondE2bError(call, st);
     }
   } else {
-    auto files = e2b::ParseFormFiles(type, call.request.body);
+    auto files = e2b::ParseFormFiles(type, body);
     if (!files.ok()) return RespondE2bError(call, files.status());
     for (const e2b::FormFile& file : *files) {
       written.push_back(Absolute(has_path && files->size() == 1 ? path->second : file.filename));

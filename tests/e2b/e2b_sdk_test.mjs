@@ -153,7 +153,11 @@ function requireBoxHost() {
 function startServe(tokenFile) {
   return new Promise((resolve, reject) => {
     const child = spawn(codebox, ['serve', '--listen', '127.0.0.1:0', '--token-file', tokenFile,
-                                  '--log-format', 'text', '--driver', 'jail', '--image', IMAGE],
+                                  '--log-format', 'text', '--driver', 'jail', '--image', IMAGE,
+                                  // E2B's options for the base template (docs/e2b.md): a plain
+                                  // create takes this pool's box.
+                                  '--pool', `${IMAGE}=1,user=user,workdir=/home/user,` +
+                                            'env=HOME=/home/user,box_timeout=none'],
                         { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
     server = child;
     const timer = setTimeout(() => reject(new Error('codebox serve did not start in 60 s')),
@@ -464,7 +468,20 @@ await step('Sandbox.connect by id gives a sandbox whose commands work', async ()
   check(r.stdout === 'marked\n', 'the connected sandbox is the same box', r.stdout);
 });
 
-await step('files.write and files.read: text, bytes, blob; parents made', async () => {
+await step('a warm pool serves a create whose options are its own', async () => {
+  const pooled = await create({ timeoutMs: 60_000 });
+  const res = await within(CALL_MS, 'GET /v1/boxes/{id}', fetch(
+      `${url}/v1/boxes/${pooled.sandboxId}`, { headers: { Authorization: `Bearer ${token}` } }));
+  const box = await res.json();
+  check(res.status === 200 && box.from_pool === true, 'the sandbox\'s box came from the pool',
+        box);
+  const who = await within(CALL_MS, 'whoami in it', pooled.commands.run('whoami; pwd'));
+  check(who.stdout === (process.getuid() === 0 ? 'user\n/home/user\n' : 'root\n/home/user\n'),
+        'it runs as user in /home/user', who.stdout);
+  await within(CALL_MS, 'kill the pooled sandbox', pooled.kill());
+});
+
+await step('files.write and files.read: text, bytes, blob, gzip; parents made', async () => {
   const info = await within(CALL_MS, 'files.write one file',
                             sandbox.files.write('/home/user/dir/a/hello.txt', 'hello files\n'));
   check(info.path === '/home/user/dir/a/hello.txt' && info.name === 'hello.txt',
@@ -489,6 +506,12 @@ await step('files.write and files.read: text, bytes, blob; parents made', async 
                            sandbox.commands.run("cat /home/user/many/one.txt; ls /home/user/many"));
   check(two.stdout === '1one.txt\ntwo "quoted".txt\n', 'the files, one with quotes in its name',
         two.stdout);
+  const zipped = 'zipped '.repeat(5000);
+  await within(CALL_MS, 'files.write gzip',
+               sandbox.files.write('/home/user/gz/z.txt', zipped, { gzip: true }));
+  const unzipped = await within(CALL_MS, 'files.read of the gzip upload',
+                                sandbox.files.read('/home/user/gz/z.txt'));
+  check(unzipped === zipped, 'a gzip upload is written inflated', unzipped.length);
   const e = await rejection(CALL_MS, 'read a missing file',
                             sandbox.files.read('/home/user/nothing-here'));
   check(e.name === 'FileNotFoundError' || e instanceof NotFoundError,

@@ -7,7 +7,7 @@ every byte is the attacker's choice.
   id gets.
 * Malformed Connect envelopes (a length past the body, a compressed or end-of-stream flag, a
   huge claimed length, not JSON): the stream's clear invalid_argument; hostile multipart
-  uploads: a clear 400; never a crash.
+  uploads, and gzip uploads that are bombs or not gzip: a clear 400; never a crash.
 * A box that floods its output through process.Process/Start: bounded by the output limit
   while the server's memory stays flat; a client that leaves mid-flood does not stop a command
   (E2B's rule), but its timeout (Connect-Timeout-Ms) does.
@@ -17,6 +17,7 @@ every byte is the attacker's choice.
   and a command's Connect-Timeout-Ms past the exec ceiling gets the ceiling.
 
 After each case, the server still answers and runs code (hostile.assert_alive)."""
+import gzip
 import json
 import secrets
 import struct
@@ -154,6 +155,29 @@ def test_hostile_uploads(server, sandbox, name, body):
     r = request(server, "POST", "/files", raw=body, content_type="multipart/form-data; boundary=B",
                 token="", headers=h)
     assert r.status == 400, f"{name}: {r!r}"
+    assert_alive(server, token=TOK_A)
+
+
+@pytest.mark.parametrize("name, body", [
+    # 256 MiB of zeros in about 250 KiB of gzip: inflated only to what a plain body may hold
+    # (--max-body, 64 MiB), then 413.
+    ("bomb", None),
+    ("not gzip", b"plain text said to be gzip"),
+    ("cut short", gzip.compress(b"some data " * 1000)[:50]),
+    ("trailing bytes", gzip.compress(b"data") + b"more"),
+])
+def test_hostile_gzip_uploads(server, sandbox, name, body):
+    if body is None:
+        body = gzip.compress(bytes(256 * MIB), compresslevel=9)
+    h = {"E2b-Sandbox-Id": sandbox["sandboxID"], "E2b-Sandbox-Port": "49983",
+         "X-Access-Token": sandbox["envdAccessToken"], "Content-Encoding": "gzip"}
+    baseline = server.rss_kib()
+    r = request(server, "POST", "/files?path=/home/user/up.bin", raw=body,
+                content_type="application/octet-stream", token="", headers=h, timeout=120)
+    assert r.status == (413 if name == "bomb" else 400), f"{name}: {r!r}"
+    assert b"gzip body" in r.body, f"{name}: {r.body[:300]!r}"
+    growth_mib = (server.rss_kib() - baseline) / 1024
+    assert growth_mib < 100, f"{name}: the server's RSS grew by {growth_mib:.0f} MiB"
     assert_alive(server, token=TOK_A)
 
 
