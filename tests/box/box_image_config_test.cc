@@ -186,6 +186,23 @@ TEST(BoxImageConfigTest, BoxOptionsUserRunsAsTheImagesAccountAndAnExecMayAskForR
   EXPECT_EQ(killed->signal, SIGTERM);
   EXPECT_EQ(Out(*box, "cat /proc/[0-9]*/comm | grep -c '^sleep$' || true"), "0\n")
       << "no sleep outlived its exec";
+  // The user cannot reach root's processes: neither directly nor through the agent, which
+  // ignores the SIGTERM a box process sends it (passed on, it would reach every exec).
+  auto root_sleep = box->Start({"sleep", "60"}, {.user = "root", .background = true});
+  ASSERT_TRUE(root_sleep.ok()) << root_sleep.status().ToString();
+  const std::string root_pid = std::to_string((*root_sleep)->pid());
+  auto attack = box->Exec({"sh", "-c",
+                           "kill -TERM 1; kill -KILL " + root_pid + " 2>&1; kill -TERM -" +
+                               root_pid + " 2>&1; sleep 0.3; cat /proc/" + root_pid + "/comm"});
+  ASSERT_TRUE(attack.ok()) << attack.status().ToString();
+  EXPECT_NE(attack->stdout_data.find("Operation not permitted"), std::string::npos)
+      << attack->stdout_data;
+  EXPECT_TRUE(attack->stdout_data.ends_with("sleep\n"))
+      << "root's process lives on: " << attack->stdout_data;
+  ASSERT_TRUE((*root_sleep)->Kill().ok()) << "the host still ends it";
+  auto ended = (*root_sleep)->Wait();
+  ASSERT_TRUE(ended.ok()) << ended.status().ToString();
+  EXPECT_EQ(ended->signal, SIGKILL);
   // A program sent as a file, run as root in a box of a user.
   auto big =
       box->Exec({"python3", "-c", "import os; print(os.getuid())\n#" + std::string(200'000, 'x')},
