@@ -240,6 +240,18 @@ StatusOr<std::string> DecodeBase64(std::string_view text, uint64_t max_bytes) {
   return out;
 }
 
+std::optional<uint64_t> ParseDecimal(std::string_view text, uint64_t max) {
+  if (text.empty() || text.size() > 20) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (n > (max - digit) / 10) return std::nullopt;  // n * 10 + digit would pass max
+    n = n * 10 + digit;
+  }
+  return n;
+}
+
 bool IsUserName(std::string_view name) {
   if (name.empty() || name.size() > 32) return false;
   if (!std::islower(static_cast<unsigned char>(name[0])) && name[0] != '_') return false;

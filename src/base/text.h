@@ -39,6 +39,10 @@ StatusOr<std::string> DecodeBase64(std::string_view text, uint64_t max_bytes);
 // Lower-case hex, two digits a byte; and back (nullopt for odd lengths or non-hex digits).
 std::string HexEncode(std::string_view bytes);
 
+// A decimal number of digits only (no sign, no spaces, no "0x"), at most `max`; nullopt
+// otherwise (also past uint64's range).
+std::optional<uint64_t> ParseDecimal(std::string_view text, uint64_t max);
+
 // A user name as useradd takes it by default: [a-z_][a-z0-9_-]*, at most 32 bytes.
 bool IsUserName(std::string_view name);
 std::optional<std::string> HexDecode(std::string_view hex);

@@ -57,9 +57,29 @@ TEST(IsValidUtf8Test, TellsTextFromBytes) {
   EXPECT_TRUE(IsValidUtf8(std::string("nul \0 inside", 13)));
   EXPECT_FALSE(IsValidUtf8("\xff"));
   EXPECT_FALSE(IsValidUtf8("cut \xe2\x82"));
-  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
-  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));           // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));       // a surrogate
   EXPECT_FALSE(IsValidUtf8("\x89PNG\r\n\x1a\n"));  // binary
+}
+
+TEST(ParseDecimalTest, DigitsOnlyAndNeverPastTheMost) {
+  EXPECT_EQ(ParseDecimal("0", 10), 0u);
+  EXPECT_EQ(ParseDecimal("1000", 1000), 1000u);
+  EXPECT_EQ(ParseDecimal("0012", 100), 12u);
+  EXPECT_EQ(ParseDecimal("18446744073709551615", UINT64_MAX), UINT64_MAX);
+  for (const char* bad : {"", "1001", "-1", "+1", " 1", "1 ", "0x10", "1e3", "1.0",
+                          "18446744073709551616", "99999999999999999999999"}) {
+    EXPECT_EQ(ParseDecimal(bad, 1000), std::nullopt) << bad;
+  }
+  EXPECT_EQ(ParseDecimal("18446744073709551616", UINT64_MAX), std::nullopt);
+}
+
+TEST(IsUserNameTest, TakesWhatUseraddTakes) {
+  for (const char* good : {"user", "root", "_apt", "app-1", "a"}) EXPECT_TRUE(IsUserName(good));
+  for (const char* bad : {"", "User", "1user", "-x", "a b", "a:b", "../x", "a\n"}) {
+    EXPECT_FALSE(IsUserName(bad)) << bad;
+  }
+  EXPECT_FALSE(IsUserName(std::string(33, 'a')));
 }
 
 TEST(ClosestWordTest, SuggestsOnlyNearWords) {

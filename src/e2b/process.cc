@@ -18,13 +18,12 @@ StatusOr<int64_t> Uint(const base::JsonFields& f, const char* key, int64_t max) 
   const json* value = f.Find(key);
   if (value != nullptr && value->is_string()) {
     const auto& text = value->get_ref<const std::string&>();
-    if (text.empty() || text.size() > 10 ||
-        text.find_first_not_of("0123456789") != std::string::npos) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
       return f.Fault(key, "is not a number");
     }
-    int64_t n = std::stoll(text);
-    if (n > max) return f.Fault(key, "is past " + std::to_string(max));
-    return n;
+    std::optional<uint64_t> n = base::ParseDecimal(text, static_cast<uint64_t>(max));
+    if (!n) return f.Fault(key, "is past " + std::to_string(max));
+    return static_cast<int64_t>(*n);
   }
   return f.Int(key, 0, max);
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "base/json.h"
+#include "base/text.h"
 #include "box/image_run.h"
 #include "e2b/sandboxes.h"
 #include "image/recipe.h"
@@ -184,12 +185,9 @@ void ListSandboxes(Call& call) {
   }
   size_t limit = 100;
   if (auto it = query.find("limit"); it != query.end()) {
-    char* end = nullptr;
-    const long n = std::strtol(it->second.c_str(), &end, 10);
-    if (it->second.empty() || *end != '\0' || n < 1 || n > 1000) {
-      return RespondE2bError(call, InvalidArgument("limit must be 1..1000"));
-    }
-    limit = static_cast<size_t>(n);
+    const std::optional<uint64_t> n = base::ParseDecimal(it->second, 1000);
+    if (!n || *n < 1) return RespondE2bError(call, InvalidArgument("limit must be 1..1000"));
+    limit = static_cast<size_t>(*n);
   }
   const std::string next = query.contains("nextToken") ? query.at("nextToken") : "";
   json page = json::array();

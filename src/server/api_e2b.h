@@ -43,7 +43,8 @@ void CodeInterpreter(Call& call, Box& box, const E2bSandbox& sandbox);
 inline constexpr std::string_view kE2bHome = "/home/user";
 
 // Connect's unary answers (api_e2b_envd.cc): a message (200, application/json), or an error
-// ({"code": "<name>", "message"} with the code's HTTP status).
+// ({"code": "<name>", "message"} with the code's HTTP status). The SDK raises by the code:
+// not_found is its FileNotFoundError, invalid_argument its InvalidArgumentError.
 void RespondConnect(Call& call, const nlohmann::json& message);
 void RespondConnectError(Call& call, e2b::connect::Code code, std::string_view message);
 void RespondConnectError(Call& call, const Status& status);

@@ -264,8 +264,7 @@ void CreateContext(Call& call, Box& box, const E2bSandbox& sandbox) {
       .id = base::HexEncode(base::RandomBytes(8)), .language = request->language, .cwd = cwd};
   // Its place first: the bound holds however many requests race for the last one.
   if (Status st = call.context.e2b.AddContext(sandbox.id, context, kMaxCodeSessions); !st.ok()) {
-    return RespondText(call, st.code() == StatusCode::kResourceExhausted ? 429 : 502,
-                       st.message());
+    return RespondText(call, st.code() == StatusCode::kResourceExhausted ? 429 : 502, st.message());
   }
   if (context.language == "python") {
     // Its kernel starts now, so that a wrong cwd is this call's error and the first cell is

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/json.h"
+#include "base/text.h"
 #include "e2b/connect.h"
 #include "server/api_e2b.h"
 
@@ -59,15 +60,14 @@ StatusOr<json> ConnectMessage(const http::Request& request, bool streaming) {
 StatusOr<std::optional<std::chrono::milliseconds>> ConnectTimeout(const Call& call) {
   const std::string& text = call.request.Header("connect-timeout-ms");
   if (text.empty()) return std::optional<std::chrono::milliseconds>();
-  if (text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) {
-    return InvalidArgument("Connect-Timeout-Ms is not a number of milliseconds");
-  }
-  const int64_t ms = std::stoll(text);
-  if (ms < 1) return InvalidArgument("Connect-Timeout-Ms must be at least 1");
+  // Up to about 31 years: past any ceiling, and nothing overflows.
+  const std::optional<uint64_t> ms = base::ParseDecimal(text, 1'000'000'000'000);
+  if (!ms) return InvalidArgument("Connect-Timeout-Ms is not a number of milliseconds");
+  if (*ms < 1) return InvalidArgument("Connect-Timeout-Ms must be at least 1");
   const std::chrono::milliseconds ceiling = call.context.options.ceilings.exec_timeout;
-  const std::chrono::milliseconds asked(ms);
-  return std::optional<std::chrono::milliseconds>(
-      ceiling == kNoTimeout ? asked : std::min(asked, ceiling));
+  const std::chrono::milliseconds asked(static_cast<int64_t>(*ms));
+  return std::optional<std::chrono::milliseconds>(ceiling == kNoTimeout ? asked
+                                                                        : std::min(asked, ceiling));
 }
 
 void RespondStreamError(Call& call, const Status& status) {

@@ -171,11 +171,6 @@ void WatchDir(Call& call, Box& box) {
   }
 }
 
-void RespondFileError(Call& call, const Status& status) {
-  // The SDK takes not_found for FileNotFoundError, invalid_argument for InvalidArgumentError.
-  RespondConnectError(call, status);
-}
-
 }  // namespace
 
 void FilesystemService(Call& call, Box& box, std::string_view method) {
@@ -186,14 +181,14 @@ void FilesystemService(Call& call, Box& box, std::string_view method) {
     auto path = e2b::PathFromJson(*message);
     if (!path.ok()) return RespondConnectError(call, path.status());
     auto entry = Stat(box, *path);
-    if (!entry.ok()) return RespondFileError(call, entry.status());
+    if (!entry.ok()) return RespondConnectError(call, entry.status());
     return RespondConnect(call, Entry(*entry));
   }
   if (method == "ListDir") {
     auto request = e2b::ListDirFromJson(*message);
     if (!request.ok()) return RespondConnectError(call, request.status());
     auto entries = Walk(box, request->path, request->depth);
-    if (!entries.ok()) return RespondFileError(call, entries.status());
+    if (!entries.ok()) return RespondConnectError(call, entries.status());
     json list = json::array();
     for (const FileEntry& e : *entries) list.push_back(e2b::EntryInfoToJson(e));
     return RespondConnect(call, {{"entries", list}});
@@ -210,10 +205,10 @@ void FilesystemService(Call& call, Box& box, std::string_view method) {
                                        base::Excerpt(existing->path) + " is a file");
     }
     if (Status st = RunInBox(box, {"mkdir", "-p", "--", Absolute(*path)}); !st.ok()) {
-      return RespondFileError(call, st);
+      return RespondConnectError(call, st);
     }
     auto entry = Stat(box, *path);
-    if (!entry.ok()) return RespondFileError(call, entry.status());
+    if (!entry.ok()) return RespondConnectError(call, entry.status());
     return RespondConnect(call, Entry(*entry));
   }
   if (method == "Move") {
@@ -221,17 +216,17 @@ void FilesystemService(Call& call, Box& box, std::string_view method) {
     if (!source.ok()) return RespondConnectError(call, source.status());
     auto destination = e2b::PathFromJson(*message, "destination");
     if (!destination.ok()) return RespondConnectError(call, destination.status());
-    if (auto from = Stat(box, *source); !from.ok()) return RespondFileError(call, from.status());
+    if (auto from = Stat(box, *source); !from.ok()) return RespondConnectError(call, from.status());
     Status moved = RunInBox(box, {"mv", "-T", "--", Absolute(*source), Absolute(*destination)});
-    if (!moved.ok()) return RespondFileError(call, moved);
+    if (!moved.ok()) return RespondConnectError(call, moved);
     auto entry = Stat(box, *destination);
-    if (!entry.ok()) return RespondFileError(call, entry.status());
+    if (!entry.ok()) return RespondConnectError(call, entry.status());
     return RespondConnect(call, Entry(*entry));
   }
   if (method == "Remove") {
     auto path = e2b::PathFromJson(*message);
     if (!path.ok()) return RespondConnectError(call, path.status());
-    if (Status st = box.Remove(Absolute(*path)); !st.ok()) return RespondFileError(call, st);
+    if (Status st = box.Remove(Absolute(*path)); !st.ok()) return RespondConnectError(call, st);
     return RespondConnect(call, json::object());
   }
   RespondConnectError(call, connect::Code::kUnimplemented,
