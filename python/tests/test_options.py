@@ -24,7 +24,7 @@ def _schema() -> list[dict[str, Any]]:
 
 
 STRING_SAMPLES = {"image": "img-1", "workdir": "/w", "home": "/tmp/codebox-home", "cwd": "sub",
-                  "server": "unix:/run/x.sock", "server_token": "secret-3"}
+                  "server": "unix:/run/x.sock", "server_token": "secret-3", "user": "user"}
 
 
 def sample(option: dict[str, Any]) -> Any:
@@ -184,7 +184,7 @@ def test_exec_keywords_are_the_exec_schema() -> None:
     }
     assert keywords >= {"on_stdout", "on_stderr"}
     keywords -= {"on_stdout", "on_stderr"}
-    assert keywords == {"env", "cwd", "timeout", "stdin"}
+    assert keywords == {"env", "cwd", "timeout", "stdin", "user"}
     for name, names in spellings.items():
         assert names & keywords, f"exec() has no keyword for exec option {name}"
         value = b"in" if name == "stdin_data" else sample(next(o for o in schema if o["name"] == name))
