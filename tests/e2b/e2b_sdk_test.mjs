@@ -3,11 +3,13 @@
 // pointed at `codebox serve --listen 127.0.0.1:0 --token-file F` the way a user would point it,
 // by E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY. It covers the control plane (create with
 // metadata, envs and a timeout; isRunning, getInfo, list with a metadata filter, setTimeout,
-// connect, getMetrics, pause refused as unsupported, kill) and commands over envd's Connect
-// protocol (output and its callbacks, exit codes, cwd and home, sandbox and per-call envs, a
-// command's timeout, background commands with stdin, list, disconnect and reconnect, kill), the
-// SDK's error classes for a wrong key and unknown sandboxes, two sandboxes used at once that see
-// only their own files, and a sandbox whose lifetime ends under a running command.
+// connect, getMetrics of the jail's cgroup, pause refused as unsupported, kill; a warm pool
+// serving a plain create) and commands over envd's Connect protocol (output and its
+// callbacks, exit codes, cwd and home, the user `user` and root on request, sandbox and
+// per-call envs, a command's timeout, background commands with stdin, list, disconnect and
+// reconnect, kill), terminals, files (gzip uploads too), the code interpreter, the SDK's error
+// classes for a wrong key and unknown sandboxes, two sandboxes used at once that see only
+// their own files, and a sandbox whose lifetime ends under a running command.
 //
 //   node tests/e2b/e2b_sdk_test.mjs CODEBOX
 //
