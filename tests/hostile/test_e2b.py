@@ -5,6 +5,8 @@ every byte is the attacker's choice.
 * In-sandbox routes: no token, a wrong one, another sandbox's, an unknown sandbox: 401, and
   nothing of the sandbox answers. Another tenant's key on the control plane gets what an unknown
   id gets.
+* Hostile per-call users (the SDK's Basic header): garbage, a path, a huge header, a third
+  user: a clear invalid_argument, and nothing runs.
 * Malformed Connect envelopes (a length past the body, a compressed or end-of-stream flag, a
   huge claimed length, not JSON): the stream's clear invalid_argument; hostile multipart
   uploads, and gzip uploads that are bombs or not gzip: a clear 400; never a crash.
@@ -17,6 +19,7 @@ every byte is the attacker's choice.
   and a command's Connect-Timeout-Ms past the exec ceiling gets the ceiling.
 
 After each case, the server still answers and runs code (hostile.assert_alive)."""
+import base64
 import gzip
 import json
 import secrets
@@ -101,6 +104,7 @@ def test_another_tenants_key_sees_nothing(server, sandbox):
     for method, path, body in (("GET", f"/sandboxes/{sid}", None),
                                ("POST", f"/sandboxes/{sid}/timeout", {"timeout": 1}),
                                ("POST", f"/v2/sandboxes/{sid}/connect", {}),
+                               ("GET", f"/sandboxes/{sid}/metrics", None),
                                ("DELETE", f"/sandboxes/{sid}", None)):
         r = control(server, method, path, body, key=TOK_B)
         unknown = control(server, method, path.replace(sid, "b-0123456789abcdef"), body,
@@ -116,6 +120,31 @@ def test_another_tenants_key_sees_nothing(server, sandbox):
     assert envd(server, sandbox, "/process.Process/List").status == 200
     wrong = control(server, "GET", "/v2/sandboxes", key="not-a-token")
     assert wrong.status == 401, f"{wrong!r}"
+
+
+@pytest.mark.parametrize("name, header", [
+    ("not Basic", "Bearer dXNlcjo="),
+    ("not base64", "Basic !!!!"),
+    ("a path for a name", "Basic " + base64.b64encode(b"../etc:").decode()),
+    ("a huge header", "Basic " + "A" * 6000),
+    ("a third user", "Basic " + base64.b64encode(b"nobody:").decode()),
+    ("root by uid, not name, with a group", "Basic " + base64.b64encode(b"0:0:").decode()),
+])
+def test_hostile_user_headers_run_nothing(server, sandbox, name, header):
+    """The SDK's per-call user (Authorization: Basic base64(user:)) is decoded with bounds and
+    names only the box's user or root; anything else runs nothing and says why."""
+    marker = f"/tmp/ran-{secrets.token_hex(4)}"
+    r = envd(server, sandbox, "/process.Process/Start", stream=True,
+             message={"process": {"cmd": "touch", "args": [marker]}},
+             headers={"Authorization": header})
+    assert r.status == 200, f"{name}: {r!r}"
+    messages = envelopes(r.body)
+    assert messages[-1][0] == 2, f"{name}: {messages!r}"
+    assert messages[-1][1]["error"]["code"] == "invalid_argument", f"{name}: {messages!r}"
+    assert len(messages[-1][1]["error"]["message"]) < 400
+    check = envd(server, sandbox, "/filesystem.Filesystem/Stat", message={"path": marker})
+    assert check.status == 404, f"{name}: the command ran: {check!r}"
+    assert_alive(server, token=TOK_A)
 
 
 @pytest.mark.parametrize("name, raw", [
