@@ -4,6 +4,7 @@
 
 #include "base/json.h"
 #include "base/json_fields.h"
+#include "base/sha256.h"
 #include "base/text.h"
 
 namespace codebox::e2b {
@@ -166,6 +167,48 @@ StatusOr<std::vector<FormFile>> ParseFormFiles(std::string_view content_type,
     files.push_back({std::move(*filename), body.substr(data_start, data_end - data_start)});
     pos = data_end + delimiter.size();
   }
+}
+
+std::string SignFileUrl(const FileUrlSignature& request, std::string_view access_token) {
+  std::string raw = request.path + ":" + request.operation + ":" + request.user + ":";
+  raw += access_token;
+  if (request.expiration) raw += ":" + std::to_string(*request.expiration);
+  std::string encoded = base::EncodeBase64(base::Sha256Digest(raw));
+  while (!encoded.empty() && encoded.back() == '=') encoded.pop_back();
+  return "v1_" + encoded;
+}
+
+StatusOr<FileUrlSignature> FileUrlSignatureFrom(std::string_view method,
+                                                const std::map<std::string, std::string>& query,
+                                                uint64_t now) {
+  auto value = [&query](const char* key) {
+    auto it = query.find(key);
+    return it == query.end() ? std::string() : it->second;
+  };
+  FileUrlSignature out;
+  if (method == "GET") {
+    out.operation = "read";
+  } else if (method == "POST") {
+    out.operation = "write";
+  } else {
+    return InvalidArgument("a signed /files URL is read with GET or written with POST");
+  }
+  out.path = value("path");
+  out.user = value("username");
+  out.signature = value("signature");
+  if (out.path.size() > kMaxPathBytes || out.user.size() > 64) {
+    return InvalidArgument("the signed URL's path or username is too long");
+  }
+  // "v1_" and 43 characters of base64 (32 bytes, unpadded).
+  if (out.signature.size() != 46 || !out.signature.starts_with("v1_")) {
+    return InvalidArgument("the URL's signature is not a v1 signature");
+  }
+  if (const std::string text = value("signature_expiration"); !text.empty()) {
+    out.expiration = base::ParseDecimal(text, uint64_t{1} << 40);
+    if (!out.expiration) return InvalidArgument("signature_expiration is not Unix seconds");
+    if (*out.expiration < now) return PermissionDenied("the URL's signature has expired");
+  }
+  return out;
 }
 
 json WrittenFilesToJson(const std::vector<std::string>& paths) {

@@ -1,11 +1,14 @@
 // The messages of envd's filesystem service (filesystem.Filesystem, Connect's JSON codec) and
 // of its REST /files route (issue 35): paths and listings asked for by E2B's SDKs, decoded with
 // checked types and bounds; the entries `codebox serve` answers with; and the multipart form a
-// files.write uploads, parsed within bounds.
+// files.write uploads, parsed within bounds; the signatures of pre-signed /files URLs.
 #ifndef CODEBOX_E2B_FILESYSTEM_H_
 #define CODEBOX_E2B_FILESYSTEM_H_
 
+#include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +66,27 @@ struct FormFile {
 // filename, or more than kMaxFormParts parts.
 StatusOr<std::vector<FormFile>> ParseFormFiles(std::string_view content_type,
                                                std::string_view body);
+
+// A pre-signed /files URL (the SDKs' downloadUrl and uploadUrl) carries, in place of the
+// access token, "v1_" and the unpadded base64 of SHA-256 over
+// "PATH:OPERATION:USER:ACCESS_TOKEN[:EXPIRATION]": OPERATION "read" or "write", USER "" where
+// the URL names none, EXPIRATION (Unix seconds) where it has one.
+struct FileUrlSignature {
+  std::string path = {};
+  std::string operation = {};
+  std::string user = {};
+  std::string signature = {};
+  std::optional<uint64_t> expiration = {};
+};
+// The signature a URL of `request`'s path, operation, user and expiration has, made with the
+// sandbox's `access_token`.
+std::string SignFileUrl(const FileUrlSignature& request, std::string_view access_token);
+// The signature claims of a /files request (`method` GET reads, POST writes) from its query
+// (path, username, signature, signature_expiration): kInvalidArgument for another method, a
+// malformed signature or expiration; kPermissionDenied for an expiration before `now`.
+StatusOr<FileUrlSignature> FileUrlSignatureFrom(std::string_view method,
+                                                const std::map<std::string, std::string>& query,
+                                                uint64_t now);
 
 // The answer of POST /files: [{"path", "name", "type": "file"}] for each path written.
 nlohmann::json WrittenFilesToJson(const std::vector<std::string>& paths);

@@ -97,5 +97,57 @@ TEST(FilesystemMessagesTest, WrittenFilesNameEach) {
   EXPECT_EQ(out[0]["path"], "/home/user/a/b.txt");
 }
 
+// Signatures as E2B's SDK makes them (node's crypto gave these values).
+TEST(FilesystemMessagesTest, FileUrlSignaturesMatchTheSdks) {
+  EXPECT_EQ(SignFileUrl({.path = "/home/user/a.txt", .operation = "read"}, "abc"),
+            "v1_+oUuSuDwZH607yeEMzKYH5g8Lm4NXH3iGDZ0mZif/S8");
+  EXPECT_EQ(SignFileUrl({.path = "a.txt", .operation = "write", .user = "root",
+                         .expiration = 1900000000},
+                        "abc"),
+            "v1_XlPwOgxFiOZMFt/IhqTTGZHBf9ixhQu2wmbVhRLp074");
+}
+
+TEST(FilesystemMessagesTest, FileUrlSignatureClaimsAreChecked) {
+  const std::string sig = "v1_" + std::string(43, 'A');
+  auto read = FileUrlSignatureFrom("GET", {{"path", "a"}, {"signature", sig}}, 100);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->operation, "read");
+  EXPECT_EQ(read->user, "");
+  EXPECT_FALSE(read->expiration.has_value());
+  auto write = FileUrlSignatureFrom(
+      "POST", {{"username", "root"}, {"signature", sig}, {"signature_expiration", "100"}}, 100);
+  ASSERT_TRUE(write.ok()) << write.status().message();
+  EXPECT_EQ(write->operation, "write");
+  EXPECT_EQ(write->user, "root");
+  EXPECT_EQ(write->expiration, 100u);
+
+  EXPECT_EQ(FileUrlSignatureFrom("GET", {{"signature", sig}, {"signature_expiration", "99"}}, 100)
+                .status()
+                .code(),
+            StatusCode::kPermissionDenied);
+  for (const std::string& bad : {std::string("v2_") + std::string(43, 'A'), std::string("v1_"),
+                                 sig + "A"}) {
+    EXPECT_EQ(FileUrlSignatureFrom("GET", {{"signature", bad}}, 100).status().code(),
+              StatusCode::kInvalidArgument)
+        << bad;
+  }
+  for (const char* expiration : {"-1", "1e9", "99999999999999999999", ""}) {
+    auto got = FileUrlSignatureFrom(
+        "GET", {{"signature", sig}, {"signature_expiration", expiration}}, 100);
+    if (*expiration == '\0') {
+      EXPECT_TRUE(got.ok());
+    } else {
+      EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << expiration;
+    }
+  }
+  EXPECT_EQ(FileUrlSignatureFrom("DELETE", {{"signature", sig}}, 100).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(FileUrlSignatureFrom("GET", {{"signature", sig}, {"path", std::string(5000, 'a')}},
+                                 100)
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace codebox::e2b

@@ -18,7 +18,7 @@
 #include "image/oci_reference.h"
 #include "image/oci_unpack.h"
 #include "image/recipe.h"
-#include "image/sha256.h"
+#include "base/sha256.h"
 #include "image/store_internal.h"
 
 namespace codebox::image {
@@ -196,7 +196,7 @@ class SkopeoSession {
 // The manifest `raw` when its digest is `digest`; a registry that sends other bytes than it
 // was asked for is refused, whatever skopeo thought of them.
 Status CheckDigest(const std::string& raw, const std::string& digest, const std::string& what) {
-  std::string actual = "sha256:" + Sha256Hex(raw);
+  std::string actual = "sha256:" + base::Sha256Hex(raw);
   if (actual != digest) {
     return ProtocolError("digest mismatch: the registry sent a manifest for " + what +
                          " whose digest is " + actual + ", not " + digest);
@@ -249,7 +249,7 @@ std::string RefPointerName(const std::string& canonical_reference) {
   }
   // A file name holds at most 255 bytes; a reference may be longer (name, tag and digest).
   if (out.size() > 200)
-    out = out.substr(0, 150) + "#" + Sha256Hex(canonical_reference).substr(0, 32);
+    out = out.substr(0, 150) + "#" + base::Sha256Hex(canonical_reference).substr(0, 32);
   return out;
 }
 
@@ -310,7 +310,7 @@ StatusOr<ImageInfo> PullImage(const std::string& home, const std::string& refere
 
   say("resolving " + ref.Familiar() + " with " + ref.registry);
   ASSIGN_OR_RETURN(std::string raw, skopeo.InspectRaw(ref.Canonical()));
-  std::string manifest_digest = "sha256:" + Sha256Hex(raw);
+  std::string manifest_digest = "sha256:" + base::Sha256Hex(raw);
   if (!ref.digest.empty()) RETURN_IF_ERROR(CheckDigest(raw, ref.digest, ref.Familiar()));
   ASSIGN_OR_RETURN(bool is_index, IsImageIndex(raw));
   if (is_index) {

@@ -10,7 +10,7 @@
 #include "base/json_fields.h"
 #include "base/text.h"
 #include "image/oci_reference.h"
-#include "image/sha256.h"
+#include "base/sha256.h"
 
 namespace codebox::image {
 namespace {
@@ -103,7 +103,7 @@ StatusOr<std::string> ReadJsonBlob(const std::string& dir, const OciDescriptor& 
     return ProtocolError(what + " " + d.digest + " is " + std::to_string(data.size()) +
                          " bytes, not the " + std::to_string(d.size) + " its descriptor says");
   }
-  if ("sha256:" + Sha256Hex(data) != d.digest) {
+  if ("sha256:" + base::Sha256Hex(data) != d.digest) {
     return ProtocolError(what + ": digest mismatch: the blob's content is not " + d.digest);
   }
   return data;
@@ -117,7 +117,7 @@ Status CheckLayerBlob(const std::string& path, const OciDescriptor& d, const std
     return ProtocolError(what + " is " + std::to_string(st.st_size) + " bytes, not the " +
                          std::to_string(d.size) + " its descriptor says");
   }
-  ASSIGN_OR_RETURN(std::string hex, Sha256FileHex(path));
+  ASSIGN_OR_RETURN(std::string hex, base::Sha256FileHex(path));
   if ("sha256:" + hex != d.digest) {
     return ProtocolError(what + ": digest mismatch: the blob's content is sha256:" + hex +
                          ", not " + d.digest);

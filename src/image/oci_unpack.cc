@@ -13,7 +13,7 @@
 #include "image/build_steps.h"
 #include "image/layer_extract.h"
 #include "image/oci_layout.h"
-#include "image/sha256.h"
+#include "base/sha256.h"
 #include "image/store_internal.h"
 #include "image/tree_fs.h"
 
@@ -133,7 +133,7 @@ Status ResolveImageUser(int root_fd, ImageConfig* config) {
 }
 
 std::string OciImageId(const std::string& config_digest, bool keep_setuid) {
-  return Sha256Hex(std::string(kUnpackerVersion) + "\n" + config_digest +
+  return base::Sha256Hex(std::string(kUnpackerVersion) + "\n" + config_digest +
                    (keep_setuid ? "\nkeep-setuid" : ""))
       .substr(0, 16);
 }

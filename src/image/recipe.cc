@@ -8,7 +8,7 @@
 
 #include "base/io.h"
 #include "base/paths.h"
-#include "image/sha256.h"
+#include "base/sha256.h"
 
 namespace codebox::image {
 namespace {
@@ -102,7 +102,7 @@ StatusOr<Recipe> ParseRecipe(const std::string& name, const std::string& text) {
 
 std::string ImageId(const Recipe& recipe) {
   std::string input = std::string(kBuilderVersion) + "\n" + recipe.text;
-  return Sha256Hex(input).substr(0, 16);
+  return base::Sha256Hex(input).substr(0, 16);
 }
 
 std::string RecipeDir() { return base::FindRecipeDir(); }

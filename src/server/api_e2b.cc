@@ -322,7 +322,12 @@ void ControlPlane(Call& call) {
 }  // namespace
 
 bool IsE2bSandboxRequest(const http::Request& request) {
-  return request.headers.contains("e2b-sandbox-id");
+  return request.headers.contains("e2b-sandbox-id") || IsSignedFilesRequest(request);
+}
+
+bool IsSignedFilesRequest(const http::Request& request) {
+  return request.path == "/files" && !request.headers.contains("e2b-sandbox-id") &&
+         request.query.contains("signature");
 }
 
 bool IsE2bRequest(const http::Request& request) {

@@ -20,8 +20,12 @@
 namespace codebox::server {
 
 // An in-sandbox request (envd, the code interpreter): it names its sandbox in E2b-Sandbox-Id
-// and carries that sandbox's access token instead of a server token.
+// and carries that sandbox's access token instead of a server token; or a pre-signed /files
+// URL, which carries a signature made with that token instead.
 bool IsE2bSandboxRequest(const http::Request& request);
+// GET or POST /files?...&signature=... without E2b-Sandbox-Id (the SDKs' downloadUrl and
+// uploadUrl, fetched by anything: a browser, curl).
+bool IsSignedFilesRequest(const http::Request& request);
 // Any request of E2B's face: an in-sandbox one, or a control-plane path (/v2/..., /sandboxes,
 // /snapshots, /templates, /volumes, /secrets), none of which /v1 routes use.
 bool IsE2bRequest(const http::Request& request);

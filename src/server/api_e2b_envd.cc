@@ -3,10 +3,12 @@
 // envd's services (api_e2b_process.cc, api_e2b_files.cc), over Connect's JSON codec whose
 // answers are made here.
 #include <algorithm>
+#include <chrono>
 
 #include "base/json.h"
 #include "base/text.h"
 #include "e2b/connect.h"
+#include "e2b/filesystem.h"
 #include "server/api_e2b.h"
 
 namespace codebox::server {
@@ -116,10 +118,25 @@ void RespondSandboxGone(Call& call) {
                    NotFound("the sandbox is not running any more (killed, or past its timeout)"));
 }
 
-}  // namespace
+// The sandbox a pre-signed /files URL is for: the one whose access token makes its signature.
+StatusOr<E2bSandbox> SignedFilesSandbox(const Call& call) {
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  ASSIGN_OR_RETURN(e2b::FileUrlSignature claim,
+                   e2b::FileUrlSignatureFrom(call.request.method, call.request.query,
+                                             static_cast<uint64_t>(now.count())));
+  std::optional<E2bSandbox> sandbox = call.context.e2b.AuthenticateSignature(
+      [&claim](std::string_view token) { return e2b::SignFileUrl(claim, token); },
+      claim.signature);
+  if (!sandbox) return PermissionDenied("no sandbox's access token made the URL's signature");
+  return *sandbox;
+}
 
-void E2bSandboxRoute(Call& call) {
+// The sandbox a request names (E2b-Sandbox-Id) and proves with its access token, or the one
+// a pre-signed URL's signature was made for; the error is the same whatever was wrong.
+StatusOr<E2bSandbox> AuthenticateSandbox(const Call& call) {
   const http::Request& request = call.request;
+  if (IsSignedFilesRequest(request)) return SignedFilesSandbox(call);
   const std::string& id = request.Header("e2b-sandbox-id");
   // envd's routes and /execute carry X-Access-Token; the code interpreter's /contexts only
   // the traffic token, which codebox makes the same.
@@ -127,9 +144,21 @@ void E2bSandboxRoute(Call& call) {
   if (token.empty()) token = request.Header("e2b-traffic-access-token");
   std::optional<E2bSandbox> sandbox = call.context.e2b.Authenticate(id, token);
   if (!sandbox) {
-    return RespondE2bStatus(call, 401,
-                            PermissionDenied("no sandbox " + base::Excerpt(id) +
-                                             " with that access token (X-Access-Token)"));
+    return PermissionDenied("no sandbox " + base::Excerpt(id) +
+                            " with that access token (X-Access-Token)");
+  }
+  return *sandbox;
+}
+
+}  // namespace
+
+void E2bSandboxRoute(Call& call) {
+  const http::Request& request = call.request;
+  StatusOr<E2bSandbox> sandbox = AuthenticateSandbox(call);
+  if (!sandbox.ok()) {
+    // A malformed signature is the client's mistake (400); everything else is "not yours".
+    const bool malformed = sandbox.status().code() == StatusCode::kInvalidArgument;
+    return RespondE2bStatus(call, malformed ? 400 : 401, sandbox.status());
   }
   call.caller = Caller{sandbox->tenant, false};
   call.box_id = sandbox->id;

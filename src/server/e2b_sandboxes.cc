@@ -35,6 +35,18 @@ std::optional<E2bSandbox> E2bSandboxes::Authenticate(std::string_view id,
   return found;
 }
 
+std::optional<E2bSandbox> E2bSandboxes::AuthenticateSignature(
+    const std::function<std::string(std::string_view token)>& sign,
+    std::string_view signature) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<E2bSandbox> found;
+  for (const auto& [id, s] : sandboxes_) {
+    if (s.gone) continue;
+    if (http::MatchToken(signature, {sign(s.access_token)}) == 0 && !found) found = s;
+  }
+  return found;
+}
+
 std::vector<E2bSandbox> E2bSandboxes::All() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<E2bSandbox> out;

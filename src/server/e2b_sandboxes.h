@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -57,6 +58,12 @@ class E2bSandboxes {
   // The entry whose token `token` is, compared in constant time; nullopt for an unknown id
   // or a wrong token alike.
   std::optional<E2bSandbox> Authenticate(std::string_view id, std::string_view token) const;
+  // The live sandbox whose access token signs to `signature` (`sign(token)`), for a URL that
+  // names no sandbox (a pre-signed /files URL); every one is tried, each compared in constant
+  // time. nullopt when none does.
+  std::optional<E2bSandbox> AuthenticateSignature(
+      const std::function<std::string(std::string_view token)>& sign,
+      std::string_view signature) const;
   // The entries whose box lives (as far as this table knows), ordered by id.
   std::vector<E2bSandbox> All() const;
   // Adds a context to a sandbox this table holds: kNotFound when it does not (or it is gone),

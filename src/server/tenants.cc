@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "image/sha256.h"
+#include "base/sha256.h"
 
 namespace codebox::server {
 namespace {
@@ -69,7 +69,7 @@ StatusOr<std::vector<TokenGrant>> ParseTokenLines(std::string_view text, std::st
       }
     }
     // A token of its own: named by its hash, so logs and metrics never carry the token.
-    if (grant.tenant.empty()) grant.tenant = "t-" + image::Sha256Hex(token).substr(0, 8);
+    if (grant.tenant.empty()) grant.tenant = "t-" + base::Sha256Hex(token).substr(0, 8);
     for (const TokenGrant& other : grants) {
       if (other.token == token) return InvalidArgument(where + ": the token is given twice");
     }

@@ -8,7 +8,7 @@
 
 #include "box/egress.h"
 #include "box/local_box.h"
-#include "image/sha256.h"
+#include "base/sha256.h"
 #include "testing/rebinding_resolver.h"
 #include "tests/box/egress_box_util.h"
 
@@ -49,7 +49,7 @@ TEST(BoxEgressTest, ALargeDownloadArrivesWhole) {
   CODEBOX_MAKE_BOX_OR_SKIP(box, AllowOptions({server.where()}));
   const size_t size = 24u << 20;
   const std::string url = "http://" + server.where() + "/bytes/" + std::to_string(size);
-  const std::string want = image::Sha256Hex(Pattern(size));
+  const std::string want = base::Sha256Hex(Pattern(size));
   for (const char* flags : {"", "--proxytunnel"}) {
     auto r = box->Exec(
         {"sh", "-c", std::string("curl -sS --max-time 60 ") + flags + " '" + url + "' | sha256sum"},

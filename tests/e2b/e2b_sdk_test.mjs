@@ -7,7 +7,7 @@
 // serving a plain create) and commands over envd's Connect protocol (output and its
 // callbacks, exit codes, cwd and home, the user `user` and root on request, sandbox and
 // per-call envs, a command's timeout, background commands with stdin, list, disconnect and
-// reconnect, kill), terminals, files (gzip uploads too), the code interpreter, the SDK's error
+// reconnect, kill), terminals, files (gzip uploads and pre-signed URLs too), the code interpreter, the SDK's error
 // classes for a wrong key and unknown sandboxes, two sandboxes used at once that see only
 // their own files, and a sandbox whose lifetime ends under a running command.
 //
@@ -518,6 +518,34 @@ await step('files.write and files.read: text, bytes, blob, gzip; parents made', 
                             sandbox.files.read('/home/user/nothing-here'));
   check(e.name === 'FileNotFoundError' || e instanceof NotFoundError,
         'a missing file is FileNotFoundError', describe(e));
+});
+
+await step('pre-signed URLs: uploadUrl and downloadUrl work with a plain fetch; others do not',
+           async () => {
+  // A URL carries a signature made with the sandbox's access token and no header: anything
+  // (a browser, curl) can fetch it.
+  const plain = (url, init) => within(CALL_MS, 'fetch a signed URL', fetch(url, init));
+  const form = new FormData();
+  form.append('file', new Blob(['signed upload\n']), 'up.txt');
+  const up = await sandbox.uploadUrl('/home/user/signed/up.txt');
+  check(new URL(up).searchParams.get('signature')?.startsWith('v1_'), 'uploadUrl is signed', up);
+  const posted = await plain(up, { method: 'POST', body: form });
+  check(posted.status === 200, 'POST to uploadUrl writes the file', posted.status);
+  const down = await sandbox.downloadUrl('/home/user/signed/up.txt', { useSignatureExpiration: 60 });
+  const got = await plain(down);
+  check(got.status === 200 && await got.text() === 'signed upload\n',
+        'GET of downloadUrl (expiring in 60 s) reads it back', got.status);
+  const other = new URL(down);
+  other.searchParams.set('path', '/home/user/.bashrc');
+  check((await plain(other)).status === 401, 'the same signature for another path is refused');
+  check((await plain(down, { method: 'POST', body: form })).status === 401,
+        'a download URL does not upload');
+  const expired = await sandbox.downloadUrl('/home/user/signed/up.txt',
+                                            { useSignatureExpiration: -5 });
+  check((await plain(expired)).status === 401, 'an expired URL is refused');
+  const unsigned = new URL(down);
+  unsigned.searchParams.set('signature', 'v1_' + 'A'.repeat(43));
+  check((await plain(unsigned)).status === 401, 'a made-up signature is refused');
 });
 
 await step('files: list with depth, exists, getInfo, makeDir, rename, remove', async () => {

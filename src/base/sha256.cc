@@ -1,4 +1,4 @@
-#include "image/sha256.h"
+#include "base/sha256.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,9 +11,10 @@
 #include <vector>
 
 #include "base/io.h"
+#include "base/text.h"
 #include "base/unique_fd.h"
 
-namespace codebox::image {
+namespace codebox::base {
 namespace {
 
 constexpr std::array<uint32_t, 64> kRoundConstants = {
@@ -88,7 +89,7 @@ void Sha256::Update(std::string_view data) {
   block_len_ = n;
 }
 
-std::string Sha256::HexDigest() {
+std::string Sha256::Digest() {
   // Padding: 0x80, zeros, then the message length in bits as a big-endian 64-bit number.
   unsigned char tail[128] = {};
   std::memcpy(tail, block_, block_len_);
@@ -99,14 +100,15 @@ std::string Sha256::HexDigest() {
   Compress(state_, tail);
   if (tail_len == 128) Compress(state_, tail + 64);
 
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(64);
+  out.reserve(32);
   for (uint32_t word : state_) {
-    for (int shift = 28; shift >= 0; shift -= 4) out.push_back(kHex[(word >> shift) & 0xf]);
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(word >> shift));
   }
   return out;
 }
+
+std::string Sha256::HexDigest() { return HexEncode(Digest()); }
 
 std::string Sha256Hex(std::string_view data) {
   Sha256 hasher;
@@ -114,19 +116,25 @@ std::string Sha256Hex(std::string_view data) {
   return hasher.HexDigest();
 }
 
+std::string Sha256Digest(std::string_view data) {
+  Sha256 hasher;
+  hasher.Update(data);
+  return hasher.Digest();
+}
+
 StatusOr<std::string> Sha256FileHex(const std::string& path) {
-  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return base::ErrnoStatus("open " + path);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus("open " + path);
   Sha256 hasher;
   std::vector<char> buf(1 << 20);
   for (;;) {
     ssize_t n = ::read(fd.get(), buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return base::ErrnoStatus("read " + path);
+    if (n < 0) return ErrnoStatus("read " + path);
     if (n == 0) break;
     hasher.Update(std::string_view(buf.data(), static_cast<size_t>(n)));
   }
   return hasher.HexDigest();
 }
 
-}  // namespace codebox::image
+}  // namespace codebox::base

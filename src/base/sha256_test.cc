@@ -1,10 +1,12 @@
-#include "image/sha256.h"
+#include "base/sha256.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace codebox::image {
+#include "base/text.h"
+
+namespace codebox::base {
 namespace {
 
 // Vectors from FIPS 180-4 examples and NIST's SHA-256 test set.
@@ -40,5 +42,11 @@ TEST(Sha256Test, IncrementalMatchesOneShot) {
   }
 }
 
+TEST(Sha256Test, DigestIsTheHexDigestsBytes) {
+  const std::string digest = Sha256Digest("abc");
+  ASSERT_EQ(digest.size(), 32u);
+  EXPECT_EQ(HexEncode(digest), Sha256Hex("abc"));
+}
+
 }  // namespace
-}  // namespace codebox::image
+}  // namespace codebox::base

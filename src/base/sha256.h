@@ -1,7 +1,8 @@
-// A small SHA-256 (FIPS 180-4), enough to give images a content-addressed id without a crypto
-// library. Not constant-time; never use it for secrets.
-#ifndef CODEBOX_IMAGE_SHA256_H_
-#define CODEBOX_IMAGE_SHA256_H_
+// A small SHA-256 (FIPS 180-4): images' content-addressed ids, and E2B's file-URL signatures
+// without a crypto library. Its time depends on the data's length only (no branch on the data,
+// no table indexed by it); it is no HMAC, and no substitute for a vetted library's primitives.
+#ifndef CODEBOX_BASE_SHA256_H_
+#define CODEBOX_BASE_SHA256_H_
 
 #include <array>
 #include <cstdint>
@@ -10,13 +11,15 @@
 
 #include "codebox/status.h"
 
-namespace codebox::image {
+namespace codebox::base {
 
 // Incremental hashing, for blobs too big to hold in memory.
 class Sha256 {
  public:
   void Update(std::string_view data);
-  // Lower-case hex digest (64 characters) of everything given; the hasher is spent after.
+  // The 32-byte digest of everything given; the hasher is spent after.
+  std::string Digest();
+  // The same in lower-case hex (64 characters).
   std::string HexDigest();
 
  private:
@@ -29,9 +32,11 @@ class Sha256 {
 
 // Lower-case hex digest (64 characters) of data.
 std::string Sha256Hex(std::string_view data);
+// The 32-byte digest of data.
+std::string Sha256Digest(std::string_view data);
 // The digest of the file at `path`, read in pieces.
 StatusOr<std::string> Sha256FileHex(const std::string& path);
 
-}  // namespace codebox::image
+}  // namespace codebox::base
 
-#endif  // CODEBOX_IMAGE_SHA256_H_
+#endif  // CODEBOX_BASE_SHA256_H_
