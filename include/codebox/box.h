@@ -26,12 +26,15 @@
 
 namespace codebox {
 
-// What a box has used, as its boundary measures it (a jail's cgroup).
+// What a box has used, as its boundary measures it on the host (a jail's cgroup, a vm's QEMU
+// process): never the box's own claim.
 struct BoxUsage {
   std::chrono::microseconds cpu_time{0};  // CPU time of all its processes since it started
   // Memory charged to it now; a jail's scratch files (tmpfs) are memory, counted here too.
   uint64_t memory_bytes = 0;
-  uint64_t disk_bytes = 0;  // bytes its scratch files hold
+  // Bytes its scratch files hold: a jail's tmpfs (in memory_bytes as well). 0 in a vm, where
+  // the host cannot tell them apart from the guest's other RAM (memory_bytes has them).
+  uint64_t disk_bytes = 0;
 };
 
 // What a box enforces, as reported by its driver: honest about what this host allowed.
@@ -199,8 +202,8 @@ class Box {
   // Every connection the box opened through its egress proxy so far, oldest first (the last
   // 1000). Empty for a box without a network.
   std::vector<EgressRecord> EgressLog() const;
-  // What the box has used so far. kUnavailable where the driver does not measure it (a vm,
-  // a box on a server, a jail without a memory and cpu cgroup).
+  // What the box has used so far. kUnavailable where the driver does not measure it (a box on
+  // a server, a jail without a memory and cpu cgroup, a vm whose QEMU has ended).
   StatusOr<BoxUsage> Usage() const;
   // `pip install --user` of `packages` in the box, through its egress proxy. Needs a network
   // policy (BoxOptions::network or allow_hosts): a box without one fails with

@@ -5,6 +5,7 @@
 
 #include "base/log.h"
 #include "base/paths.h"
+#include "base/proc_stat.h"
 #include "box/leftovers.h"
 #include "box/spares.h"
 #include "jail/jail.h"
@@ -63,6 +64,17 @@ class VmBackend final : public Backend {
   }
   void DiscardTemplate() override {
     if (!machine_->template_key().empty()) (void)vm::RemoveTemplate(machine_->template_key());
+  }
+  // Measured on the host, from QEMU's process: nothing the guest says. Its CPU time is all the
+  // machine cost (vCPUs and device emulation); its memory the RAM the host gives it, the
+  // guest's scratch files (a tmpfs in its RAM) included, with a template's shared pages
+  // divided among the clones that map them (PSS). A vm has no scratch outside its RAM.
+  StatusOr<BoxUsage> Usage() const override {
+    const int pid = machine_->qemu_pid();
+    std::optional<std::chrono::microseconds> cpu = base::ProcessCpuTime(pid);
+    std::optional<uint64_t> memory = base::ProcessPssBytes(pid);
+    if (!cpu || !memory) return Unavailable("the vm's QEMU process has ended");
+    return BoxUsage{*cpu, *memory, 0};
   }
   std::optional<protocol::msg::GuestSetup> GuestSetup() const override {
     return vm::MakeGuestSetup(*machine_, config_);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/io.h"
+#include "base/proc_stat.h"
 
 namespace codebox::jail::cgroups {
 namespace {
@@ -301,32 +302,20 @@ std::optional<uint64_t> SingleValue(const std::string& text) {
 }
 
 // CPU time of the processes in the cgroup `dir` (its cgroup.procs) and of the children they
-// reaped: utime, stime, cutime and cstime of /proc/PID/stat. For a v1 host without a cpuacct
-// cgroup of the box's; the box's init reaps every orphan, so only processes that exited
-// unreaped since the last read are missed. The fields are read after the last ')': a
-// process's name (the box's to choose) may hold spaces and parentheses.
+// reaped. For a v1 host without a cpuacct cgroup of the box's; the box's init reaps every
+// orphan, so only processes that exited unreaped since the last read are missed.
 std::optional<uint64_t> CpuOfProcesses(const std::string& dir) {
-  static const long ticks = ::sysconf(_SC_CLK_TCK);
-  if (ticks <= 0) return std::nullopt;
   std::istringstream pids(ReadSmall(dir + "/cgroup.procs"));
-  uint64_t total_ticks = 0;
+  uint64_t total_usec = 0;
   bool any = false;
   for (long pid = 0; pids >> pid;) {
-    const std::string stat = ReadSmall("/proc/" + std::to_string(pid) + "/stat");
-    const size_t paren = stat.rfind(')');
-    if (paren == std::string::npos) continue;  // gone meanwhile
-    std::istringstream fields(stat.substr(paren + 1));
-    std::string skip;
-    for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt (fields 3-13)
-    uint64_t utime = 0, stime = 0;
-    int64_t cutime = 0, cstime = 0;
-    if (!(fields >> utime >> stime >> cutime >> cstime)) continue;
-    total_ticks += utime + stime + static_cast<uint64_t>(std::max<int64_t>(cutime, 0)) +
-                   static_cast<uint64_t>(std::max<int64_t>(cstime, 0));
+    std::optional<std::chrono::microseconds> cpu = base::ProcessCpuTime(static_cast<pid_t>(pid));
+    if (!cpu) continue;  // gone meanwhile
+    total_usec += static_cast<uint64_t>(cpu->count());
     any = true;
   }
   if (!any) return std::nullopt;
-  return total_ticks * 1'000'000 / static_cast<uint64_t>(ticks);
+  return total_usec;
 }
 
 }  // namespace

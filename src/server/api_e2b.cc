@@ -250,10 +250,10 @@ void KillSandbox(Call& call, std::string_view id) {
   call.RespondNoContent();
 }
 
-// One sample, now, of what the box's boundary measures (Box::Usage: a jail's cgroup); its
-// CPU figure is the average since the previous call (the first: since the box started). A
-// box whose driver measures nothing (a vm) answers an empty series, which the SDK takes as
-// such. start and end are not read: there is no history to choose from.
+// One sample, now, of what the box's boundary measures on the host (Box::Usage: a jail's
+// cgroup, a vm's QEMU process); its CPU figure is the average since the previous call (the
+// first: since the box started). A box whose driver measures nothing answers an empty series,
+// which the SDK takes as such. start and end are not read: there is no history to choose from.
 void SandboxMetrics(Call& call, std::string_view id) {
   auto sandbox = FindSandbox(call, id);
   if (!sandbox.ok()) return RespondE2bError(call, sandbox.status());

@@ -78,6 +78,21 @@ TEST(BoxVmTest, RunsPythonUnderItsOwnKernelWithFilesInAndOut) {
   auto slow = box->Exec({"sleep", "30"}, quick);
   ASSERT_TRUE(slow.ok());
   EXPECT_TRUE(slow->timed_out);
+
+  // Its usage is QEMU's, measured on the host: the CPU a busy guest costs grows, its memory
+  // holds a guest's at least (a kernel, python), and a destroyed box measures nothing.
+  auto before = box->Usage();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  auto busy = box->Exec({"python3", "-c",
+                         "import time\nt = time.time()\nwhile time.time() - t < 1: pass"});
+  ASSERT_TRUE(busy.ok()) << busy.status().ToString();
+  auto after = box->Usage();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_GE(after->cpu_time - before->cpu_time, std::chrono::milliseconds(500));
+  EXPECT_GE(after->memory_bytes, 32u << 20);
+  EXPECT_EQ(after->disk_bytes, 0u);
+  ASSERT_TRUE(box->Destroy().ok());
+  EXPECT_FALSE(box->Usage().ok()) << "a destroyed box measures nothing";
 }
 
 // The guest's own devpts (src/agent/vm_guest.cc mounts it) gives the agent its terminals.
