@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include "base/io.h"
+#include "base/json.h"
 #include "base/paths.h"
 #include "box/egress.h"
 #include "image/oci_unpack.h"
@@ -127,8 +128,10 @@ StatusOr<std::optional<protocol::msg::User>> ExecUser(const ImageRun& run,
                                                asked == std::to_string(run.user->uid) + ":" +
                                                             std::to_string(run.user->gid))));
   if (box_user) return run.user;
-  return InvalidArgument("exec: user '" + asked + "': this box runs as " +
-                         (run.user_name.empty() ? std::string("root") : run.user_name) +
+  // Both names may be anyone's (a client's request, an image's /etc/passwd): excerpts.
+  return InvalidArgument("exec: user '" + base::Excerpt(asked) + "': this box runs as " +
+                         (run.user_name.empty() ? std::string("root")
+                                                : base::Excerpt(run.user_name)) +
                          ", and an exec may run as that user or as root only");
 }
 
