@@ -66,6 +66,9 @@ json BoxToJson(const BoxRecord& b, const std::vector<EgressRecord>* egress) {
             {"warnings", b.info.warnings},
             {"state", b.state},
             {"from_pool", b.from_pool},
+            {"cpus", b.cpus},
+            {"memory_mib", b.memory_mib},
+            {"disk_mib", b.disk_mib},
             {"created_at", UtcSecondsText(b.created_at)},
             {"last_used", UtcSecondsText(b.last_used)},
             {"requests", b.requests}};
@@ -113,6 +116,12 @@ StatusOr<BoxRecord> BoxFromJson(const json& j) {
     return f.Fault("state", "is neither \"idle\" nor \"busy\"");
   }
   ASSIGN_OR_RETURN(b.from_pool, f.Bool("from_pool"));
+  // Absent from an older server's answer: 0, "not said".
+  ASSIGN_OR_RETURN(b.cpus, f.Number("cpus", 0, 1 << 20, 0));
+  ASSIGN_OR_RETURN(int64_t memory_mib, f.Int("memory_mib", 0, int64_t{1} << 40, 0));
+  ASSIGN_OR_RETURN(int64_t disk_mib, f.Int("disk_mib", 0, int64_t{1} << 40, 0));
+  b.memory_mib = static_cast<uint64_t>(memory_mib);
+  b.disk_mib = static_cast<uint64_t>(disk_mib);
   ASSIGN_OR_RETURN(b.created_at, UtcSecondsField(f, "created_at"));
   ASSIGN_OR_RETURN(b.last_used, UtcSecondsField(f, "last_used"));
   ASSIGN_OR_RETURN(int64_t requests, f.Int("requests", 0, INT64_MAX));

@@ -24,14 +24,19 @@ struct BoxRecord {
   BoxInfo info;       // driver, limits, limits_not_enforced
   std::string state;  // "idle", "busy"
   bool from_pool = false;
+  // Its size as created (BoxOptions cpus, memory_mib, disk_mib); 0 from a server that did not
+  // say.
+  double cpus = 0;
+  uint64_t memory_mib = 0;
+  uint64_t disk_mib = 0;
   std::chrono::system_clock::time_point created_at;
   std::chrono::system_clock::time_point last_used;
   uint64_t requests = 0;
 };
 
 // {"id", "tenant", "image", "driver", "limits", "limits_not_enforced", "network", "user",
-//  "start", "warnings", "state", "from_pool", "created_at", "last_used" (RFC 3339 UTC to the
-//  second), "requests"}; and "egress" (EgressLogToJson) when `egress` is given, as
+//  "start", "warnings", "state", "from_pool", "cpus", "memory_mib", "disk_mib", "created_at",
+//  "last_used" (RFC 3339 UTC to the second), "requests"}; and "egress" (EgressLogToJson) when `egress` is given, as
 // GET /v1/boxes/{id} gives it.
 nlohmann::json BoxToJson(const BoxRecord& record,
                          const std::vector<EgressRecord>* egress = nullptr);

@@ -51,7 +51,10 @@ StatusOr<E2bSandbox> FindSandbox(Call& call, std::string_view id) {
                                          .tenant = record->tenant,
                                          .access_token = {},
                                          .template_id = record->image,
-                                         .metadata = {}});
+                                         .metadata = {},
+                                         .cpus = record->cpus,
+                                         .memory_mib = record->memory_mib,
+                                         .disk_mib = record->disk_mib});
 }
 
 json Answer(const E2bSandbox& s) {

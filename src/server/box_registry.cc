@@ -138,6 +138,9 @@ BoxRecord BoxRegistry::State::RegisterLocked(std::string id, std::shared_ptr<Box
   entry.record.image = o.image;
   entry.record.info = box->info();
   entry.record.from_pool = from_pool;
+  entry.record.cpus = o.cpus;
+  entry.record.memory_mib = o.memory_mib;
+  entry.record.disk_mib = o.disk_mib;
   entry.record.created_at = std::chrono::system_clock::now();
   entry.record.last_used = entry.record.created_at;
   entry.last_active = Clock::now();

@@ -553,6 +553,23 @@ TEST(OpenApiTypesTest, TheDecodersReadWhatTheEncodersWrite) {
   ASSERT_EQ(egress->size(), 1u);
   EXPECT_EQ((*egress)[0].host, "pypi.org");
   EXPECT_EQ((*egress)[0].port, 443);
+  b.tenant = "t";
+  b.state = "idle";
+  b.cpus = 1.5;
+  b.memory_mib = 768;
+  b.disk_mib = 300;
+  auto record = api::BoxFromJson(api::BoxToJson(b));
+  ASSERT_TRUE(record.ok()) << record.status().ToString();
+  EXPECT_EQ(record->cpus, 1.5);
+  EXPECT_EQ(record->memory_mib, 768u);
+  EXPECT_EQ(record->disk_mib, 300u);
+  json older = api::BoxToJson(b);  // a server from before the sizes: 0, "not said"
+  older.erase("cpus");
+  older.erase("memory_mib");
+  older.erase("disk_mib");
+  auto old_record = api::BoxFromJson(older);
+  ASSERT_TRUE(old_record.ok()) << old_record.status().ToString();
+  EXPECT_EQ(old_record->memory_mib, 0u);
 
   const std::vector<FileEntry> entries = {{"a", "/w/a", "file", 1, 0600},
                                           {"b", "/w/b", "dir", 0, 0755}};
