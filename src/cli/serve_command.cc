@@ -1,16 +1,23 @@
 // `codebox serve`: the HTTP API (src/server/api.h) on http::Server, with the box registry and
-// its warm pools, until SIGTERM or SIGINT; then it stops accepting, lets requests in flight
-// finish (--drain), destroys every box and exits 0. docs/server.md describes it.
+// its warm pools, until SIGTERM or SIGINT (or, with --exit-on-stdin-eof, its stdin's end); then
+// it stops accepting, lets requests in flight finish (--drain), destroys every box and exits 0.
+// docs/server.md describes it.
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "base/fs.h"
 #include "options/option_text.h"
 #include "cli/box_flags.h"
 #include "cli/commands.h"
@@ -65,6 +72,12 @@ options:
                        (an IPv6 /64) (default 128; raise it behind a proxy)
   --drain S            on SIGTERM, how long requests in flight may take
                        (default 30)
+  --exit-on-stdin-eof  stop as on SIGTERM when stdin reaches its end: a parent
+                       that holds the pipe's other end takes the server down
+                       with it when it exits, even by kill -9
+  --private-dir DIR    a directory of this server's own (this user's, mode
+                       0700, e.g. its socket's): removed with everything in it
+                       when the server stops
 
 ceilings: the most any request may ask for; more is refused (400) naming the
 option, the value and the ceiling; a timeout of none gets the ceiling:
@@ -136,6 +149,8 @@ struct ServeFlags {
   server::Ceilings ceilings;  // box_lifetime is --max-lifetime
   server::TenantLimits tenant_limits;
   std::chrono::milliseconds drain = std::chrono::seconds(30);
+  bool exit_on_stdin_eof = false;
+  std::string private_dir;  // removed when the server stops
   bool text_log = false;
   std::string model;
   std::string base_url;
@@ -198,6 +213,42 @@ StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& text) 
     return InvalidArgument(flag + ": '" + text + "' is not a whole number of bytes, at least 1");
   }
   return static_cast<uint64_t>(bytes);
+}
+
+// --private-dir is removed recursively at exit, so a typo must not name a shared directory:
+// only an absolute path to a real directory (no symlink) of this user that no one else can
+// enter qualifies.
+Status CheckPrivateDir(const std::string& dir) {
+  struct stat st {};
+  if (dir.empty() || dir[0] != '/' || dir == "/" || lstat(dir.c_str(), &st) != 0 ||
+      !S_ISDIR(st.st_mode)) {
+    return InvalidArgument("--private-dir: '" + dir + "' is not an absolute path to a directory");
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    return InvalidArgument("--private-dir: '" + dir +
+                           "' must be this user's and mode 0700 (it is removed when the server "
+                           "stops)");
+  }
+  return Status::Ok();
+}
+
+// Set by StopAtStdinEof before its SIGTERM, so the log says why the server stops.
+std::atomic<bool> stdin_closed{false};
+
+// --exit-on-stdin-eof: reads stdin to its end (what comes is discarded), then raises SIGTERM,
+// which the main thread's sigwait takes as any other stop. Detached: it blocks in read() until
+// then, and the process may exit first.
+void StopAtStdinEof() {
+  std::thread([] {
+    char buf[256];
+    for (;;) {
+      ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+      if (n > 0 || (n < 0 && errno == EINTR)) continue;
+      break;  // 0: end of file; any other error: stdin is gone too
+    }
+    stdin_closed = true;
+    kill(getpid(), SIGTERM);
+  }).detach();
 }
 
 StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
@@ -277,6 +328,10 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
       if (flags.max_body_mib == 0) return InvalidArgument("--max-body must be at least 1 MiB");
     } else if (is("--drain")) {
       ASSIGN_OR_RETURN(flags.drain, ParseDuration(v));
+    } else if (args[i] == "--exit-on-stdin-eof") {
+      flags.exit_on_stdin_eof = true;
+    } else if (is("--private-dir")) {
+      flags.private_dir = v;
     } else if (is("--model")) {
       flags.model = v;
     } else if (is("--base-url")) {
@@ -336,6 +391,7 @@ StatusOr<ServeFlags> ParseServeFlags(const std::vector<std::string>& args) {
         "use --listen and --token-file");
   }
   if (flags.listen.empty()) flags.listen.push_back("unix:" + http::DefaultSocketPath());
+  if (!flags.private_dir.empty()) RETURN_IF_ERROR(CheckPrivateDir(flags.private_dir));
   flags.ceilings.box_lifetime = flags.max_lifetime;
   // The server's own defaults must be within what it grants, or every request would fail.
   BoxOptions within = flags.defaults;
@@ -397,6 +453,15 @@ int Serve(const ServeFlags& flags) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
   if (!flags.text_log) server::JsonLog::RouteLibraryLog();
+  // Before anything slow starts: a parent that died during the start-up still stops us.
+  if (flags.exit_on_stdin_eof) StopAtStdinEof();
+  // The private directory goes on every way out of Serve from here on.
+  struct RemoveAtExit {
+    const std::string& dir;
+    ~RemoveAtExit() {
+      if (!dir.empty()) (void)base::RemoveTree(dir);
+    }
+  } remove_private_dir{flags.private_dir};
 
   http::ServerOptions http_options;
   for (const std::string& text : flags.listen) {
@@ -526,6 +591,7 @@ int Serve(const ServeFlags& flags) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   const char* signal_name = signal_number == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (stdin_closed) signal_name = "stdin closed";
   if (text_log) {
     std::fprintf(stderr, "stopping (%s): draining for up to %.1f s\n", signal_name,
                  flags.drain.count() / 1000.0);

@@ -1,6 +1,7 @@
 // `codebox serve` as a process of its own: kill -9 and a restart with the same home leave
 // nothing of the dead server behind (supervisors, jail staging directories, cgroups, /tmp
-// entries) and the pools refill; SIGTERM drains and exits 0.
+// entries) and the pools refill; SIGTERM drains and exits 0; --exit-on-stdin-eof stops it when
+// its parent's end of the stdin pipe closes, and --private-dir is removed then.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -55,15 +56,18 @@ class ServeProcessTest : public ::testing::Test {
     if (!dir_.empty()) (void)base::RemoveTree(dir_);
   }
 
-  // Starts `codebox serve` and waits (30 s at most) for its "listening" line.
-  pid_t StartServe() {
+  // Starts `codebox serve` and waits (30 s at most) for its "listening" line. With `stdin_fd`
+  // (the read end of a pipe) it is the server's stdin, and `extra` adds flags.
+  pid_t StartServe(int stdin_fd = -1, const std::vector<std::string>& extra = {}) {
     int out[2];
     if (pipe2(out, O_CLOEXEC) != 0) return -1;
     std::vector<std::string> args = {CodeboxBinary(), "serve",    "--listen", "unix:" + socket_,
                                      "--pool",        "python=2", "--driver", "jail",
                                      "--drain",       "5"};
+    args.insert(args.end(), extra.begin(), extra.end());
     pid_t pid = fork();
     if (pid == 0) {
+      if (stdin_fd >= 0) dup2(stdin_fd, 0);
       dup2(out[1], 1);
       int log = open((dir_ + "/serve.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       dup2(log, 2);
@@ -255,6 +259,46 @@ TEST_F(ServeProcessTest, KillNineThenRestartReapsEverythingAndRefills) {
   EXPECT_FALSE(base::PathExists(socket_)) << "the socket file is removed on exit";
 }
 
+// What the Node package's private server relies on: its parent holds the write end of the
+// server's stdin; when that closes (the parent ended, even by kill -9) the server stops as on
+// SIGTERM, destroys its boxes and removes its private directory (the socket's).
+TEST_F(ServeProcessTest, StdinEofStopsTheServerAndRemovesItsPrivateDir) {
+  const std::string private_dir = dir_ + "/private";
+  ASSERT_EQ(mkdir(private_dir.c_str(), 0700), 0);
+  socket_ = private_dir + "/codebox.sock";
+  int in[2];
+  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+  pid_t pid = StartServe(in[0], {"--exit-on-stdin-eof", "--private-dir", private_dir});
+  close(in[0]);
+  ASSERT_GT(pid, 0);
+  const std::string tag = std::to_string(pid) + "-" + std::to_string(base::ProcessStartTime(pid));
+  ASSERT_TRUE(PoolFills(2)) << "see " << dir_ << "/serve.log";
+  EXPECT_EQ(RunPrint(3), "3\n");
+  // Written bytes are not an end: the server keeps serving.
+  ASSERT_EQ(write(in[1], "x", 1), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(RunPrint(4), "4\n");
+
+  close(in[1]);
+  int wstatus = 0;
+  pid_t waited = 0;
+  for (auto end = Clock::now() + std::chrono::seconds(30); waited == 0 && Clock::now() < end;) {
+    waited = waitpid(pid, &wstatus, WNOHANG);
+    if (waited == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(waited, pid) << "codebox serve did not stop within 30 s of its stdin's end";
+  children_.clear();
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
+  EXPECT_FALSE(base::PathExists(private_dir)) << "--private-dir is removed when the server stops";
+  Leftovers after = LeftoversOf(pid, tag);
+  EXPECT_TRUE(after.none()) << after.supervisors << " " << after.staging << " " << after.cgroups
+                            << " " << after.tmp;
+  std::ifstream log(dir_ + "/serve.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_NE(text.str().find("stdin closed"), std::string::npos) << text.str();
+}
+
 TEST_F(ServeProcessTest, RefusesUnsafeOrWrongSetups) {
   auto [code, err] = ServeRefuses({"--listen", "0.0.0.0:0"});
   EXPECT_NE(code, 0);
@@ -277,6 +321,15 @@ TEST_F(ServeProcessTest, RefusesUnsafeOrWrongSetups) {
   std::tie(code, err) = ServeRefuses({"--server", "unix:/x"});
   EXPECT_EQ(code, 2);
   std::tie(code, err) = ServeRefuses({"--log-format", "xml"});
+  EXPECT_EQ(code, 2);
+  // --private-dir is removed at exit: a directory others may enter is refused.
+  const std::string shared = dir_ + "/shared";
+  ASSERT_EQ(mkdir(shared.c_str(), 0755), 0);
+  std::tie(code, err) = ServeRefuses({"--listen", "unix:" + socket_, "--private-dir", shared});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(err.find("mode 0700"), std::string::npos) << err;
+  EXPECT_TRUE(base::PathExists(shared));
+  std::tie(code, err) = ServeRefuses({"--private-dir", "relative/dir"});
   EXPECT_EQ(code, 2);
 }
 
