@@ -104,14 +104,14 @@ install_packages() {  # install_packages LABEL PACKAGE...: the missing ones, fro
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The npm packages the tests use (tests/mcp: the MCP SDK; tests/e2b: E2B's SDKs), versions
-# pinned by each lock file, from the npm registry npm is configured with; again only when a
-# lock file changed.
+# The npm packages the tests use (tests/mcp: the MCP SDK; tests/e2b: E2B's SDKs; js: the Node
+# package's TypeScript and the openai package of its example test), versions pinned by each
+# lock file, from the npm registry npm is configured with; again only when a lock file changed.
 install_node_packages() {
   local area dir
-  for area in mcp e2b; do
-    step "npm packages (tests/$area)"
-    dir="$ROOT/tests/$area"
+  for area in tests/mcp tests/e2b js; do
+    step "npm packages ($area)"
+    dir="$ROOT/$area"
     if [[ -f "$dir/node_modules/.package-lock.json" && \
           "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]]; then
       note "up to date"

@@ -1,0 +1,144 @@
+#!/usr/bin/env node
+// Generates src/options_table.ts from docs/options.md, which `codebox options --markdown`
+// writes from the C++ option schema (src/box/options_schema.cc; a C++ test fails when the file
+// differs). So the package's option names, aliases, types, units, defaults and bounds follow
+// the one schema instead of a hand-kept copy. Run by `npm run build`.
+import { readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const source = join(here, "..", "..", "docs", "options.md");
+const target = join(here, "..", "src", "options_table.ts");
+
+const lines = readFileSync(source, "utf8").split("\n");
+
+// The rows of the table under the heading that starts with `heading`.
+function tableRows(heading) {
+  const start = lines.findIndex((l) => l.startsWith(heading));
+  if (start < 0) throw new Error(`${source}: no section "${heading}"`);
+  const rows = [];
+  for (let i = start + 1; i < lines.length && !lines[i].startsWith("## "); i++) {
+    const line = lines[i];
+    if (!line.startsWith("| `")) continue;
+    // Cells are split on "|" that is not escaped as "\|" (choice lists use it).
+    const cells = line.slice(1, -1).split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, "|"));
+    rows.push(cells);
+  }
+  if (rows.length === 0) throw new Error(`${source}: section "${heading}" has no rows`);
+  return rows;
+}
+
+const unquote = (cell) => cell.replace(/^`|`$/g, "");
+
+function camel(name) {
+  return name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+}
+
+// "32 to 1048576", "more than 0, at most 256", "0.001 to 1000000000, or none" -> bounds.
+function parseBounds(text) {
+  const bounds = { min: null, max: null, minExclusive: false, none: /or none$/.test(text) };
+  let m = /^(-?[\d.]+) to (-?[\d.]+)/.exec(text);
+  if (m) return { ...bounds, min: Number(m[1]), max: Number(m[2]) };
+  m = /^more than (-?[\d.]+), at most (-?[\d.]+)/.exec(text);
+  if (m) return { ...bounds, min: Number(m[1]), max: Number(m[2]), minExclusive: true };
+  if (text !== "") throw new Error(`${source}: bounds "${text}" are not understood; teach gen-options.mjs`);
+  return bounds;
+}
+
+function parseDefault(text, type) {
+  const raw = unquote(text);
+  if (raw === "none" || raw === "null") return null;
+  if (type === "bool") return raw === "true";
+  if (["number", "size", "integer", "duration"].includes(type)) return Number(raw);
+  return JSON.parse(raw.startsWith("{") || raw.startsWith("[") || raw.startsWith('"') ? raw : JSON.stringify(raw));
+}
+
+function parseRow([name, aliases, type, unit, dflt, bounds, , help]) {
+  const choice = /^choice: (.*)$/.exec(type);
+  const kind = choice ? "choice" : type;
+  const spec = {
+    name: unquote(name),
+    camel: camel(unquote(name)),
+    aliases: [],
+    type: kind,
+    unit,
+    choices: choice ? choice[1].split("|") : null,
+    default: parseDefault(dflt, kind),
+    ...parseBounds(bounds),
+    help: help.replace(/`/g, ""),
+  };
+  for (const alias of aliases.split(",").map((a) => a.trim()).filter(Boolean)) {
+    const m = /^`([a-z_]+)`(?: \(([A-Za-z]+)\))?$/.exec(alias);
+    if (!m) throw new Error(`${source}: alias "${alias}" of ${spec.name} is not understood`);
+    spec.aliases.push({ name: m[1], camel: camel(m[1]), unit: m[2] ?? unit });
+  }
+  return spec;
+}
+
+const box = tableRows("## Box options").map(parseRow);
+const exec = tableRows("## Exec options").map(parseRow);
+
+// The TypeScript type a value of each kind takes.
+function tsType(spec) {
+  switch (spec.type) {
+    case "string": return "string";
+    case "choice": return spec.choices.map((c) => JSON.stringify(c)).join(" | ");
+    case "bool": return "boolean";
+    case "number": case "size": case "integer": return "number";
+    case "duration": return 'number | "none" | null';
+    case "environment": return "Record<string, string>";
+    case "list": return "string[]";
+    case "data": return "string | Uint8Array";
+    default: throw new Error(`${source}: option type "${spec.type}" is not known; teach gen-options.mjs`);
+  }
+}
+
+// The server's own options are not a box's: a client names its server by `server`/`token`.
+const serverOnly = new Set(["home"]);
+function members(specs) {
+  const out = [];
+  for (const spec of specs) {
+    if (serverOnly.has(spec.name)) continue;
+    const unitNote = spec.unit ? ` In ${spec.unit}.` : "";
+    const dflt = spec.default === null ? "none" : JSON.stringify(spec.default);
+    out.push(`  /** ${spec.help}.${unitNote} Default: ${dflt}. */`);
+    out.push(`  ${spec.camel}?: ${tsType(spec)};`);
+    for (const alias of spec.aliases) {
+      const note = alias.unit !== spec.unit ? ` in ${alias.unit}` : "";
+      out.push(`  /** Alias of \`${spec.camel}\`${note}. */`);
+      out.push(`  ${alias.camel}?: ${tsType(spec)};`);
+    }
+  }
+  return out.join("\n");
+}
+
+const text = `// Generated by scripts/gen-options.mjs from docs/options.md (the C++ option schema's
+// \`codebox options --markdown\`). Do not edit; run \`npm run build\`.
+
+export interface OptionAlias { name: string; camel: string; unit: string }
+export interface OptionSpec {
+  name: string;
+  camel: string;
+  aliases: OptionAlias[];
+  type: string;
+  unit: string;
+  choices: string[] | null;
+  default: unknown;
+  min: number | null;
+  max: number | null;
+  minExclusive: boolean;
+  none: boolean;
+  help: string;
+}
+
+export const BOX_OPTION_SPECS: readonly OptionSpec[] = ${JSON.stringify(box, null, 2)};
+
+export const EXEC_OPTION_SPECS: readonly OptionSpec[] = ${JSON.stringify(exec, null, 2)};
+
+/** Every box option (docs/options.md), camelCase; aliases take values in their own unit. */
+export interface BoxOptionValues {
+${members(box)}
+}
+`;
+writeFileSync(target, text);
