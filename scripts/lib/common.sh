@@ -107,19 +107,21 @@ install_packages() {  # install_packages LABEL PACKAGE...: the missing ones, fro
 # The npm packages the tests use (tests/mcp: the MCP SDK; tests/e2b: E2B's SDKs; js: the Node
 # package's TypeScript and the openai package of its example test), versions pinned by each
 # lock file, from the npm registry npm is configured with; again only when a lock file changed.
+npm_ci() {  # npm_ci AREA: AREA's npm packages, unless its lock file has not changed since
+  local dir="$ROOT/$1"
+  step "npm packages ($1)"
+  if [[ -f "$dir/node_modules/.package-lock.json" && \
+        "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]]; then
+    note "up to date"
+    return
+  fi
+  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null
+  note "installed $(ls "$dir/node_modules" | wc -l) packages"
+}
+
 install_node_packages() {
-  local area dir
-  for area in tests/mcp tests/e2b js; do
-    step "npm packages ($area)"
-    dir="$ROOT/$area"
-    if [[ -f "$dir/node_modules/.package-lock.json" && \
-          "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]]; then
-      note "up to date"
-      continue
-    fi
-    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null
-    note "installed $(ls "$dir/node_modules" | wc -l) packages"
-  done
+  local area
+  for area in tests/mcp tests/e2b js; do npm_ci "$area"; done
   # E2B's SDKs need Node.js 20.18 or newer (Debian 12's own is 18): say so, and the E2B test
   # skips naming it.
   local version
@@ -128,6 +130,21 @@ install_node_packages() {
     note "Node.js $version is older than 20.18, which E2B's SDKs need: tests/e2b will skip." \
          "Install Node.js 20.18 or newer (e.g. from nodejs.org) to run it."
   fi
+}
+
+# The Node package (js/: TypeScript, its compiler from npm) built into js/dist, where a Node.js
+# of 20.4 or newer and npm are at hand; otherwise a note, and nothing else depends on it.
+build_node_package() {
+  if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a==20&&b>=4)?0:1)' 2>/dev/null || \
+     ! command -v npm >/dev/null; then
+    step "node package (js/)"
+    note "skipped: it needs Node.js 20.4 or newer and npm ($(node --version 2>/dev/null || echo 'no node'))"
+    return
+  fi
+  npm_ci js
+  step "node package (js/)"
+  npm --prefix "$ROOT/js" run --silent build >/dev/null
+  note "built js/dist: npm install $ROOT/js in a project (docs/node.md)"
 }
 
 build_preset() {  # build_preset NAME [targets...]
