@@ -369,6 +369,17 @@ size_t PartialMarkerAtEnd(std::string_view text, std::string_view marker) {
   return 0;
 }
 
+// Whether `text` ends with the start of a marker (a call's or a thinking block's).
+bool EndsInPartialMarker(std::string_view text) {
+  for (std::string_view m : kHoldMarkers) {
+    if (PartialMarkerAtEnd(text, m) > 0) return true;
+  }
+  for (const ThinkTags& tags : kThinkTags) {
+    if (PartialMarkerAtEnd(text, tags.open) > 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void ReplyTextStream::Pump() {
@@ -430,6 +441,9 @@ void ReplyTextStream::Pump() {
           AddReasoning(std::string_view(pending_).substr(0, at));
           pending_.erase(0, at + length);
           state_ = State::kStart;
+          // The words on either side of the hidden block must not read as one marker ("<",
+          // then the block, then "think>"): a line break keeps them apart.
+          if (EndsInPartialMarker(shown_)) Show("\n");
           continue;
         }
         size_t keep = 0;

@@ -182,6 +182,11 @@ TEST(ReplyTextStreamTest, WordsFlowThinkingAndCallsDoNot) {
   EXPECT_EQ(Stream({"Code:\n``", "`python\nprint(1)\n```"}), "Code:\n");
   // A "<" that starts no marker is shown once the reply ends.
   EXPECT_EQ(Stream({"a <", " b <"}), "a < b <");
+  // Words on either side of a thinking block never join into a marker (the fuzzer's find):
+  // "<" before the block and "think>" after it are kept apart by a line break.
+  EXPECT_EQ(Stream({"pl_<", "<think>x</think>", "think>T"}), "pl_<\nthink>T");
+  EXPECT_EQ(Stream({"a `", "`<think></think>`b"}), "a ``\n`b");
+  EXPECT_EQ(Stream({"a <think>x</think>b"}), "a b");
 }
 
 TEST(ReplyTextStreamTest, UnshownAnswerCompletesWhatTheStreamShowed) {
