@@ -245,7 +245,6 @@ async function readStream(response: Response, onText?: (text: string) => unknown
   let content = "";
   const calls: { id?: string; type: string; function: { name: string; arguments: string } }[] = [];
   let pending = "";
-  let size = 0;
   const take = (data: string) => {
     let chunk: { choices?: { delta?: Message }[] };
     try {
@@ -268,14 +267,7 @@ async function readStream(response: Response, onText?: (text: string) => unknown
       else if (fn.arguments !== undefined) call.function.arguments = JSON.stringify(fn.arguments);
     }
   };
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > REPLY_CAP) {
-      await reader.cancel();
-      throw new ProtocolError(`the model's reply is over ${REPLY_CAP} bytes`, "protocol_error");
-    }
+  for await (const value of cappedChunks(reader)) {
     pending += decoder.decode(value, { stream: true });
     const lines = pending.split("\n");
     pending = lines.pop() ?? "";
@@ -296,21 +288,27 @@ async function readStream(response: Response, onText?: (text: string) => unknown
   }
 }
 
-async function readCapped(response: Response): Promise<string> {
-  const reader = response.body?.getReader();
-  if (!reader) return "";
-  const parts: Uint8Array[] = [];
+/** The pieces of a model's reply as they come, REPLY_CAP bytes in all at most: past it the
+ * read is cancelled and a ProtocolError thrown. */
+async function* cappedChunks(reader: ReadableStreamDefaultReader<Uint8Array>): AsyncGenerator<Uint8Array> {
   let size = 0;
   for (;;) {
     const { done, value } = await reader.read();
-    if (done) break;
+    if (done) return;
     size += value.length;
     if (size > REPLY_CAP) {
       await reader.cancel();
       throw new ProtocolError(`the model's reply is over ${REPLY_CAP} bytes`, "protocol_error");
     }
-    parts.push(value);
+    yield value;
   }
+}
+
+async function readCapped(response: Response): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return "";
+  const parts: Uint8Array[] = [];
+  for await (const value of cappedChunks(reader)) parts.push(value);
   return Buffer.concat(parts).toString("utf8");
 }
 

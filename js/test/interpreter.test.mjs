@@ -6,8 +6,9 @@ import { execFile, spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
+import { createServer } from "node:http";
 import { promisify } from "node:util";
-import { Interpreter, ModelError } from "../dist/index.js";
+import { Interpreter, ModelError, ProtocolError } from "../dist/index.js";
 import { ROOT, skipReason, tempDir } from "./helpers.mjs";
 
 const skip = skipReason() ?? false;
@@ -147,6 +148,42 @@ describe("Interpreter", { skip }, () => {
       assert.deepEqual([...png.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], "the chart was saved as a PNG");
     } finally {
       model.stop();
+    }
+  });
+  test("a model reply past 8 MiB, streamed or whole, is a ProtocolError and is not read on", async () => {
+    // A model server on loopback that answers without end: it stops at 64 MiB, or when the
+    // client hangs up, and counts what it sent.
+    let sent = 0;
+    let reply = { type: "", piece: Buffer.alloc(0) };
+    const flood = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": reply.type });
+        const pump = () => {
+          while (sent < (64 << 20) && !res.destroyed) {
+            sent += reply.piece.length;
+            if (!res.write(reply.piece)) return res.once("drain", pump);
+          }
+          res.end();
+        };
+        pump();
+      });
+    });
+    await new Promise((resolve) => flood.listen(0, "127.0.0.1", resolve));
+    const baseUrl = `http://127.0.0.1:${flood.address().port}/v1`;
+    try {
+      for (const stream of [true, false]) {
+        sent = 0;
+        // One line that never ends: nothing in it can be parsed, so only the cap stops it.
+        reply = { type: stream ? "text/event-stream" : "application/json", piece: Buffer.alloc(65536, "x") };
+        const interp = new Interpreter({ baseUrl, apiKey: KEY, model: "fake-model", stream, mode: "tools" });
+        await assert.rejects(interp.ask("flood"),
+          (err) => err instanceof ProtocolError && /over 8388608 bytes/.test(err.message));
+        assert.ok(sent < (32 << 20), `${stream ? "streamed" : "whole"}: the client read on past its cap (${sent} bytes sent)`);
+      }
+    } finally {
+      flood.closeAllConnections();
+      flood.close();
     }
   });
 });
