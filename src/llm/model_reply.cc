@@ -369,15 +369,12 @@ size_t PartialMarkerAtEnd(std::string_view text, std::string_view marker) {
   return 0;
 }
 
-// Whether `text` ends with the start of a marker (a call's or a thinking block's).
-bool EndsInPartialMarker(std::string_view text) {
-  for (std::string_view m : kHoldMarkers) {
-    if (PartialMarkerAtEnd(text, m) > 0) return true;
-  }
-  for (const ThinkTags& tags : kThinkTags) {
-    if (PartialMarkerAtEnd(text, tags.open) > 0) return true;
-  }
-  return false;
+// How many bytes at the end of `text` could start a marker (a call's or a thinking block's).
+size_t PartialMarkerLength(std::string_view text) {
+  size_t keep = 0;
+  for (std::string_view m : kHoldMarkers) keep = std::max(keep, PartialMarkerAtEnd(text, m));
+  for (const ThinkTags& tags : kThinkTags) keep = std::max(keep, PartialMarkerAtEnd(text, tags.open));
+  return keep;
 }
 
 }  // namespace
@@ -423,9 +420,7 @@ void ReplyTextStream::Pump() {
           state_ = thinking ? State::kThinking : State::kHeld;
           continue;
         }
-        size_t keep = 0;
-        for (std::string_view m : kHoldMarkers) keep = std::max(keep, PartialMarkerAtEnd(pending_, m));
-        for (const ThinkTags& tags : kThinkTags) keep = std::max(keep, PartialMarkerAtEnd(pending_, tags.open));
+        const size_t keep = PartialMarkerLength(pending_);
         Show(std::string_view(pending_).substr(0, pending_.size() - keep));
         pending_.erase(0, pending_.size() - keep);
         return;
@@ -443,7 +438,7 @@ void ReplyTextStream::Pump() {
           state_ = State::kStart;
           // The words on either side of the hidden block must not read as one marker ("<",
           // then the block, then "think>"): a line break keeps them apart.
-          if (EndsInPartialMarker(shown_)) Show("\n");
+          if (PartialMarkerLength(shown_) > 0) Show("\n");
           continue;
         }
         size_t keep = 0;
