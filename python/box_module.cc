@@ -43,8 +43,7 @@ int Spawn(PyBox& box, const std::vector<std::string>& argv, ExecOptions options,
   options.background = true;
   options.ring_bytes = ring_bytes;
   // Its own timeout only (none unless given): the box's exec_timeout is for execs.
-  std::unique_ptr<Process> process =
-      Blocking(box, [&](Box& b) { return b.Start(argv, options); });
+  std::unique_ptr<Process> process = Blocking(box, [&](Box& b) { return b.Start(argv, options); });
   process->Detach();
   return process->pid();
 }
@@ -156,6 +155,9 @@ py::list EgressLog(PyBox& box) {
     d["address"] = text(r.address);
     d["bytes_up"] = r.bytes_up;
     d["bytes_down"] = r.bytes_down;
+    py::list names;  // the secrets put into the request, by name
+    for (const std::string& name : r.secrets) names.append(text(name));
+    d["secrets"] = names;
     out.append(d);
   }
   return out;

@@ -73,11 +73,50 @@ OptionValue ListFrom(py::handle value, const std::string& label) {
   return OptionValue(std::move(items));
 }
 
+// secrets=[{"name": ..., "value": ..., "hosts": [...]}] or texts "NAME=VALUE@HOST"; no error
+// shows a value (no repr of what was given).
+OptionValue SecretsFrom(py::handle value, const std::string& label) {
+  const std::string wants = "a list of {'name': str, 'value': str, 'hosts': [str, ...]}";
+  if (!(PyList_Check(value.ptr()) || PyTuple_Check(value.ptr()))) {
+    throw py::type_error(label + ": must be " + wants + ", got " + TypeName(value));
+  }
+  OptionValue::List items;
+  for (py::handle item : value) {
+    if (PyUnicode_Check(item.ptr())) {
+      items.push_back(item.cast<std::string>());
+      continue;
+    }
+    if (!PyDict_Check(item.ptr())) {
+      throw py::type_error(label + ": must be " + wants + ", got an entry of type " +
+                           TypeName(item));
+    }
+    py::dict d = py::reinterpret_borrow<py::dict>(item);
+    auto text = [&](const char* key) -> std::string {
+      if (!d.contains(key) || !PyUnicode_Check(py::handle(d[key]).ptr())) {
+        throw py::type_error(label + ": each secret needs '" + key + "' as a str (" + wants + ")");
+      }
+      return d[key].cast<std::string>();
+    };
+    Secret secret{.name = text("name"), .value = text("value")};
+    if (!d.contains("hosts") || PyUnicode_Check(py::handle(d["hosts"]).ptr())) {
+      throw py::type_error(label + ": each secret needs 'hosts', a list of str");
+    }
+    for (py::handle host : d["hosts"]) secret.hosts.push_back(Text(host, label + " host"));
+    if (py::len(d) != 3) throw py::type_error(label + ": a secret has only " + wants);
+    auto option_text = SecretOptionText(secret);
+    if (!option_text.ok()) Throw(option_text.status().WithContext(label));
+    items.push_back(std::move(*option_text));
+  }
+  return OptionValue(std::move(items));
+}
+
 // The Python value as an OptionValue of a kind `spec` takes; TypeError otherwise.
 OptionValue FromPython(const OptionSpec& spec, py::handle value, const std::string& label) {
   OptionValue v;
   if (value.is_none()) {
     return v;
+  } else if (spec.name == "secrets") {
+    return SecretsFrom(value, label);
   } else if (PyBool_Check(value.ptr())) {
     v = OptionValue(value.cast<bool>());
   } else if (PyLong_Check(value.ptr()) || PyIndex_Check(value.ptr())) {  // int, numpy ints

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace codebox {
 
@@ -14,10 +15,11 @@ struct EgressRecord {
   std::string host;  // as the box asked for it ("" when its request was not understood)
   uint16_t port = 0;
   bool allowed = false;
-  std::string reason;       // why allowed or refused, or how the relay ended
-  std::string address;      // the address connected to ("" when none)
-  uint64_t bytes_up = 0;    // box -> upstream
-  uint64_t bytes_down = 0;  // upstream -> box
+  std::string reason;                     // why allowed or refused, or how the relay ended
+  std::string address;                    // the address connected to ("" when none)
+  uint64_t bytes_up = 0;                  // box -> upstream
+  uint64_t bytes_down = 0;                // upstream -> box
+  std::vector<std::string> secrets = {};  // names of the secrets put into its request
 };
 
 }  // namespace codebox

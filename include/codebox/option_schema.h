@@ -163,6 +163,10 @@ using OptionLabeler = std::string (*)(const OptionSpec& spec);
 // check combines included ("--allow-host: given with --network open, ...").
 Status ValidateBoxOptions(const BoxOptions& options, OptionLabeler label_of);
 
+// A secret as the `secrets` option takes it ("NAME=VALUE@HOST[,HOST]"), checked first: for
+// faces that take secrets as objects (JSON, Python). Errors name the secret, never its value.
+StatusOr<std::string> SecretOptionText(const Secret& secret);
+
 // The value of one option (by its name), in its unit: sizes as integers, durations as
 // seconds, "none" for no limit, null for an unset optional, the driver by name.
 OptionValue GetBoxOption(const BoxOptions& options, std::string_view name);

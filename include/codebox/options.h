@@ -37,6 +37,23 @@ enum class NetworkMode {
   kOpen,   // any public address; only when asked for by name
 };
 
+// A value the box must use but never see (docs/security.md, "Secrets"): the box holds only its
+// placeholder, "<CODEBOX_SECRET:NAME>", also the value of the environment variable NAME in
+// every exec, and the host's egress proxy puts the value in its place in the request line and
+// headers of requests to `hosts` (HTTPS there is intercepted with the box's own CA), and
+// nowhere else. Written, never read back: no answer, log line or error holds a value.
+struct Secret {
+  std::string name;                     // letters, digits, '_', not first a digit; at most 64
+  std::string value;                    // 1..4096 bytes, no NUL, CR or LF
+  std::vector<std::string> hosts = {};  // allowlist entries (BoxOptions::allow_hosts' syntax)
+  bool operator==(const Secret&) const = default;
+};
+inline constexpr size_t kMaxSecrets = 32;
+inline constexpr std::string_view kSecretPlaceholderPrefix = "<CODEBOX_SECRET:";
+inline std::string SecretPlaceholder(std::string_view name) {
+  return std::string(kSecretPlaceholderPrefix) + std::string(name) + ">";
+}
+
 // Sizes the kernel and the protocol allow for what an exec carries; checked before anything
 // is sent, so an oversized request is a clear error instead of a dead box.
 inline constexpr size_t kMaxArgBytes = 128u << 10;          // one argv string (MAX_ARG_STRLEN)
@@ -88,6 +105,9 @@ struct BoxOptions {
   // (an internal address is reached only when named as a literal), each with an optional
   // ":port"; without one, ports 80 and 443.
   std::vector<std::string> allow_hosts = {};
+  // Values the box uses by placeholder only; their hosts join the allowlist (network allow
+  // is implied).
+  std::vector<Secret> secrets = {};
   // Bytes all the box's connections may move, both ways together; past it they are cut.
   uint64_t network_max_bytes = 1ull << 30;
   // Bytes per second one connection may move, both ways together; 0: no limit.
@@ -110,9 +130,10 @@ struct BoxOptions {
   Status Validate() const;
 };
 
-// The mode a box gets: allow_hosts with kNone is kAllow.
+// The mode a box gets: allow_hosts or secrets with kNone is kAllow.
 inline NetworkMode EffectiveNetwork(const BoxOptions& options) {
-  if (options.network == NetworkMode::kNone && !options.allow_hosts.empty()) {
+  if (options.network == NetworkMode::kNone &&
+      (!options.allow_hosts.empty() || !options.secrets.empty())) {
     return NetworkMode::kAllow;
   }
   return options.network;

@@ -40,6 +40,8 @@ def sample(option: dict[str, Any]) -> Any:
         return option["choices"][-1]
     if kind == "environment":
         return {"A": "1", "B": "x y"}
+    if kind == "list" and option["name"] == "secrets":
+        return ["KEY=v@lue@api.example.org"]
     if kind == "list":
         return ["example.org", "*.example.net:8443"]
     assert option["name"] in STRING_SAMPLES, f"add a sample for option {option['name']}"
@@ -255,3 +257,23 @@ def test_the_cli_names_the_flag_typed() -> None:
     assert r.returncode == 2 and b"--pids: must be at least 1, got 0" in r.stderr
     r = subprocess.run([cli, "run", "--memroy", "1G", "print(1)"], capture_output=True, timeout=60)
     assert r.returncode == 2 and b"did you mean --memory?" in r.stderr
+
+
+def test_secrets_as_objects_and_errors_that_never_show_the_value() -> None:
+    o = codebox.CodeBox(secrets=[{"name": "KEY", "value": "s3cr=t@x", "hosts": ["api.example.org",
+                                                                          "*.example.net"]}]).options
+    assert o["secrets"] == ["KEY=s3cr=t@x@api.example.org,*.example.net"]
+    for bad, error in (
+        ([{"name": "1KEY", "value": "hidden-1", "hosts": ["a.org"]}], ValueError),
+        ([{"name": "KEY", "value": "hidden-1\r\nX: y", "hosts": ["a.org"]}], ValueError),
+        ([{"name": "KEY", "value": "hidden-1", "hosts": []}], ValueError),
+        ([{"name": "KEY", "value": "hidden-1", "hosts": ["bad host"]}], ValueError),
+        ([{"name": "KEY", "value": "hidden-1"}], TypeError),
+        ("KEY=hidden-1@a.org", TypeError),
+        (["KEY=hidden-1"], ValueError),
+        (["KEY=hidden-1@a.org", "KEY=hidden-1@b.org"], ValueError),
+    ):
+        with pytest.raises(error) as e:
+            codebox.CodeBox(secrets=bad)
+        assert "hidden-1" not in str(e.value), str(e.value)
+        assert "secret" in str(e.value), str(e.value)

@@ -9,6 +9,7 @@ CODEBOX="$BUILD_DIR/bin/codebox"
 BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libgtest-dev libgmock-dev nlohmann-json3-dev libseccomp-dev libcurl4-openssl-dev
+  libssl-dev                            # a box's secrets: the egress proxy's TLS (OpenSSL 3)
   pybind11-dev python3-dev              # the Python module
   debootstrap                           # image builder
   erofs-utils qemu-system-x86 cpio kmod # vm driver

@@ -5,6 +5,7 @@
 
 #include "base/json_fields.h"
 #include "base/text.h"
+#include "codebox/options.h"
 
 namespace codebox::api {
 
@@ -17,7 +18,8 @@ json EgressRecordToJson(const EgressRecord& r) {
           {"reason", r.reason},
           {"address", r.address},
           {"bytes_up", r.bytes_up},
-          {"bytes_down", r.bytes_down}};
+          {"bytes_down", r.bytes_down},
+          {"secrets", r.secrets}};  // names only
 }
 
 json EgressLogToJson(const std::vector<EgressRecord>& records) {
@@ -51,6 +53,13 @@ StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const json& j) {
     ASSIGN_OR_RETURN(int64_t down, f.Int("bytes_down", 0, INT64_MAX, 0));
     r.bytes_up = static_cast<uint64_t>(up);
     r.bytes_down = static_cast<uint64_t>(down);
+    if (const json* names = f.Find("secrets"); names != nullptr && names->is_array()) {
+      for (const json& name : *names) {
+        if (name.is_string() && r.secrets.size() < kMaxSecrets) {
+          r.secrets.push_back(base::TerminalSafe(name.get<std::string>(), 64));
+        }
+      }
+    }
     out.push_back(std::move(r));
   }
   return out;

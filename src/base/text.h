@@ -29,6 +29,10 @@ std::string AsciiLower(std::string_view s);
 // A size for people: "512 B", "3 KiB", "163 MiB", "1.2 GiB".
 std::string FormatSize(uint64_t bytes);
 
+// Every byte but RFC 3986's unreserved characters (letters, digits, - . _ ~) as %XX: a query
+// value or a path segment.
+std::string PercentEncode(std::string_view text);
+
 // Standard padded base64 (RFC 4648).
 std::string EncodeBase64(std::string_view bytes);
 // And back. Whitespace between the characters is skipped (base64.encodebytes breaks lines).

@@ -138,12 +138,18 @@ struct Connection {
 class EgressServiceImpl final : public EgressService {
  public:
   EgressServiceImpl(protocol::AgentClient& agent, net::EgressPolicy policy,
-                    net::EgressLimits limits, uint64_t max_total_bytes, net::Resolver resolve)
+                    net::EgressLimits limits, uint64_t max_total_bytes, net::Resolver resolve,
+                    std::shared_ptr<const net::SecretEgress> secrets)
       : agent_(agent),
         policy_(std::make_shared<PolicyState>(std::move(policy))),
         limits_(limits),
         budget_(max_total_bytes),
-        resolve_(std::move(resolve)) {}
+        resolve_(std::move(resolve)),
+        secrets_(std::move(secrets)) {}
+
+  std::string CaCertificatePem() const override {
+    return secrets_ != nullptr && secrets_->ca != nullptr ? secrets_->ca->CertificatePem() : "";
+  }
 
   ~EgressServiceImpl() override {
     if (stop_.valid()) Signal(stop_.get());  // never drained: every poll on it sees it
@@ -247,8 +253,8 @@ class EgressServiceImpl final : public EgressService {
     // A host out of threads cuts this connection (the program sees a reset), not the service.
     try {
       raw->relay = std::thread([this, raw, policy] {
-        EgressRecord record =
-            net::ServeEgressConnection(raw->relay_end.get(), *policy, limits_, budget_, resolve_);
+        EgressRecord record = net::ServeEgressConnection(raw->relay_end.get(), *policy, limits_,
+                                                         budget_, resolve_, secrets_.get());
         raw->relay_allowed = record.allowed;
         ::shutdown(raw->relay_end.get(), SHUT_RDWR);
         Signal(raw->relay_done.get());
@@ -335,6 +341,7 @@ class EgressServiceImpl final : public EgressService {
   const net::EgressLimits limits_;
   net::EgressBudget budget_;
   const net::Resolver resolve_;
+  const std::shared_ptr<const net::SecretEgress> secrets_;
   base::UniqueFd stop_;  // readable once the service ends
   base::UniqueFd reap_;  // a connection's threads both returned
   // The acceptor thread's own; the destructor touches them only after joining it.
@@ -475,13 +482,12 @@ void EgressServiceImpl::Bridge(Connection& c, EgressStream::State first) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<EgressService>> EgressService::Start(protocol::AgentClient& agent,
-                                                              net::EgressPolicy policy,
-                                                              net::EgressLimits limits,
-                                                              uint64_t max_total_bytes,
-                                                              net::Resolver resolve) {
-  auto service = std::make_unique<EgressServiceImpl>(agent, std::move(policy), limits,
-                                                     max_total_bytes, std::move(resolve));
+StatusOr<std::unique_ptr<EgressService>> EgressService::Start(
+    protocol::AgentClient& agent, net::EgressPolicy policy, net::EgressLimits limits,
+    uint64_t max_total_bytes, net::Resolver resolve,
+    std::shared_ptr<const net::SecretEgress> secrets) {
+  auto service = std::make_unique<EgressServiceImpl>(
+      agent, std::move(policy), limits, max_total_bytes, std::move(resolve), std::move(secrets));
   RETURN_IF_ERROR(service->Start());
   return std::unique_ptr<EgressService>(std::move(service));
 }

@@ -12,9 +12,9 @@
 #ifndef CODEBOX_BOX_EGRESS_H_
 #define CODEBOX_BOX_EGRESS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,11 +36,11 @@ class EgressService {
   static constexpr std::chrono::milliseconds kCloseRecordWait{1000};
 
   // Opens the accept streams on `agent`, which must outlive the service.
-  static StatusOr<std::unique_ptr<EgressService>> Start(protocol::AgentClient& agent,
-                                                        net::EgressPolicy policy,
-                                                        net::EgressLimits limits,
-                                                        uint64_t max_total_bytes,
-                                                        net::Resolver resolve);
+  // `secrets`: null for a box without any.
+  static StatusOr<std::unique_ptr<EgressService>> Start(
+      protocol::AgentClient& agent, net::EgressPolicy policy, net::EgressLimits limits,
+      uint64_t max_total_bytes, net::Resolver resolve,
+      std::shared_ptr<const net::SecretEgress> secrets = nullptr);
   // Ends every connection and joins every thread; call before the agent client goes.
   virtual ~EgressService() = default;
 
@@ -56,6 +56,9 @@ class EgressService {
     virtual ~Allowance() = default;
   };
   virtual std::unique_ptr<Allowance> AllowForAWhile(std::vector<net::HostPattern> patterns) = 0;
+
+  // The PEM certificate of the box's CA, when it has secrets; "" otherwise.
+  virtual std::string CaCertificatePem() const = 0;
 };
 
 // The service of a box with a network policy (EffectiveNetwork(options) != kNone): the
@@ -64,11 +67,22 @@ StatusOr<std::unique_ptr<EgressService>> StartNetwork(protocol::AgentClient& age
                                                       const BoxOptions& options,
                                                       net::Resolver resolve);
 
+// Where a box with secrets finds the trust its intercepted connections need (ProxyEnvironment
+// points SSL_CERT_FILE and its kin there): the box's CA alone, and the image's bundle plus it.
+inline constexpr std::string_view kBoxCaDir = "/tmp/codebox-ca";
+inline constexpr std::string_view kBoxCaFile = "/tmp/codebox-ca/box-ca.pem";
+inline constexpr std::string_view kBoxCaBundle = "/tmp/codebox-ca/ca-bundle.pem";
+
+// Writes the box's CA and the bundle (the image's /etc/ssl/certs/ca-certificates.crt, when it
+// has one, and the CA) into the box, owned by root and read-only to its user.
+Status WriteBoxTrust(protocol::AgentClient& agent, const std::string& ca_pem);
+
 // BoxInfo::network: "none", "allow: pypi.org, *.pythonhosted.org" or "open (any public
 // address)".
 std::string NetworkDescription(const BoxOptions& options);
 
-// The environment a box with a network policy gives every exec: HTTP_PROXY, HTTPS_PROXY,
+// The environment a box with a network policy gives every exec (with secrets, each secret's
+// NAME=<CODEBOX_SECRET:NAME> and the trust variables too): HTTP_PROXY, HTTPS_PROXY,
 // http_proxy, https_proxy (curl reads only the lower-case http_proxy) pointing at
 // http://127.0.0.1:3128, and NO_PROXY / no_proxy for the box's own loopback (without
 // 127.0.0.1 or ::1 when allow_hosts names it as a literal: that means the host's).

@@ -1,9 +1,31 @@
 // A box's network from its options: the service's policy and limits, BoxInfo::network, and
 // the environment every exec of such a box gets (src/box/egress.h).
+#include <cstdlib>
+
 #include "box/egress.h"
 #include "protocol/messages.h"
 
 namespace codebox::box {
+namespace {
+
+// The injector, a CA of the box's own (its key stays in this process) and the upstream check:
+// the host's trust store, or $CODEBOX_UPSTREAM_CA_FILE (an operator's private upstream).
+StatusOr<std::shared_ptr<const net::SecretEgress>> MakeSecretEgress(
+    const std::vector<Secret>& secrets) {
+  auto out = std::make_shared<net::SecretEgress>();
+  ASSIGN_OR_RETURN(out->injector, net::SecretInjector::Make(secrets));
+  ASSIGN_OR_RETURN(out->ca, net::BoxCertificateAuthority::Create("secrets"));
+  net::UpstreamTrust trust;
+  if (const char* file = std::getenv("CODEBOX_UPSTREAM_CA_FILE"); file != nullptr) {
+    trust.ca_file = file;
+  }
+  auto upstream = net::MakeUpstreamContext(trust);
+  if (!upstream.ok()) return upstream.status().WithContext("secrets: the upstreams' trust");
+  out->upstream = std::move(*upstream);
+  return std::shared_ptr<const net::SecretEgress>(std::move(out));
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<EgressService>> StartNetwork(protocol::AgentClient& agent,
                                                       const BoxOptions& options,
@@ -16,7 +38,11 @@ StatusOr<std::unique_ptr<EgressService>> StartNetwork(protocol::AgentClient& age
       policy = net::EgressPolicy::Open();
       break;
     case NetworkMode::kAllow: {
-      auto allow = net::EgressPolicy::Allow(options.allow_hosts);
+      std::vector<std::string> hosts = options.allow_hosts;  // and every secret's
+      for (const Secret& secret : options.secrets) {
+        hosts.insert(hosts.end(), secret.hosts.begin(), secret.hosts.end());
+      }
+      auto allow = net::EgressPolicy::Allow(hosts);
       if (!allow.ok()) return allow.status().WithContext("allow_hosts");
       policy = std::move(*allow);
       break;
@@ -24,25 +50,54 @@ StatusOr<std::unique_ptr<EgressService>> StartNetwork(protocol::AgentClient& age
   }
   net::EgressLimits limits;
   limits.rate_bytes_per_second = options.network_rate_bytes;
+  std::shared_ptr<const net::SecretEgress> secrets;
+  if (!options.secrets.empty()) {
+    ASSIGN_OR_RETURN(secrets, MakeSecretEgress(options.secrets));
+  }
   return EgressService::Start(agent, std::move(policy), limits, options.network_max_bytes,
-                              std::move(resolve));
+                              std::move(resolve), std::move(secrets));
+}
+
+Status WriteBoxTrust(protocol::AgentClient& agent, const std::string& ca_pem) {
+  // The image's bundle is the box's text: bounded, and only certificates are taken from it (a
+  // box that breaks its own bundle breaks only its own TLS).
+  std::string bundle;
+  auto image_bundle = agent.ReadFile("/etc/ssl/certs/ca-certificates.crt", 4u << 20);
+  if (image_bundle.ok()) bundle = std::move(*image_bundle);
+  if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+  bundle += ca_pem;
+  const std::string dir(kBoxCaDir);
+  RETURN_IF_ERROR(agent.MakeDir(dir, 0755).WithContext("write the box's CA"));
+  RETURN_IF_ERROR(
+      agent.WriteFile(std::string(kBoxCaFile), ca_pem, 0444).WithContext("write the box's CA"));
+  return agent.WriteFile(std::string(kBoxCaBundle), bundle, 0444)
+      .WithContext("write the box's CA bundle");
 }
 
 std::string NetworkDescription(const BoxOptions& options) {
+  std::string secrets;  // names and hosts only: never a value
+  for (const Secret& secret : options.secrets) {
+    std::string hosts;
+    for (const std::string& host : secret.hosts) hosts += (hosts.empty() ? "" : ", ") + host;
+    secrets += (secrets.empty() ? "; secrets: " : "; ") + secret.name + " for " + hosts;
+  }
   switch (EffectiveNetwork(options)) {
     case NetworkMode::kNone:
       return "none";
     case NetworkMode::kOpen:
-      return "open (any public address)";
+      return "open (any public address)" + secrets;
     case NetworkMode::kAllow:
       break;
   }
-  if (options.allow_hosts.empty()) return "allow: no hosts (only an install's package index)";
+  if (options.allow_hosts.empty()) {
+    return secrets.empty() ? "allow: no hosts (only an install's package index)"
+                           : "allow: only the secrets' hosts" + secrets;
+  }
   std::string text = "allow: ";
   for (size_t i = 0; i < options.allow_hosts.size(); ++i) {
     text += (i > 0 ? ", " : "") + options.allow_hosts[i];
   }
-  return text;
+  return text + secrets;
 }
 
 std::map<std::string, std::string> ProxyEnvironment(const BoxOptions& options) {
@@ -60,8 +115,17 @@ std::map<std::string, std::string> ProxyEnvironment(const BoxOptions& options) {
   std::string no_proxy = "localhost";
   if (!host_v4_loopback) no_proxy += ",127.0.0.1";
   if (!host_v6_loopback) no_proxy += ",::1";
-  return {{"HTTP_PROXY", proxy},  {"HTTPS_PROXY", proxy}, {"http_proxy", proxy},
-          {"https_proxy", proxy}, {"NO_PROXY", no_proxy}, {"no_proxy", no_proxy}};
+  std::map<std::string, std::string> env = {{"HTTP_PROXY", proxy},  {"HTTPS_PROXY", proxy},
+                                            {"http_proxy", proxy},  {"https_proxy", proxy},
+                                            {"NO_PROXY", no_proxy}, {"no_proxy", no_proxy}};
+  if (!options.secrets.empty()) {
+    for (const Secret& secret : options.secrets) env[secret.name] = SecretPlaceholder(secret.name);
+    for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}) {
+      env[name] = std::string(kBoxCaBundle);
+    }
+    env["NODE_EXTRA_CA_CERTS"] = std::string(kBoxCaFile);
+  }
+  return env;
 }
 
 }  // namespace codebox::box

@@ -334,6 +334,9 @@ class LocalBox final : public Box::Impl {
   Status StartNetwork(const box::BoxEnv& env) {
     if (EffectiveNetwork(options_) == NetworkMode::kNone) return Status::Ok();
     ASSIGN_OR_RETURN(egress_, box::StartNetwork(*agent_, options_, env.resolver()));
+    if (std::string ca = egress_->CaCertificatePem(); !ca.empty()) {
+      RETURN_IF_ERROR(box::WriteBoxTrust(*agent_, ca));
+    }
     return Status::Ok();
   }
 

@@ -87,6 +87,7 @@ Sample SampleFor(const OptionSpec& spec) {
     case OptionType::kEnvironment:
       return {"K=v=w", OptionValue::Environment{{"K", "v=w"}}};
     case OptionType::kList:
+      if (spec.name == "secrets") return {"K=v@example.org", OptionValue::List{"K=v@example.org"}};
       return {"example.org:8080", OptionValue::List{"example.org:8080"}};
     case OptionType::kString:
     case OptionType::kData:

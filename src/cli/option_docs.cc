@@ -138,6 +138,14 @@ std::string BoxFlagsHelp() {
     if (!details.empty()) text += "; " + details;
     text += " (default" + std::string(1, kGlue) + DefaultOf(BoxOptionSchema(), spec) + ")";
     Wrapped(&out, text, kIndent, kHelpWidth);
+    if (spec.name == "secrets") {  // the form that keeps values off the command line
+      out += "  --secret-file FILE";
+      out += std::string(kIndent - 20, ' ');
+      Wrapped(&out,
+              "secrets from FILE, one NAME=VALUE@HOST[,HOST] a line (# comments); no value "
+              "shows in ps",
+              kIndent, kHelpWidth);
+    }
   }
   return out;
 }

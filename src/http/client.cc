@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json.h"
-#include "base/text.h"
 #include "base/sse.h"
+#include "base/text.h"
 
 namespace codebox::http {
 namespace {
@@ -111,7 +111,8 @@ template <>
 Status Call::Connect(beast::basic_stream<net::local::stream_protocol>& stream) {
   stream.expires_at(std::min(deadline_, Clock::now() + o_.connect_timeout));
   net::local::stream_protocol::endpoint endpoint(a_.path);
-  error_code ec = Run(ioc, [&](auto done) { stream.async_connect(endpoint, done); }, r_.cancelled);
+  error_code ec = Run(
+      ioc, [&](auto done) { stream.async_connect(endpoint, done); }, r_.cancelled);
   return ec ? Error(ec, "connect to") : Status::Ok();
 }
 
@@ -120,16 +121,20 @@ Status Call::Connect(beast::tcp_stream& stream) {
   auto connect_deadline = std::min(deadline_, Clock::now() + o_.connect_timeout);
   net::ip::tcp::resolver resolver(ioc);
   net::ip::tcp::resolver::results_type results;
-  error_code ec = Run(ioc, [&](auto done) {
-    resolver.async_resolve(a_.host, std::to_string(a_.port),
-                           [&results, done](error_code e, auto r) {
-                             results = std::move(r);
-                             done(e);
-                           });
-  }, r_.cancelled);
+  error_code ec = Run(
+      ioc,
+      [&](auto done) {
+        resolver.async_resolve(a_.host, std::to_string(a_.port),
+                               [&results, done](error_code e, auto r) {
+                                 results = std::move(r);
+                                 done(e);
+                               });
+      },
+      r_.cancelled);
   if (ec) return Error(ec, "resolve");
   stream.expires_at(connect_deadline);
-  ec = Run(ioc, [&](auto done) { stream.async_connect(results, done); }, r_.cancelled);
+  ec = Run(
+      ioc, [&](auto done) { stream.async_connect(results, done); }, r_.cancelled);
   return ec ? Error(ec, "connect to") : Status::Ok();
 }
 
@@ -152,7 +157,8 @@ Status Call::Exchange(Stream& stream, const Client::EventCallback* on_event, Cli
   req.prepare_payload();
 
   stream.expires_at(deadline_);
-  error_code ec = Run(ioc, [&](auto done) { bhttp::async_write(stream, req, done); }, r_.cancelled);
+  error_code ec = Run(
+      ioc, [&](auto done) { bhttp::async_write(stream, req, done); }, r_.cancelled);
   // A server may answer before it read the whole body (413) and close: read that answer.
   error_code write_error = ec == beast::error::timeout ? error_code() : ec;
   if (ec && !write_error) return Error(ec, "send to");
@@ -227,26 +233,11 @@ StatusOr<ClientResponse> Client::SendForEvents(const ClientRequest& request,
   return response;
 }
 
-std::string PercentEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string EncodeQuery(const std::vector<std::pair<std::string, std::string>>& params) {
   std::string out;
   for (const auto& [key, value] : params) {
     if (!out.empty()) out += '&';
-    out += PercentEncode(key) + "=" + PercentEncode(value);
+    out += base::PercentEncode(key) + "=" + base::PercentEncode(value);
   }
   return out;
 }

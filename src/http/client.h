@@ -74,7 +74,6 @@ class Client {
 
 // "path=%2Fwork%2Fa%20b&list=1" from pairs (RFC 3986 unreserved characters kept).
 std::string EncodeQuery(const std::vector<std::pair<std::string, std::string>>& params);
-std::string PercentEncode(std::string_view text);
 
 // An error answer in the API's shape ({"error": {"code", "message"}}) as a Status: the code
 // maps back (404 -> kNotFound, 429 -> kResourceExhausted, ...) and the message is the server's,

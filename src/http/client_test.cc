@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "base/text.h"
 #include "base/unique_fd.h"
 #include "http/test_handler.h"
 
@@ -79,8 +80,8 @@ TEST(ClientTest, OversizedAnswerIsLimitExceeded) {
 }
 
 TEST(ClientTest, EncodesQueries) {
-  EXPECT_EQ(PercentEncode("a b/c~d_e.f-g"), "a%20b%2Fc~d_e.f-g");
-  EXPECT_EQ(PercentEncode("ü+&="), "%C3%BC%2B%26%3D");
+  EXPECT_EQ(base::PercentEncode("a b/c~d_e.f-g"), "a%20b%2Fc~d_e.f-g");
+  EXPECT_EQ(base::PercentEncode("ü+&="), "%C3%BC%2B%26%3D");
   EXPECT_EQ(EncodeQuery({{"path", "/work/a b"}, {"list", "1"}}), "path=%2Fwork%2Fa%20b&list=1");
   EXPECT_EQ(EncodeQuery({}), "");
 }

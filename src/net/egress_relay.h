@@ -23,6 +23,8 @@
 #include "codebox/egress.h"
 #include "codebox/status.h"
 #include "net/egress_policy.h"
+#include "net/secrets.h"
+#include "net/tls_interception.h"
 
 namespace codebox::net {
 
@@ -59,11 +61,22 @@ using Resolver =
 // getaddrinfo on a thread of its own, waited for at most `timeout`.
 Resolver SystemResolver(std::chrono::milliseconds timeout);
 
+// What a box with secrets adds to its proxy (docs/security.md, "Secrets"): the values and
+// their hosts, the box's CA that its intercepted connections are served with, and the context
+// that checks the upstreams' certificates.
+struct SecretEgress {
+  SecretInjector injector;
+  std::shared_ptr<BoxCertificateAuthority> ca;
+  std::shared_ptr<SSL_CTX> upstream;
+};
+
 // Serves the box's connection on `box_fd` (not closed here) until it ends. Never throws; every
-// wait has a deadline from `limits`.
+// wait has a deadline from `limits`. With `secrets`: a plain request's placeholders are
+// replaced (or the request refused), a CONNECT to a secret's host is intercepted, and a
+// placeholder bound anywhere else ends the connection.
 EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
                                    const EgressLimits& limits, EgressBudget& budget,
-                                   const Resolver& resolve);
+                                   const Resolver& resolve, const SecretEgress* secrets = nullptr);
 
 // Serves a connection on `fd` (not closed here) that a program made to `target` itself, without
 // a proxy request (Go's HTTP client never sends one for a loopback address: ConfinedNetwork's

@@ -27,11 +27,9 @@ StatusOr<HostPort> Authority(std::string_view text, std::optional<uint16_t> defa
   return split;
 }
 
-}  // namespace
-
-StatusOr<std::optional<ProxyRequest>> ParseProxyRequest(std::string_view bytes,
-                                                        size_t max_head_bytes) {
-  http::request_parser<http::empty_body> parser;
+// Feeds `bytes` to the parser: the bytes the head took, or 0 while it is not complete.
+StatusOr<size_t> ParseHead(http::request_parser<http::empty_body>& parser, std::string_view bytes,
+                           size_t max_head_bytes) {
   parser.header_limit(static_cast<uint32_t>(std::min<size_t>(max_head_bytes, UINT32_MAX)));
   parser.eager(false);
   boost::beast::error_code ec;
@@ -41,11 +39,34 @@ StatusOr<std::optional<ProxyRequest>> ParseProxyRequest(std::string_view bytes,
     return ResourceExhausted("the request head is longer than " + std::to_string(max_head_bytes) +
                              " bytes");
   }
-  if (ec == http::error::need_more || (!ec && !parser.is_header_done())) {
-    return std::optional<ProxyRequest>();
-  }
-  if (ec) return InvalidArgument("not an HTTP proxy request (" + ec.message() + ")");
+  if (ec == http::error::need_more || (!ec && !parser.is_header_done())) return size_t{0};
+  if (ec) return InvalidArgument("not an HTTP request (" + ec.message() + ")");
+  return used;
+}
 
+// The head to send upstream: origin form, Host the authority the proxy connects to (never the
+// box's own Host: a shared front would route by it), no Proxy-* headers, one request only.
+std::string UpstreamHead(http::request<http::empty_body>& request, const std::string& path,
+                         std::string_view authority) {
+  request.target(path);
+  request.erase(http::field::proxy_authorization);
+  request.erase(http::field::proxy_connection);
+  request.erase(http::field::connection);
+  request.erase(http::field::keep_alive);
+  request.set(http::field::host, std::string(authority));
+  request.set(http::field::connection, "close");
+  std::ostringstream head;
+  head << request.base();
+  return head.str();
+}
+
+}  // namespace
+
+StatusOr<std::optional<ProxyRequest>> ParseProxyRequest(std::string_view bytes,
+                                                        size_t max_head_bytes) {
+  http::request_parser<http::empty_body> parser;
+  ASSIGN_OR_RETURN(const size_t used, ParseHead(parser, bytes, max_head_bytes));
+  if (used == 0) return std::optional<ProxyRequest>();
   http::request<http::empty_body>& request = parser.get();
   const std::string_view target(request.target().data(), request.target().size());
   ProxyRequest out;
@@ -79,16 +100,26 @@ StatusOr<std::optional<ProxyRequest>> ParseProxyRequest(std::string_view bytes,
   out.host = where.host;
   out.port = *where.port;
 
-  request.target(path);
-  request.erase(http::field::proxy_authorization);
-  request.erase(http::field::proxy_connection);
-  request.erase(http::field::connection);
-  request.erase(http::field::keep_alive);
-  request.set(http::field::host, authority);
-  request.set(http::field::connection, "close");
-  std::ostringstream head;
-  head << request.base();
-  out.upstream_head = head.str();
+  out.upstream_head = UpstreamHead(request, path, authority);
+  return std::optional<ProxyRequest>(std::move(out));
+}
+
+StatusOr<std::optional<ProxyRequest>> ParseOriginRequest(std::string_view bytes,
+                                                         size_t max_head_bytes,
+                                                         std::string_view authority) {
+  http::request_parser<http::empty_body> parser;
+  ASSIGN_OR_RETURN(const size_t used, ParseHead(parser, bytes, max_head_bytes));
+  if (used == 0) return std::optional<ProxyRequest>();
+  http::request<http::empty_body>& request = parser.get();
+  const std::string path(request.target().data(), request.target().size());
+  if (request.method() == http::verb::connect || path.empty() || path.front() != '/') {
+    return InvalidArgument(
+        "inside an intercepted connection, send origin-form requests "
+        "(GET /path HTTP/1.1), one at a time");
+  }
+  ProxyRequest out;
+  out.head_bytes = used;
+  out.upstream_head = UpstreamHead(request, path, authority);
   return std::optional<ProxyRequest>(std::move(out));
 }
 

@@ -37,6 +37,13 @@ struct ProxyRequest {
 StatusOr<std::optional<ProxyRequest>> ParseProxyRequest(std::string_view bytes,
                                                         size_t max_head_bytes);
 
+// A request read inside a connection the proxy intercepts (a secret's host, over TLS): origin
+// form ("GET /path HTTP/1.1"), sent upstream as ParseProxyRequest's plain-HTTP head with Host
+// set to `authority`, the host the connection was made to. As ParseProxyRequest otherwise.
+StatusOr<std::optional<ProxyRequest>> ParseOriginRequest(std::string_view bytes,
+                                                         size_t max_head_bytes,
+                                                         std::string_view authority);
+
 // The whole answer the proxy sends when it refuses: "HTTP/1.1 <status> <reason>", a
 // plain-text body with `why` (made terminal-safe), Connection: close.
 std::string ProxyRefusal(int status, std::string_view why);

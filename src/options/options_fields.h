@@ -21,10 +21,10 @@ using Milliseconds = std::chrono::milliseconds;
 using EnvMap = std::map<std::string, std::string>;
 
 template <class S>
-using Field =
-    std::variant<std::string S::*, bool S::*, double S::*, uint64_t S::*, uint32_t S::*,
-                 Milliseconds S::*, std::optional<Milliseconds> S::*, EnvMap S::*, DriverKind S::*,
-                 std::optional<std::string> S::*, NetworkMode S::*, std::vector<std::string> S::*>;
+using Field = std::variant<std::string S::*, bool S::*, double S::*, uint64_t S::*, uint32_t S::*,
+                           Milliseconds S::*, std::optional<Milliseconds> S::*, EnvMap S::*,
+                           DriverKind S::*, std::optional<std::string> S::*, NetworkMode S::*,
+                           std::vector<std::string> S::*, std::vector<Secret> S::*>;
 
 template <class S>
 struct Entry {
@@ -48,6 +48,15 @@ StatusOr<std::vector<std::string>> ToList(const OptionValue& value,
                                           Status (*check)(const std::string&),
                                           std::string_view label);
 OptionValue FromDuration(Milliseconds ms);  // seconds, or "none"
+
+// A secret as one text, "NAME=VALUE@HOST[,HOST]" (the CLI's --secret, a JSON or Python string,
+// the wire to a server): the name ends at the first '=', the hosts start after the last '@'.
+// Errors name the secret (or its position) and never quote its value.
+StatusOr<Secret> ParseSecretText(std::string_view text);
+std::string SecretText(const Secret& secret);
+Status CheckSecret(const Secret& secret);
+// A list of such texts; at most kMaxSecrets, names unique.
+StatusOr<std::vector<Secret>> ToSecrets(const OptionValue& value, std::string_view label);
 
 template <class S>
 const Entry<S>* FindEntry(const std::vector<Entry<S>>& entries, const OptionSpec* spec) {
@@ -94,6 +103,8 @@ Status AssignField(const Entry<S>& e, S* options, const OptionValue& value, doub
           out = *mode;
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           ASSIGN_OR_RETURN(out, ToList(value, e.check, label));
+        } else if constexpr (std::is_same_v<T, std::vector<Secret>>) {
+          ASSIGN_OR_RETURN(out, ToSecrets(value, label));
         } else if constexpr (std::is_same_v<T, std::string> ||
                              std::is_same_v<T, std::optional<std::string>>) {
           ASSIGN_OR_RETURN(out, ToString(e.spec, value, e.check, label));
@@ -136,6 +147,10 @@ OptionValue GetOption(const std::vector<Entry<S>>& entries, const S& options,
             return OptionValue(DriverKindName(v));
           } else if constexpr (std::is_same_v<T, NetworkMode>) {
             return OptionValue(net::NetworkModeName(v));
+          } else if constexpr (std::is_same_v<T, std::vector<Secret>>) {
+            OptionValue::List texts;  // with the values: the caller's own, for the wire
+            for (const Secret& secret : v) texts.push_back(SecretText(secret));
+            return OptionValue(std::move(texts));
           } else {
             return OptionValue(v);
           }

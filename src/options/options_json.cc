@@ -33,6 +33,27 @@ json ToJson(const Options& options, const OptionSchema& schema,
   return out;
 }
 
+// {"name": ..., "value": ..., "hosts": [...]}: a secret as an object, in its text form. Errors
+// never quote the value.
+StatusOr<std::string> SecretTextFromJson(const json& item, std::string_view label) {
+  const std::string what = std::string(label) +
+                           ": a secret is {\"name\": ..., \"value\": ..., "
+                           "\"hosts\": [...]} with strings only";
+  if (item.size() != 3 || !item.contains("name") || !item.contains("value") ||
+      !item.contains("hosts") || !item["name"].is_string() || !item["value"].is_string() ||
+      !item["hosts"].is_array()) {
+    return InvalidArgument(what);
+  }
+  Secret secret{.name = item["name"].get<std::string>(), .value = item["value"].get<std::string>()};
+  for (const json& host : item["hosts"]) {
+    if (!host.is_string()) return InvalidArgument(what);
+    secret.hosts.push_back(host.get<std::string>());
+  }
+  auto text = SecretOptionText(secret);
+  if (!text.ok()) return text.status().WithContext(label);
+  return text;
+}
+
 }  // namespace
 
 StatusOr<OptionValue> OptionValueFromJson(const json& j, std::string_view label,
@@ -44,6 +65,11 @@ StatusOr<OptionValue> OptionValueFromJson(const json& j, std::string_view label,
   if (list) {
     OptionValue::List items;
     for (const json& item : j) {
+      if (item.is_object() && spec != nullptr && spec->name == "secrets") {
+        ASSIGN_OR_RETURN(std::string text, SecretTextFromJson(item, label));
+        items.push_back(std::move(text));
+        continue;
+      }
       if (!item.is_string()) {
         return InvalidArgument(std::string(label) + ": a list must hold strings, got " +
                                base::JsonExcerpt(item));

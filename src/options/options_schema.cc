@@ -203,6 +203,16 @@ const std::vector<Entry<BoxOptions>>& BoxEntries() {
         .flag_name = "allow_host"},
        &BoxOptions::allow_hosts,
        CheckHostPattern},
+      {{.name = "secrets",
+        .type = OptionType::kList,
+        .help = "a value the box uses only by placeholder: NAME=VALUE@HOST[,HOST]; the box's "
+                "$NAME holds <CODEBOX_SECRET:NAME>, which the host's proxy replaces with VALUE "
+                "in requests to those hosts only (HTTPS there is intercepted with the box's own "
+                "CA); at most 32; implies network allow",
+        .aliases = {{"secret"}},
+        .value_name = "NAME=VALUE@HOST",
+        .flag_name = "secret"},
+       &BoxOptions::secrets},
       {{.name = "network_max_bytes",
         .type = OptionType::kSize,
         .unit = "bytes",

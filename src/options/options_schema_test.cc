@@ -30,6 +30,7 @@ OptionValue SampleOf(const OptionSpec& spec) {
     case OptionType::kData:
       return "some input";
     case OptionType::kList:
+      if (spec.name == "secrets") return OptionValue::List{"KEY=v@lue=1@api.example.org,*.x.org"};
       return OptionValue::List{"example.org", "*.example.net:8443", "10.0.0.5"};
     case OptionType::kString:
       break;

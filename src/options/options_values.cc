@@ -1,13 +1,14 @@
 // Values of options: lookup by name or alias, kinds, bounds and conversions shared by every
 // option of the schema.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
 #include "base/json.h"
 #include "base/text.h"
-#include "options/options_fields.h"
 #include "codebox/option_schema.h"
+#include "options/options_fields.h"
 
 namespace codebox {
 namespace {
@@ -173,8 +174,9 @@ Status CheckOptionKind(const OptionSpec& spec, const OptionValue& value, std::st
       break;
   }
   if (ok) return Status::Ok();
-  return Bad(label, "must be " + wants + ", got " + std::string(OptionValue::KindName(kind)) + " " +
-                        Describe(value));
+  // A secret's value never goes into an error: only the kind that was given.
+  return Bad(label, "must be " + wants + ", got " + std::string(OptionValue::KindName(kind)) +
+                        (spec.name == "secrets" ? "" : " " + Describe(value)));
 }
 
 std::string FormatOptionValue(const OptionValue& value) {
@@ -260,7 +262,8 @@ StatusOr<Milliseconds> ToDuration(const OptionSpec& spec, const OptionValue& val
 StatusOr<EnvMap> ToEnvironment(const OptionValue& value, std::string_view label) {
   EnvMap env;
   for (const auto& [k, v] : value.as_environment()) {
-    if (!env.emplace(k, v).second) return Bad(label, "variable " + base::Excerpt(k) + " is given twice");
+    if (!env.emplace(k, v).second)
+      return Bad(label, "variable " + base::Excerpt(k) + " is given twice");
   }
   Status st = ValidateEnvironment(env);
   if (!st.ok()) return st.WithContext(label);
@@ -296,6 +299,116 @@ StatusOr<std::vector<std::string>> ToList(const OptionValue& value,
     }
   }
   return items;
+}
+
+namespace {
+
+bool IsSecretName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || std::isdigit(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status CheckSecret(const Secret& secret) {
+  if (!IsSecretName(secret.name)) {
+    return InvalidArgument(
+        "a secret's name must be letters, digits and '_' (not first a digit; "
+        "at most 64), as an environment variable's, got '" +
+        base::Excerpt(secret.name, 64) + "'");
+  }
+  const std::string who = "secret " + secret.name + ": ";
+  if (secret.value.empty() || secret.value.size() > 4096) {
+    return InvalidArgument(who + "its value must have 1 to 4096 bytes, got " +
+                           std::to_string(secret.value.size()));
+  }
+  if (secret.value.find_first_of(std::string_view("\0\r\n", 3)) != std::string::npos) {
+    return InvalidArgument(who +
+                           "its value has a NUL, CR or LF byte, which no HTTP header can "
+                           "carry");
+  }
+  if (secret.value.find(kSecretPlaceholderPrefix) != std::string::npos) {
+    return InvalidArgument(who + "its value holds a placeholder (" +
+                           std::string(kSecretPlaceholderPrefix) + "...)");
+  }
+  if (secret.hosts.empty() || secret.hosts.size() > 16) {
+    return InvalidArgument(who +
+                           "give 1 to 16 hosts it may be sent to (allow_hosts' syntax), "
+                           "got " +
+                           std::to_string(secret.hosts.size()));
+  }
+  for (const std::string& host : secret.hosts) {
+    auto pattern = net::ParseHostPattern(host);
+    if (!pattern.ok()) return pattern.status().WithContext("secret " + secret.name);
+  }
+  return Status::Ok();
+}
+
+StatusOr<Secret> ParseSecretText(std::string_view text) {
+  const size_t eq = text.find('=');
+  const size_t at = text.rfind('@');
+  if (eq == std::string_view::npos || at == std::string_view::npos || at < eq) {
+    // The name, if one can be told, but nothing after it: that may be the value.
+    return InvalidArgument(
+        "a secret is NAME=VALUE@HOST[,HOST] (the hosts it may be sent to after the last '@')" +
+        std::string(eq != std::string_view::npos && IsSecretName(text.substr(0, eq))
+                        ? ", got one named " + std::string(text.substr(0, eq))
+                        : ""));
+  }
+  Secret secret{.name = std::string(text.substr(0, eq)),
+                .value = std::string(text.substr(eq + 1, at - eq - 1))};
+  std::string_view hosts = text.substr(at + 1);
+  while (!hosts.empty() || secret.hosts.empty()) {
+    const size_t comma = hosts.find(',');
+    std::string_view host = hosts.substr(0, comma);
+    while (!host.empty() && host.front() == ' ') host.remove_prefix(1);
+    while (!host.empty() && host.back() == ' ') host.remove_suffix(1);
+    secret.hosts.emplace_back(host);
+    if (comma == std::string_view::npos) break;
+    hosts.remove_prefix(comma + 1);
+  }
+  RETURN_IF_ERROR(CheckSecret(secret));
+  return secret;
+}
+
+std::string SecretText(const Secret& secret) {
+  std::string hosts;
+  for (const std::string& host : secret.hosts) hosts += (hosts.empty() ? "" : ",") + host;
+  return secret.name + "=" + secret.value + "@" + hosts;
+}
+
+}  // namespace options
+
+StatusOr<std::string> SecretOptionText(const Secret& secret) {
+  RETURN_IF_ERROR(options::CheckSecret(secret));
+  return options::SecretText(secret);
+}
+
+namespace options {
+
+StatusOr<std::vector<Secret>> ToSecrets(const OptionValue& value, std::string_view label) {
+  const OptionValue::List& items = value.as_list();
+  if (items.size() > kMaxSecrets) {
+    return Bad(label, "must have at most " + std::to_string(kMaxSecrets) + " secrets, got " +
+                          std::to_string(items.size()));
+  }
+  std::vector<Secret> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto secret = ParseSecretText(items[i]);
+    if (!secret.ok()) {
+      return secret.status().WithContext(std::string(label) + " #" + std::to_string(i + 1));
+    }
+    for (const Secret& earlier : out) {
+      if (earlier.name == secret->name) return Bad(label, "two secrets named " + secret->name);
+    }
+    out.push_back(std::move(*secret));
+  }
+  return out;
 }
 
 OptionValue FromDuration(Milliseconds ms) {

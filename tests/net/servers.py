@@ -4,6 +4,8 @@
                   answer cannot come from anywhere but this server); any query is ignored
   /bytes/N        N bytes of a fixed pattern (pattern(N) gives the same bytes), N <= 1 GiB
   /simple/..., /files/...   the package index directory (PEP 503 simple layout), if given
+  /redirect?to=URL  a 302 to URL
+  POST /anything  "posted N bytes" (the body, at most 1 MiB, is recorded)
 
 and recording every request (scheme, Host header, path), so a test can check that a refused
 connection never reached a server. Each connection is handled on a thread of its own, with a
@@ -30,9 +32,10 @@ def pattern(n):
 
 
 class Request:
-    def __init__(self, scheme, host, path, client, head_bytes):
+    def __init__(self, scheme, host, path, client, head_bytes, raw=b""):
         self.scheme, self.host, self.path, self.client = scheme, host, path, client
         self.head_bytes = head_bytes  # the request line and the headers, as received
+        self.raw = raw  # the request line, headers and (POST) body, as received
 
     def __repr__(self):
         return f"{self.scheme}://{self.host}{self.path} from {self.client}"
@@ -64,14 +67,31 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet; the owner records requests instead
         pass
 
+    def _record(self, body=b""):
+        server = self.server
+        head = self.raw_requestline + self.headers.as_bytes()
+        server.owner.record(Request(server.scheme, self.headers.get("Host", ""),
+                                    urllib.parse.urlsplit(self.path).path,
+                                    self.client_address[0], len(head), head + body))
+
+    def do_POST(self):  # noqa: N802
+        n = min(int(self.headers.get("Content-Length") or 0), 1 << 20)
+        body = self.rfile.read(n)
+        self._record(body)
+        self._send(200, f"posted {len(body)} bytes\n".encode())
+
     def do_GET(self):  # noqa: N802 (http.server's name)
         server = self.server
         host = self.headers.get("Host", "")
-        path = urllib.parse.urlsplit(self.path).path
-        head_bytes = len(self.raw_requestline) + len(self.headers.as_bytes())
-        server.owner.record(Request(server.scheme, host, path, self.client_address[0],
-                                    head_bytes))
-        if path == "/hello":
+        split = urllib.parse.urlsplit(self.path)
+        path = split.path
+        self._record()
+        if path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", urllib.parse.parse_qs(split.query)["to"][0])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif path == "/hello":
             self._send(200, f"hello from {host} over {server.scheme} "
                             f"token={server.owner.token}\n".encode())
         elif m := re.fullmatch(r"/bytes/(\d+)", path):

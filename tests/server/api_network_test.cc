@@ -4,11 +4,14 @@
 // The server answering is a plain HTTP responder on the host's loopback, allowed by literal.
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "codebox/box.h"
 #include "testing/loopback_listener.h"
@@ -33,6 +36,11 @@ class Responder {
     if (thread_.joinable()) thread_.join();
   }
   int port() const { return listener_.port; }
+  // The request heads received so far, in order.
+  std::vector<std::string> heads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return heads_;
+  }
 
  private:
   void Serve() {
@@ -50,6 +58,10 @@ class Responder {
         if (n <= 0) break;
         head.append(buf, static_cast<size_t>(n));
       }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        heads_.push_back(head);
+      }
       static constexpr char kAnswer[] =
           "HTTP/1.0 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n";
       (void)base::WriteAll(c.get(), kAnswer);
@@ -57,6 +69,8 @@ class Responder {
   }
 
   LoopbackListener listener_;
+  mutable std::mutex mu_;
+  std::vector<std::string> heads_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
 };
@@ -149,6 +163,63 @@ TEST_F(ApiNetworkTest, EgressIsInTheBoxInfoAndReachesTheHookOnce) {
   for (size_t i : {0, 2}) {
     EXPECT_NE(egress_seen_[i].second.allowed, egress_seen_[i + 1].second.allowed) << i;
   }
+}
+
+// Secrets are write-only over the API: the value reaches the secret's host (plain HTTP here,
+// so the proxy puts it into the head), and no answer of the server holds it.
+TEST_F(ApiNetworkTest, SecretsAreInjectedAndNeverAnswered) {
+  Responder responder;
+  ASSERT_NE(responder.port(), 0);
+  const std::string host = "127.0.0.1:" + std::to_string(responder.port());
+  const std::string value = "v-" + std::to_string(::getpid()) + "-not-to-be-seen";
+  const json secret = {{"name", "API_KEY"}, {"value", value}, {"hosts", {host}}};
+  const std::string id = CreateBox(json{{"secrets", {secret}}}.dump());
+  const std::string fetch =
+      "import os, urllib.request\n"
+      "r = urllib.request.Request('http://" +
+      host +
+      "/', headers={'X-Api-Key': "
+      "os.environ['API_KEY']})\n"
+      "print(urllib.request.urlopen(r, timeout=20).read().decode(), os.environ['API_KEY'])\n";
+  json exec = {{"argv", {"python3", "-c", fetch}}, {"env", {{"NO_PROXY", ""}, {"no_proxy", ""}}}};
+  auto r = Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec", exec.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Json(r)["stdout"], "hello\n <CODEBOX_SECRET:API_KEY>\n") << r.body;
+  ASSERT_EQ(responder.heads().size(), 1u);
+  EXPECT_NE(responder.heads()[0].find("X-Api-Key: " + value + "\r\n"), std::string::npos)
+      << responder.heads()[0];
+
+  auto got = Call("GET", "/v1/boxes/" + id, "/v1/boxes/{id}");
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(Json(got)["network"], "allow: only the secrets' hosts; secrets: API_KEY for " + host);
+  EXPECT_EQ(Json(got)["egress"][0]["secrets"], json::array({"API_KEY"})) << got.body;
+  auto list = Call("GET", "/v1/boxes", "/v1/boxes");
+  auto env = Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec",
+                  R"({"argv": ["sh", "-c", "env; cat /proc/1/environ"]})");
+  json bad_secret = secret;
+  bad_secret["name"] = "1KEY";
+  auto bad = Call("POST", "/v1/boxes", "/v1/boxes", json{{"secrets", {bad_secret}}}.dump());
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  auto bad_text = Call("POST", "/v1/boxes", "/v1/boxes",
+                       json{{"secrets", "API_KEY=" + value + "@" + host}}.dump());
+  EXPECT_EQ(bad_text.status, 400) << bad_text.body;
+  for (const auto* answer : {&r, &got, &list, &env, &bad, &bad_text}) {
+    EXPECT_EQ(answer->body.find(value), std::string::npos) << answer->body;
+  }
+
+  // A box on the server made through the C++ API: the secret travels to the server and works.
+  BoxOptions options;
+  options.server = "unix:" + dir_ + "/codebox.sock";
+  options.secrets = {{.name = "API_KEY", .value = value, .hosts = {host}}};
+  auto box = Box::Create(options);
+  ASSERT_TRUE(box.ok()) << box.status().ToString();
+  ExecOptions direct;
+  direct.env = {{"NO_PROXY", ""}, {"no_proxy", ""}};
+  auto remote = (*box)->Exec({"python3", "-c", fetch}, direct);
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  EXPECT_EQ(remote->stdout_data, "hello\n <CODEBOX_SECRET:API_KEY>\n");
+  ASSERT_EQ(responder.heads().size(), 2u);
+  EXPECT_NE(responder.heads()[1].find("X-Api-Key: " + value + "\r\n"), std::string::npos);
 }
 
 TEST_F(ApiNetworkTest, RemoteBoxReadsTheLogAndInstallsOverTheApi) {
