@@ -221,6 +221,24 @@ void TranslateStatusError(std::exception_ptr p) {
 
 }  // namespace
 
+py::list NetworkEventsToPython(const std::vector<NetworkEvent>& events) {
+  auto text = [](const std::string& s) {
+    return py::reinterpret_steal<py::str>(
+        PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+  };
+  py::list out;
+  for (const NetworkEvent& e : events) {
+    py::dict d;
+    d["host"] = text(e.host);
+    d["port"] = e.port;
+    d["rule"] = text(e.rule);
+    d["message"] = text(e.message);
+    d["hint"] = text(e.hint);
+    out.append(d);
+  }
+  return out;
+}
+
 void BindBox(py::module_& m) {
   py::class_<ExecResult>(m, "ExecResult")
       .def_readonly("exit_code", &ExecResult::exit_code)
@@ -234,7 +252,10 @@ void BindBox(py::module_& m) {
                              [](const ExecResult& r) { return r.duration.count() / 1000.0; })
       .def_readonly("driver", &ExecResult::driver)
       .def_readonly("dropped_stdout", &ExecResult::dropped_stdout)
-      .def_readonly("dropped_stderr", &ExecResult::dropped_stderr);
+      .def_readonly("dropped_stderr", &ExecResult::dropped_stderr)
+      .def_property_readonly("network_events", [](const ExecResult& r) {
+        return NetworkEventsToPython(r.network_events);
+      });
 
   m.def("choose_server", &ChooseServer, py::arg("server"), py::arg("token"), py::arg("local"));
 

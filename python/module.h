@@ -21,6 +21,9 @@ struct StatusError {
 };
 
 [[noreturn]] void Throw(const Status& status);
+// ExecResult::network_events and Execution's: a list of dicts, the box's text decoded with
+// replacement.
+pybind11::list NetworkEventsToPython(const std::vector<NetworkEvent>& events);
 
 // Seconds (a Python float) as milliseconds; ValueError unless finite and non-negative.
 std::chrono::milliseconds Seconds(double seconds, const char* what);
@@ -38,7 +41,8 @@ void BindOptions(pybind11::module_& m);
 void BindBox(pybind11::module_& m);
 void BindSession(pybind11::module_& m);  // session_module.cc: Box.run_code & co; after BindBox
 void BindInterpreter(pybind11::module_& m);
-void BindHost(pybind11::module_& m);  // host_module.cc: describe_host  // interpreter_module.cc, when codebox_llm exists
+void BindHost(pybind11::module_& m);  // host_module.cc: describe_host  // interpreter_module.cc,
+                                      // when codebox_llm exists
 
 }  // namespace codebox::python
 

@@ -64,6 +64,7 @@ py::dict ExecutionToPython(const Execution& e) {
   out["out_of_memory"] = e.out_of_memory;
   out["output_truncated"] = e.output_truncated;
   out["driver"] = e.driver;
+  out["network_events"] = NetworkEventsToPython(e.network_events);
   return out;
 }
 

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "codebox/egress.h"
+
 namespace codebox {
 
 // One rich output of a cell, as a MIME bundle: `display(x)`, a chart, or the value of the
@@ -61,6 +63,8 @@ struct Execution {
   bool out_of_memory = false;     // the kernel was killed for the box's memory limit
   bool output_truncated = false;  // the cell passed the per-cell output cap; the rest is dropped
   std::string driver;             // which isolation ran it: "jail", "vm/kvm", "vm/tcg"
+  // The box's connections refused, failed or cut while the cell ran: why, and what to do.
+  std::vector<NetworkEvent> network_events = {};
 
   // text/plain of the main result; "" when the cell had none (E2B's Execution.text).
   std::string text() const {

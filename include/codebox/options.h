@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codebox/egress.h"
 #include "codebox/status.h"
 #include "codebox/timeout.h"  // kNoTimeout, an explicit "no limit" for the timeouts below
 
@@ -209,6 +210,9 @@ struct ExecResult {
   // handle could see them.
   uint64_t dropped_stdout = 0;
   uint64_t dropped_stderr = 0;
+  // The box's connections refused, failed or cut while it ran (Box::Exec, RunPython,
+  // InstallPackages): why, and what to do.
+  std::vector<NetworkEvent> network_events = {};
 
   bool ok() const { return exit_code == 0 && !timed_out && !out_of_memory; }
 };

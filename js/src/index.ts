@@ -9,6 +9,6 @@ export { checkBoxOptions } from "./options.js";
 export type { BoxOptions } from "./options.js";
 export type { BoxOptionValues } from "./options_table.js";
 export { Execution, Result } from "./results.js";
-export type { ExecResult, ExecutionError, FileEntry, ProcessInfo } from "./results.js";
+export type { ExecResult, ExecutionError, FileEntry, NetworkEvent, ProcessInfo } from "./results.js";
 export { findCodebox, privateServerInfo } from "./server.js";
 export type { PrivateServer } from "./server.js";

@@ -326,5 +326,7 @@ function forModel(e: Execution): string {
     images: e.results.filter((r) => r.png).length,
     error,
     timed_out: e.timedOut,
+    // Why a connection failed and what to do, so the model stops retrying a host it cannot reach.
+    ...(e.networkEvents.length > 0 ? { network_events: e.networkEvents.slice(0, 5) } : {}),
   });
 }

@@ -77,6 +77,36 @@ function parsed(text: string | undefined): unknown {
 }
 
 /** An exception the cell raised, or why its kernel is gone (`name: "KernelRestarted"`). */
+/** A connection of the box's that was refused, failed or was cut: why, and what to do. */
+export interface NetworkEvent {
+  host: string;
+  port: number;
+  /** not_allowed, internal_address, resolve, connect, budget, secret_elsewhere, request, tls, upstream_tls */
+  rule: string;
+  message: string;
+  hint: string;
+}
+
+/** The `network_events` of an answer: checked, at most 100. */
+function networkEvents(raw: Json): NetworkEvent[] {
+  const list = raw.network_events;
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) throw new ProtocolError("network_events is not a list", "protocol_error");
+  return list.slice(0, 100).map((item) => {
+    if (typeof item !== "object" || item === null || Array.isArray(item)) {
+      throw new ProtocolError("a network event is not an object", "protocol_error");
+    }
+    const e = item as Json;
+    return {
+      host: field(e, "host", "string", ""),
+      port: field(e, "port", "number", 0),
+      rule: field(e, "rule", "string", ""),
+      message: field(e, "message", "string", ""),
+      hint: field(e, "hint", "string", ""),
+    };
+  });
+}
+
 export interface ExecutionError {
   name: string;
   value: string;
@@ -99,6 +129,8 @@ export class Execution {
   /** The cell passed the box's output limit; the rest was dropped. */
   outputTruncated = false;
   driver = "";
+  /** The box's connections refused, failed or cut while the cell ran. */
+  networkEvents: NetworkEvent[] = [];
 
   /** The main result's `text/plain` (the last expression's value). */
   get text(): string | undefined {
@@ -128,6 +160,7 @@ export class Execution {
     e.outOfMemory = field(raw, "out_of_memory", "boolean", false);
     e.outputTruncated = e.outputTruncated || field(raw, "output_truncated", "boolean", false);
     e.driver = field(raw, "driver", "string", "");
+    e.networkEvents = networkEvents(raw);
     return e;
   }
 }
@@ -148,6 +181,8 @@ export interface ExecResult {
   /** A process's end (`attach`): bytes that had left its ring before this client saw them. */
   droppedStdout?: number;
   droppedStderr?: number;
+  /** The box's connections refused, failed or cut while it ran. */
+  networkEvents: NetworkEvent[];
 }
 
 /** An ExecResult from a server's answer; `stdout`/`stderr` given when they came as events. */
@@ -166,6 +201,7 @@ export function execResultFromJson(raw: Json, output?: { stdout: string; stderr:
     outputTruncated: (output?.truncated ?? false) || field(raw, "output_truncated", "boolean", false),
     durationMs: field(raw, "duration_ms", "number", 0),
     driver: field(raw, "driver", "string", ""),
+    networkEvents: networkEvents(raw),
   };
   if (typeof raw.dropped_stdout === "number") result.droppedStdout = raw.dropped_stdout;
   if (typeof raw.dropped_stderr === "number") result.droppedStderr = raw.dropped_stderr;

@@ -28,7 +28,7 @@ from ._box import CodeBox, SyncCodeBox
 from ._execution import Execution, ExecutionError, Logs, Result
 from ._files import EntryInfo, Files, SyncFiles
 from ._host import HostDescription, describe_host
-from ._values import BoxInfo, ExecResult, ProcessInfo
+from ._values import BoxInfo, ExecResult, NetworkEvent, ProcessInfo
 from ._interpreter import Interpreter, NoAnswerWarning, Transcript
 from .errors import (
     BoxClosedError,
@@ -58,6 +58,7 @@ __all__ = [
     "CodeBox",
     "EntryInfo",
     "ExecResult",
+    "NetworkEvent",
     "ProcessInfo",
     "Execution",
     "ExecutionError",

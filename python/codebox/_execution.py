@@ -12,6 +12,8 @@ import json as _json
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional
 
+from ._values import NetworkEvent
+
 # Result's attributes and the MIME types they stand for, in E2B's order.
 _FORMATS = (
     ("text", "text/plain"),
@@ -174,6 +176,8 @@ class Execution:
     """The cell passed the box's output cap; the rest was dropped."""
     driver: str = ""
     """Which isolation ran it: ``"jail"``, ``"vm/kvm"`` or ``"vm/tcg"``."""
+    network_events: List[NetworkEvent] = field(default_factory=list)
+    """The box's connections refused, failed or cut while the cell ran: why, what to do."""
 
     @property
     def text(self) -> Optional[str]:
@@ -197,5 +201,6 @@ class Execution:
             out_of_memory=raw["out_of_memory"],
             output_truncated=raw["output_truncated"],
             driver=raw["driver"],
+            network_events=list(NetworkEvent._list(raw.get("network_events", ()))),
         )
 

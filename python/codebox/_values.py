@@ -10,7 +10,7 @@ import contextlib
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence, Tuple
 
 from .errors import BoxError, BoxFileNotFoundError, BoxTimeoutError
 
@@ -33,6 +33,26 @@ def _core() -> Any:
             "unavailable",
         ) from None
     return _codebox
+
+
+@dataclass(frozen=True)
+class NetworkEvent:
+    """A connection of the box's that was refused, failed or was cut, and why: returned with
+    the exec or cell during which it ended (:attr:`ExecResult.network_events`)."""
+
+    host: str
+    port: int
+    rule: str
+    """``not_allowed``, ``internal_address``, ``resolve``, ``connect``, ``budget``,
+    ``secret_elsewhere``, ``request``, ``tls`` or ``upstream_tls``."""
+    message: str
+    """What happened, in the egress proxy's words."""
+    hint: str
+    """What to do about it."""
+
+    @classmethod
+    def _list(cls, raw: Any) -> Tuple[NetworkEvent, ...]:
+        return tuple(cls(**e) for e in raw)
 
 
 @dataclass(frozen=True)
@@ -65,6 +85,8 @@ class ExecResult:
     """:meth:`CodeBox.attach`: bytes of stdout that had fallen out of the box's ring before."""
     dropped_stderr: int = 0
     """The same for stderr."""
+    network_events: Tuple[NetworkEvent, ...] = ()
+    """The box's connections refused, failed or cut while it ran: why, and what to do."""
 
     @property
     def ok(self) -> bool:
@@ -88,6 +110,7 @@ class ExecResult:
             stderr_bytes=err,
             dropped_stdout=r.dropped_stdout,
             dropped_stderr=r.dropped_stderr,
+            network_events=NetworkEvent._list(r.network_events),
         )
 
 

@@ -201,3 +201,19 @@ def test_one_message_runs_at_most_32_calls(fake_openai_shapes) -> None:  # type:
     results = [json.loads(m["content"]) for m in t.messages if m["role"] == "tool"]
     assert len(results) == 40
     assert all("at most 32 calls" in r.get("error", "") for r in results[32:])
+
+
+def test_a_refused_connection_reaches_the_model_with_what_to_do(fake_openai) -> None:  # type: ignore[no-untyped-def]
+    """The scripted model's second reply says EXPECTATION FAILED unless the tool result it was
+    sent holds the network event (tests/llm/scenarios/network_refused.json)."""
+    server = fake_openai("network_refused")
+    interp = make(server, allow_hosts=["allowed.example.org"])
+    answer = interp.ask("Load the CSV from blocked.example.org")
+    assert "EXPECTATION FAILED" not in answer, answer
+    assert answer.startswith("blocked.example.org is not allowed"), answer
+    sent = server.requests()[1]["body"]["messages"][-1]["content"]
+    result = json.loads(sent)
+    [event] = result["network_events"]
+    assert event["host"] == "blocked.example.org" and event["port"] == 80, event
+    assert event["rule"] == "not_allowed" and "retrying will not help" in event["hint"], event
+    assert "allowlist" in event["message"], event

@@ -65,4 +65,43 @@ StatusOr<std::vector<EgressRecord>> EgressLogFromJson(const json& j) {
   return out;
 }
 
+json NetworkEventsToJson(const std::vector<NetworkEvent>& events) {
+  json out = json::array();
+  for (const NetworkEvent& e : events) {
+    out.push_back({{"host", e.host},
+                   {"port", e.port},
+                   {"rule", e.rule},
+                   {"message", e.message},
+                   {"hint", e.hint}});
+  }
+  return out;
+}
+
+StatusOr<std::vector<NetworkEvent>> NetworkEventsFromJson(const base::JsonFields& result) {
+  const json* events = result.Find("network_events");
+  if (events == nullptr) return std::vector<NetworkEvent>{};
+  if (!events->is_array()) return result.Fault("network_events", "is not an array");
+  constexpr size_t kMaxEvents = 100;
+  std::vector<NetworkEvent> out;
+  for (size_t i = 0; i < events->size() && i < kMaxEvents; ++i) {
+    if (!(*events)[i].is_object()) {
+      return result.Fault("network_events", "holds an event that is not an object");
+    }
+    base::JsonFields f((*events)[i], "the server's network event");
+    NetworkEvent e;
+    ASSIGN_OR_RETURN(std::string host, f.String("host", ""));
+    e.host = base::TerminalSafe(host, 300);
+    ASSIGN_OR_RETURN(int64_t port, f.Int("port", 0, 65535, 0));
+    e.port = static_cast<uint16_t>(port);
+    ASSIGN_OR_RETURN(std::string rule, f.String("rule"));
+    e.rule = base::TerminalSafe(rule, 32);
+    ASSIGN_OR_RETURN(std::string message, f.String("message", ""));
+    e.message = base::TerminalSafe(message, 1000);
+    ASSIGN_OR_RETURN(std::string hint, f.String("hint", ""));
+    e.hint = base::TerminalSafe(hint, 1000);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace codebox::api

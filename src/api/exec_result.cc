@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/egress_record.h"
 #include "base/json_fields.h"
 #include "base/text.h"
 
@@ -29,8 +30,8 @@ StatusOr<std::string> GetOutput(const base::JsonFields& f, const char* name) {
     return f.Fault(encoding_field, "is neither \"utf-8\" nor \"base64\"");
   }
   auto bytes = base::DecodeBase64(value, value.size());
-  if (!bytes.ok()) return f.Fault(name, "is not the base64 its encoding says: " +
-                                            bytes.status().message());
+  if (!bytes.ok())
+    return f.Fault(name, "is not the base64 its encoding says: " + bytes.status().message());
   return std::move(*bytes);
 }
 
@@ -47,6 +48,7 @@ json ExecResultToJson(const ExecResult& r) {
   j["driver"] = r.driver;
   if (r.dropped_stdout > 0) j["dropped_stdout"] = r.dropped_stdout;
   if (r.dropped_stderr > 0) j["dropped_stderr"] = r.dropped_stderr;
+  j["network_events"] = NetworkEventsToJson(r.network_events);
   return j;
 }
 
@@ -70,6 +72,7 @@ StatusOr<ExecResult> ExecResultFromJson(const json& j) {
   ASSIGN_OR_RETURN(int64_t dropped_err, f.Int("dropped_stderr", 0, kMaxBytes, 0));
   r.dropped_stdout = static_cast<uint64_t>(dropped_out);
   r.dropped_stderr = static_cast<uint64_t>(dropped_err);
+  ASSIGN_OR_RETURN(r.network_events, NetworkEventsFromJson(f));
   return r;
 }
 

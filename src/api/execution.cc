@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "api/egress_record.h"
 #include "base/json_fields.h"
 #include "base/text.h"
 
@@ -61,7 +62,8 @@ json ExecutionToJson(const Execution& e) {
           {"kernel_restarted", e.kernel_restarted},
           {"out_of_memory", e.out_of_memory},
           {"output_truncated", e.output_truncated},
-          {"driver", e.driver}};
+          {"driver", e.driver},
+          {"network_events", NetworkEventsToJson(e.network_events)}};
 }
 
 StatusOr<Execution> ExecutionFromJson(const json& j) {
@@ -107,6 +109,7 @@ StatusOr<Execution> ExecutionFromJson(const json& j) {
   ASSIGN_OR_RETURN(e.output_truncated, f.Bool("output_truncated", false));
   ASSIGN_OR_RETURN(e.driver, f.String("driver", ""));
   e.driver = base::TerminalSafe(e.driver, 64);
+  ASSIGN_OR_RETURN(e.network_events, NetworkEventsFromJson(f));
   return e;
 }
 

@@ -190,6 +190,20 @@ class EgressServiceImpl final : public EgressService {
     return {log_.begin(), log_.end()};
   }
 
+  uint64_t Recorded() const override {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return recorded_;
+  }
+
+  std::vector<EgressRecord> LogSince(uint64_t mark) const override {
+    std::unique_lock<std::mutex> lock(log_mu_);
+    log_cv_.wait_for(lock, kCloseRecordWait, [this] { return closing_ == 0; });
+    const uint64_t first = recorded_ - log_.size();  // the index of log_.front()
+    const uint64_t from = std::max(mark, first);
+    if (from >= recorded_) return {};
+    return {log_.begin() + static_cast<ptrdiff_t>(from - first), log_.end()};
+  }
+
   std::unique_ptr<Allowance> AllowForAWhile(std::vector<net::HostPattern> patterns) override {
     uint64_t id = policy_->Add(std::move(patterns));
     return std::make_unique<ScopedAllowance>(policy_, id);
@@ -329,6 +343,7 @@ class EgressServiceImpl final : public EgressService {
                                  << ": " << base::TerminalSafe(record.reason, 1000));
     std::lock_guard<std::mutex> lock(log_mu_);
     log_.push_back(std::move(record));
+    ++recorded_;
     while (log_.size() > kMaxLogRecords) log_.pop_front();
     c->recorded = true;
     if (c->box_closed && --closing_ == 0) log_cv_.notify_all();
@@ -351,7 +366,8 @@ class EgressServiceImpl final : public EgressService {
   mutable std::mutex log_mu_;
   mutable std::condition_variable log_cv_;  // closing_ went to 0
   std::deque<EgressRecord> log_;
-  int closing_ = 0;  // connections the box closed whose record is not in the log yet
+  uint64_t recorded_ = 0;  // every record ever, the dropped ones too
+  int closing_ = 0;        // connections the box closed whose record is not in the log yet
 };
 
 // Moves bytes between the box's stream and the relay's socket, keeping the stream's flow

@@ -48,6 +48,10 @@ class EgressService {
   // most kCloseRecordWait for the connections the box has closed, so that an exec's
   // connections are in a log read right after it.
   virtual std::vector<EgressRecord> Log() const = 0;
+  // How many records there have been; LogSince(Recorded()) later gives those after now (as
+  // many of them as the log still holds), waiting as Log does.
+  virtual uint64_t Recorded() const = 0;
+  virtual std::vector<EgressRecord> LogSince(uint64_t mark) const = 0;
 
   // While the returned scope lives, names matching `patterns` are allowed too (an install's
   // package index); connections made meanwhile keep running after it ends.
@@ -76,6 +80,10 @@ inline constexpr std::string_view kBoxCaBundle = "/tmp/codebox-ca/ca-bundle.pem"
 // Writes the box's CA and the bundle (the image's /etc/ssl/certs/ca-certificates.crt, when it
 // has one, and the CA) into the box, owned by root and read-only to its user.
 Status WriteBoxTrust(protocol::AgentClient& agent, const std::string& ca_pem);
+
+// The events of the records that were refused, failed or cut (EgressRecord::rule), each with
+// what to do about it.
+std::vector<NetworkEvent> NetworkEventsOf(const std::vector<EgressRecord>& records);
 
 // BoxInfo::network: "none", "allow: pypi.org, *.pythonhosted.org" or "open (any public
 // address)".

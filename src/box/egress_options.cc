@@ -74,6 +74,51 @@ Status WriteBoxTrust(protocol::AgentClient& agent, const std::string& ca_pem) {
       .WithContext("write the box's CA bundle");
 }
 
+namespace {
+
+std::string HintFor(const EgressRecord& r) {
+  const std::string host = r.host.empty() ? "that host" : r.host;
+  if (r.rule == "not_allowed") {
+    return "the box may reach only the hosts it was given; ask for " + host +
+           " to be allowed (allow_hosts, --allow-host), or do without it: retrying will not help";
+  }
+  if (r.rule == "internal_address") {
+    return host +
+           " leads to an internal address, which a box never reaches unless the "
+           "allowlist names that address itself: retrying will not help";
+  }
+  if (r.rule == "resolve") return "the host's resolver does not know " + host + "; check the name";
+  if (r.rule == "connect") return host + " did not answer; it may be down: retry later";
+  if (r.rule == "budget") {
+    return "the box has moved all the bytes it may (network_max_bytes): nothing more will pass";
+  }
+  if (r.rule == "secret_elsewhere") {
+    return "a secret's placeholder goes only to that secret's hosts; nothing was sent to " + host;
+  }
+  if (r.rule == "request") {
+    return "send proxied HTTP: HTTP_PROXY and HTTPS_PROXY in the box say where";
+  }
+  if (r.rule == "tls") {
+    return "make TLS to the host the CONNECT named, trusting $SSL_CERT_FILE (the box's CA)";
+  }
+  if (r.rule == "upstream_tls") {
+    return "the host does not trust " + host + "'s certificate; nothing was sent to it";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<NetworkEvent> NetworkEventsOf(const std::vector<EgressRecord>& records) {
+  std::vector<NetworkEvent> out;
+  for (const EgressRecord& r : records) {
+    if (r.rule.empty()) continue;
+    out.push_back(
+        {.host = r.host, .port = r.port, .rule = r.rule, .message = r.reason, .hint = HintFor(r)});
+  }
+  return out;
+}
+
 std::string NetworkDescription(const BoxOptions& options) {
   std::string secrets;  // names and hosts only: never a value
   for (const Secret& secret : options.secrets) {

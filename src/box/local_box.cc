@@ -96,11 +96,12 @@ class LocalBox final : public Box::Impl {
   ~LocalBox() override { (void)Destroy(); }
 
   StatusOr<ExecResult> Exec(std::vector<std::string> argv, const ExecOptions& options) override {
+    const uint64_t mark = NetworkMark();
     ASSIGN_OR_RETURN(std::unique_ptr<Process> process, StartProcess(std::move(argv), options));
-    if (!options.cancel) return process->Wait();
-    options.cancel->Bind([p = process.get()] { (void)p->Kill(); });
+    if (options.cancel) options.cancel->Bind([p = process.get()] { (void)p->Kill(); });
     auto result = process->Wait();
-    options.cancel->Unbind();
+    if (options.cancel) options.cancel->Unbind();
+    if (result.ok()) result->network_events = NetworkEventsSince(mark);
     return result;
   }
 
@@ -172,9 +173,11 @@ class LocalBox final : public Box::Impl {
       warm.argv = {"python3", "-c", std::string(code)};
       warm.cwd = ExecCwd(options);
       warm.timeout = ExecTimeout(options);
+      const uint64_t mark = NetworkMark();
       if (auto result = warm_python_->Run(warm, options)) {
         if (!result->ok()) return Explain(result->status(), "exec python3");
         (*result)->driver = info_.driver;
+        (*result)->network_events = NetworkEventsSince(mark);
         return std::move(**result);
       }
     }
@@ -186,8 +189,10 @@ class LocalBox final : public Box::Impl {
     RETURN_IF_ERROR(CheckUsable());
     ASSIGN_OR_RETURN(interpreter::KernelSession * session,
                      Session(options.session, options.cwd, /*make=*/true));
+    const uint64_t mark = NetworkMark();
     ASSIGN_OR_RETURN(Execution e, session->RunCode(code, options));
     e.driver = info_.driver;
+    e.network_events = NetworkEventsSince(mark);
     return e;
   }
 
@@ -298,6 +303,11 @@ class LocalBox final : public Box::Impl {
   const BoxInfo& info() const override { return info_; }
   std::vector<EgressRecord> EgressLog() const override {
     return egress_ ? egress_->Log() : std::vector<EgressRecord>{};
+  }
+  // Where the egress log stands before something runs, and the events after it ran.
+  uint64_t NetworkMark() const { return egress_ ? egress_->Recorded() : 0; }
+  std::vector<NetworkEvent> NetworkEventsSince(uint64_t mark) const {
+    return egress_ ? box::NetworkEventsOf(egress_->LogSince(mark)) : std::vector<NetworkEvent>{};
   }
   StatusOr<BoxUsage> Usage() const override { return backend_->Usage(); }
 

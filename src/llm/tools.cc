@@ -22,15 +22,20 @@ std::string EscapeControlCharsInStrings(std::string_view text) {
   base::JsonStringScanner strings;
   for (char c : text) {
     const bool in_string = strings.InString(c);
-    if (in_string && c == '\n') out += "\\n";
-    else if (in_string && c == '\r') out += "\\r";
-    else if (in_string && c == '\t') out += "\\t";
-    else out.push_back(c);
+    if (in_string && c == '\n')
+      out += "\\n";
+    else if (in_string && c == '\r')
+      out += "\\r";
+    else if (in_string && c == '\t')
+      out += "\\t";
+    else
+      out.push_back(c);
   }
   return out;
 }
 
-constexpr char kArgumentsShape[] = R"x(the arguments must be a JSON object like {"code": "print(1 + 1)"})x";
+constexpr char kArgumentsShape[] =
+    R"x(the arguments must be a JSON object like {"code": "print(1 + 1)"})x";
 
 }  // namespace
 
@@ -81,7 +86,8 @@ std::string CapText(std::string_view s, size_t limit) {
   // The head shows how it started, the tail holds the traceback or the final result.
   size_t head = limit / 2;
   size_t tail = limit - head;
-  std::string marker = "\n[... " + std::to_string(s.size() - head - tail) + " bytes left out ...]\n";
+  std::string marker =
+      "\n[... " + std::to_string(s.size() - head - tail) + " bytes left out ...]\n";
   return std::string(s.substr(0, head)) + marker + std::string(s.substr(s.size() - tail));
 }
 
@@ -137,6 +143,20 @@ std::string ToolResultJson(const Execution& cell, const std::vector<std::string>
   j["kernel_restarted"] = cell.kernel_restarted;
   j["output_truncated"] = cell.output_truncated || capped;
   if (cell.out_of_memory) j["out_of_memory"] = true;
+  // Why a connection failed, and what to do, so the model stops retrying a host it will
+  // never reach. At most a few: each is a few lines of the box's text.
+  if (!cell.network_events.empty()) {
+    json events = json::array();
+    for (size_t i = 0; i < cell.network_events.size() && i < 5; ++i) {
+      const NetworkEvent& e = cell.network_events[i];
+      events.push_back({{"host", cap(e.host)},
+                        {"port", e.port},
+                        {"rule", e.rule},
+                        {"message", cap(e.message)},
+                        {"hint", e.hint}});
+    }
+    j["network_events"] = std::move(events);
+  }
   return Dump(j);
 }
 

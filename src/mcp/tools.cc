@@ -72,6 +72,15 @@ void AddCellResult(const CellResult& r, const SessionOptions& options, ResultBud
   result->Text(SafeText(*text, take));
 }
 
+// The box's refused or failed connections, one line each, so the model can stop retrying.
+void AddNetworkEvents(const std::vector<NetworkEvent>& events, ToolResult& result) {
+  for (size_t i = 0; i < events.size() && i < 5; ++i) {
+    const NetworkEvent& e = events[i];
+    result.Text("[network: " + SafeText(e.host, 300) + ":" + std::to_string(e.port) + " " + e.rule +
+                ": " + SafeText(e.message, 1000) + "; " + e.hint + "]");
+  }
+}
+
 ToolResult RunPython(Box& box, const json& args, const SessionOptions& options) {
   RunCodeOptions run;
   run.timeout = ToolTimeout(args, options);
@@ -96,6 +105,7 @@ ToolResult RunPython(Box& box, const json& args, const SessionOptions& options) 
   if (e.kernel_restarted) result.Text("[the Python session restarted: every variable is gone]");
   if (e.out_of_memory) result.Text("[killed: the box ran out of memory]");
   if (e.output_truncated) result.Text("[output passed the box's limit; the rest was dropped]");
+  AddNetworkEvents(e.network_events, result);
   result.is_error = e.error.has_value() || e.timed_out || e.kernel_restarted;
   if (result.content.empty()) result.Text("(no output)");
   return result;
@@ -125,6 +135,7 @@ ToolResult RunCommand(Box& box, const json& args, const SessionOptions& options,
   if (run->out_of_memory) end += " [killed: the box ran out of memory]";
   if (run->output_truncated) end += " [output passed the box's limit; the rest was dropped]";
   result.Text(end);
+  AddNetworkEvents(run->network_events, result);
   result.is_error = !run->ok();
   return result;
 }

@@ -39,8 +39,10 @@ bool SendAll(int fd, std::string_view data, milliseconds timeout) {
   return true;
 }
 
-EgressRecord Refuse(int box_fd, EgressRecord record, int status, std::string reason) {
+EgressRecord Refuse(int box_fd, EgressRecord record, int status, std::string reason,
+                    std::string rule) {
   record.allowed = false;
+  record.rule = std::move(rule);
   record.reason = std::move(reason);
   (void)SendAll(box_fd, ProxyRefusal(status, record.reason), milliseconds(2'000));
   return record;
@@ -193,7 +195,9 @@ struct Pipe {
 // Relays until both sides are done, the budget or the idle time runs out; says how it ended.
 // Each stream is tried until it has to wait (a TLS stream may hold bytes no poll would show),
 // then the loop polls for what the waiting ones asked for.
-std::string Relay(Pipe up, Pipe down, const EgressLimits& limits, EgressBudget& budget) {
+// A cut for a reason the box must hear about sets `rule` (EgressRecord::rule).
+std::string Relay(Pipe up, Pipe down, const EgressLimits& limits, EgressBudget& budget,
+                  std::string* rule) {
   const auto start = Clock::now();
   uint64_t moved = 0;
   char chunk[64 << 10];
@@ -206,10 +210,12 @@ std::string Relay(Pipe up, Pipe down, const EgressLimits& limits, EgressBudget& 
           ByteStream::Result r = p->from->Read(chunk, sizeof chunk);
           if (r.io == Io::kDone) {
             if (!budget.Take(r.bytes)) {
+              *rule = "budget";
               return "the box's network budget (" + std::to_string(budget.max_bytes()) +
                      " bytes) is used up";
             }
             if (p->scanner != nullptr && p->scanner->Feed(std::string_view(chunk, r.bytes))) {
+              *rule = "secret_elsewhere";
               return "cut: the box sent a secret's placeholder where no secret may go";
             }
             p->pending.assign(chunk, r.bytes);
@@ -342,6 +348,7 @@ namespace {
 struct Refusal {
   int status;
   std::string why;
+  std::string rule;  // EgressRecord::rule
 };
 
 // Resolves (or takes the literal), judges every address and connects to the first allowed one
@@ -356,7 +363,7 @@ StatusOr<base::UniqueFd> ConnectUpstream(const std::string& host, uint16_t port,
   } else {
     auto resolved = resolve(host, port);
     if (!resolved.ok()) {
-      *refusal = {502, resolved.status().message()};
+      *refusal = {502, resolved.status().message(), "resolve"};
       return resolved.status();
     }
     addresses = std::move(*resolved);
@@ -381,10 +388,11 @@ StatusOr<base::UniqueFd> ConnectUpstream(const std::string& host, uint16_t port,
     return upstream;
   }
   if (!refused.empty()) {
-    *refusal = {403, refused};
+    *refusal = {403, refused, "internal_address"};
     return PermissionDenied(refused);
   }
-  *refusal = {last_error.code() == StatusCode::kDeadlineExceeded ? 504 : 502, last_error.message()};
+  *refusal = {last_error.code() == StatusCode::kDeadlineExceeded ? 504 : 502, last_error.message(),
+              "connect"};
   return last_error;
 }
 
@@ -401,20 +409,26 @@ std::string ServeIntercepted(int box_fd, int upstream_fd, const std::string& hos
                              const SecretEgress& secrets, const EgressLimits& limits,
                              EgressBudget& budget, EgressRecord& record) {
   auto context = secrets.ca->ServerContextFor(host);
-  if (!context.ok()) return "refused: " + context.status().message();
+  if (!context.ok()) {
+    record.allowed = false;
+    record.rule = "tls";
+    return "refused: " + context.status().message();
+  }
   auto box = AcceptBoxTls(box_fd, *context, host, limits.head_timeout);
   if (!box.ok()) {
     record.allowed = false;
+    record.rule = "tls";
     return "refused: " + box.status().message();
   }
-  auto refuse = [&](int status, const std::string& why) {
+  auto refuse = [&](int status, const std::string& why, const char* rule) {
     record.allowed = false;
+    record.rule = rule;
     (void)WriteAll(**box, ProxyRefusal(status, why), milliseconds(2'000));
     (*box)->ShutdownWrite();
     return why;
   };
   auto upstream = ConnectUpstreamTls(upstream_fd, secrets.upstream, host, limits.connect_timeout);
-  if (!upstream.ok()) return refuse(502, upstream.status().message());
+  if (!upstream.ok()) return refuse(502, upstream.status().message(), "upstream_tls");
   std::string rest;
   const std::string authority = Authority(host, port);
   auto request = ReadRequest(
@@ -425,19 +439,21 @@ std::string ServeIntercepted(int box_fd, int upstream_fd, const std::string& hos
       &rest);
   if (!request.ok()) {
     return refuse(request.status().code() == StatusCode::kResourceExhausted ? 431 : 400,
-                  request.status().message());
+                  request.status().message(), "request");
   }
   auto head = secrets.injector.Rewrite(request->upstream_head, host, port, &record.secrets);
-  if (!head.ok()) return refuse(403, head.status().message());
+  if (!head.ok()) return refuse(403, head.status().message(), "secret_elsewhere");
   if (!budget.Take(head->size() + rest.size())) {
-    return refuse(403, "the box's network budget (" + std::to_string(budget.max_bytes()) +
-                           " bytes) is used up");
+    return refuse(
+        403,
+        "the box's network budget (" + std::to_string(budget.max_bytes()) + " bytes) is used up",
+        "budget");
   }
   if (!WriteAll(**upstream, *head, limits.connect_timeout)) return "the upstream stopped reading";
   record.bytes_up = head->size();
   Pipe up{box->get(), upstream->get(), rest, &record.bytes_up};
   Pipe down{upstream->get(), box->get(), "", &record.bytes_down};
-  return "intercepted; " + Relay(std::move(up), std::move(down), limits, budget);
+  return "intercepted; " + Relay(std::move(up), std::move(down), limits, budget, &record.rule);
 }
 
 }  // namespace
@@ -456,30 +472,33 @@ EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
       &rest);
   if (!request.ok()) {
     int status = request.status().code() == StatusCode::kResourceExhausted ? 431 : 400;
-    return Refuse(box_fd, record, status, request.status().message());
+    return Refuse(box_fd, record, status, request.status().message(), "request");
   }
   record.host = request->host;
   record.port = request->port;
   Decision name = policy.CheckName(request->host, request->port);
-  if (!name.allowed) return Refuse(box_fd, record, 403, name.reason);
+  if (!name.allowed) return Refuse(box_fd, record, 403, name.reason, "not_allowed");
   const bool secret_host = secrets->injector.IsSecretHost(request->host, request->port);
   if (request->tunnel && secret_host && !rest.empty()) {  // its TLS must start after the 200
-    return Refuse(box_fd, record, 400, "bytes came after the CONNECT before the proxy answered");
+    return Refuse(box_fd, record, 400, "bytes came after the CONNECT before the proxy answered",
+                  "request");
   }
   if (!request->tunnel) {  // placeholders in a plain request: replaced, or the request refused
     auto head = secrets->injector.Rewrite(request->upstream_head, request->host, request->port,
                                           &record.secrets);
-    if (!head.ok()) return Refuse(box_fd, record, 403, head.status().message());
+    if (!head.ok()) {
+      return Refuse(box_fd, record, 403, head.status().message(), "secret_elsewhere");
+    }
     request->upstream_head = std::move(*head);
   }
   // Where no secret may go, no placeholder goes either, in a body or a tunnel's bytes.
   PlaceholderScanner scanner;
   PlaceholderScanner* scan = secrets->injector.empty() || secret_host ? nullptr : &scanner;
   if (scan != nullptr && scan->Feed(rest)) {
-    return Refuse(box_fd, record, 403,
-                  "the request to " + request->host +
-                      " carries a secret's placeholder; it was "
-                      "not sent");
+    return Refuse(
+        box_fd, record, 403,
+        "the request to " + request->host + " carries a secret's placeholder; it was not sent",
+        "secret_elsewhere");
   }
 
   // What the box sends upstream counts against the budget: a plain-HTTP request's head too
@@ -488,12 +507,13 @@ EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
   if (!budget.Take(head_up + rest.size())) {
     return Refuse(
         box_fd, record, 403,
-        "the box's network budget (" + std::to_string(budget.max_bytes()) + " bytes) is used up");
+        "the box's network budget (" + std::to_string(budget.max_bytes()) + " bytes) is used up",
+        "budget");
   }
   const std::string host = *NormalizeHost(request->host);  // CheckName allowed it: it normalizes
   Refusal refusal;
   auto upstream = ConnectUpstream(host, request->port, policy, limits, resolve, record, &refusal);
-  if (!upstream.ok()) return Refuse(box_fd, record, refusal.status, refusal.why);
+  if (!upstream.ok()) return Refuse(box_fd, record, refusal.status, refusal.why, refusal.rule);
   record.allowed = true;
   const bool started =
       request->tunnel
@@ -513,7 +533,8 @@ EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
   auto upstream_stream = SocketStream(upstream->get());
   Pipe up{box.get(), upstream_stream.get(), rest, &record.bytes_up, scan};
   Pipe down{upstream_stream.get(), box.get(), "", &record.bytes_down};
-  record.reason = name.reason + "; " + Relay(std::move(up), std::move(down), limits, budget);
+  record.reason =
+      name.reason + "; " + Relay(std::move(up), std::move(down), limits, budget, &record.rule);
   return record;
 }
 
@@ -529,10 +550,14 @@ EgressRecord ServeDirectConnection(int fd, const sockaddr_storage& target,
   }
   Decision d = Judge(policy, target, record.port);
   record.reason = d.reason;
-  if (!d.allowed) return record;
+  if (!d.allowed) {
+    record.rule = "not_allowed";
+    return record;
+  }
   auto upstream = ConnectWithin(target, limits.connect_timeout);
   if (!upstream.ok()) {
     record.reason = upstream.status().message();
+    record.rule = "connect";
     return record;
   }
   record.allowed = true;
@@ -541,7 +566,8 @@ EgressRecord ServeDirectConnection(int fd, const sockaddr_storage& target,
   auto upstream_stream = SocketStream(upstream->get());
   Pipe up{box.get(), upstream_stream.get(), "", &record.bytes_up};
   Pipe down{upstream_stream.get(), box.get(), "", &record.bytes_down};
-  record.reason = d.reason + "; " + Relay(std::move(up), std::move(down), limits, budget);
+  record.reason =
+      d.reason + "; " + Relay(std::move(up), std::move(down), limits, budget, &record.rule);
   return record;
 }
 

@@ -235,3 +235,29 @@ def test_cli_secret_file_injects_and_prints_no_value(net, codebox_bin):
     assert any(f"X-Api-Key: {VALUE}" in q for q in received(net, "secure", since))
     assert bad.returncode == 2 and "secret WEATHER" in bad.stderr, bad.stderr
     assert VALUE not in bad.stdout + bad.stderr
+
+
+def test_network_events_come_with_the_exec_and_the_cell(net):
+    """Every refusal is an event of the exec or cell it happened in: the rule, the proxy's
+    words and what to do; a secret's placeholder sent elsewhere is one too."""
+    web, other = net.host["web"], net.host["other"]
+    with box(net, allow_hosts=[web, net.host["rebind-lo"]]) as b:
+        r = b.exec("python3", "-c", SEND + f'''
+print(json.dumps([send("http://{other}/hello"), send("http://{web}/hello", {{"X-Api-Key": key}}),
+                  send("http://{web}/hello")]))''')
+        cell = b.run_code(SEND + f'send("http://{net.host["rebind-lo"]}/hello")')
+        quiet = b.exec("python3", "-c", SEND + f'send("http://{web}/hello")')
+    refused_other, refused_secret, fine = last_json(r.stdout)
+    assert fine["status"] == 200 and refused_other["status"] == 403, r.stdout
+    by_rule = {e.rule: e for e in r.network_events}
+    assert set(by_rule) == {"not_allowed", "secret_elsewhere"}, r.network_events
+    assert by_rule["not_allowed"].host == other and by_rule["not_allowed"].port == 80
+    assert "allowlist" in by_rule["not_allowed"].message
+    assert "retrying will not help" in by_rule["not_allowed"].hint
+    # The box's client got the same words as its 403's body.
+    assert by_rule["not_allowed"].message in refused_other["body"], refused_other
+    assert "secret WEATHER" in by_rule["secret_elsewhere"].message
+    assert VALUE not in repr(r.network_events)
+    [event] = cell.network_events
+    assert event.rule == "internal_address" and "loopback" in event.message, event
+    assert quiet.network_events == (), quiet.network_events
