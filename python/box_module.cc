@@ -22,6 +22,7 @@
 #include "codebox/options.h"
 #include "codebox/status.h"
 #include "module.h"
+#include "net/egress_policy.h"
 #include "py_box.h"
 #include "remote/server_choice.h"
 
@@ -130,6 +131,17 @@ ExecResult InstallPackages(PyBox& box, const std::vector<std::string>& packages,
   options.index_url = index_url;
   options.timeout = Seconds(timeout, "timeout");
   return Blocking(box, [&](Box& b) { return b.InstallPackages(packages, options); });
+}
+
+// Box::SetNetwork; answers the box's new network description.
+std::string SetNetwork(PyBox& box, const std::string& network,
+                       const std::vector<std::string>& allow_hosts) {
+  auto mode = net::ParseNetworkMode(network);
+  if (!mode.ok()) Throw(mode.status().WithContext("network"));
+  return Blocking(box, [&](Box& b) -> StatusOr<std::string> {
+    RETURN_IF_ERROR(b.SetNetwork(*mode, allow_hosts));
+    return b.info().network;
+  });
 }
 
 // The box's egress records as dicts (host and reason are the box's text: str with
@@ -305,6 +317,7 @@ void BindBox(py::module_& m) {
       .def("install_packages", &InstallPackages, py::arg("packages"), py::arg("index_url"),
            py::arg("timeout"))
       .def("egress_log", &EgressLog)
+      .def("set_network", &SetNetwork, py::arg("network"), py::arg("allow_hosts"))
       .def("list_dir", &ListDir, py::arg("path"))
       .def(
           "remove",

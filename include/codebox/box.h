@@ -211,6 +211,14 @@ class Box {
   // exit code and pip's stderr; a refused host is named in it.
   StatusOr<ExecResult> InstallPackages(const std::vector<std::string>& packages,
                                        const InstallOptions& options = {});
+  // The box's network from now on, as BoxOptions::network and allow_hosts say it (a secret's
+  // hosts stay allowed unless `network` is kNone without hosts). New connections are judged by
+  // it at once; open ones to a host it no longer allows are ended (their programs see a
+  // reset). Needs the box's proxy channel, which only a box created with a network policy has
+  // (network allow with no hosts opens nothing yet): any other box fails with
+  // kFailedPrecondition. info().network says the new policy; do not read info() on another
+  // thread meanwhile.
+  Status SetNetwork(NetworkMode network, const std::vector<std::string>& allow_hosts = {});
   // Ends the box now; later calls fail with a clear error. The destructor calls it.
   Status Destroy();
 

@@ -450,6 +450,24 @@ export class CodeBox extends SimpleBox {
   installPackage(name: string, options?: { indexUrl?: string; timeout?: number }): Promise<ExecResult> {
     return this.installPackages([name], options);
   }
+
+  /** The box's network from now on: `allowHosts` (implies "allow"), or `network` "open" /
+   * "none"; answers the box's new network description. Open connections to a host it no
+   * longer allows are ended. Needs a box created with a network (`network: "allow"` with no
+   * hosts opens nothing yet); any other box throws with code failed_precondition. */
+  async setNetwork(allowHosts: string[] = [], { network = "allow" }: { network?: "none" | "allow" | "open" } = {}): Promise<string> {
+    if (!Array.isArray(allowHosts) || !allowHosts.every((h) => typeof h === "string")) {
+      throw new InvalidOptionError("setNetwork takes an array of host patterns", "invalid_argument");
+    }
+    if (!["none", "allow", "open"].includes(network)) {
+      throw new InvalidOptionError(`network must be "none", "allow" or "open", got ${String(network)}`, "invalid_argument");
+    }
+    return this.call(async (t, base) => {
+      const raw = await t.json("PUT", `${base}/network`, { json: { network, allow_hosts: allowHosts } });
+      if (typeof raw.network !== "string") throw new ProtocolError("the network answer has no network", "protocol_error");
+      return raw.network;
+    });
+  }
 }
 
 function checkPid(pid: unknown): void {

@@ -1,6 +1,7 @@
 // Every call of CodeBox and SimpleBox against real boxes of the private server.
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
@@ -166,6 +167,48 @@ describe("CodeBox", { skip }, () => {
       assert.match(err.message, /allow_hosts|network/);
       return true;
     });
+  });
+});
+
+describe("network", { skip }, () => {
+  const FETCH = "import sys, urllib.request\n" +
+    "try: print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode(), end='')\n" +
+    "except Exception as e: print('failed', e)\n";
+
+  test("a refused connection is a network event of its exec; setNetwork opens and closes", async () => {
+    // An answer on the host's loopback, allowed by literal (through the proxy: NO_PROXY cleared).
+    const server = createServer((req, res) => res.end("hello\n"));
+    await new Promise((r) => server.listen(0, "127.0.0.1", r));
+    const host = `127.0.0.1:${server.address().port}`;
+    const box = new CodeBox({ network: "allow" });
+    try {
+      const direct = { env: { NO_PROXY: "", no_proxy: "" } };
+      const refused = await box.exec("python3", "-c", FETCH, `http://${host}/`, direct);
+      assert.match(refused.stdout, /^failed/);
+      assert.equal(refused.networkEvents.length, 1);
+      assert.equal(refused.networkEvents[0].rule, "not_allowed");
+      assert.match(refused.networkEvents[0].hint, /retrying will not help/);
+      assert.equal(await box.setNetwork([host]), `allow: ${host}`);
+      const opened = await box.exec("python3", "-c", FETCH, `http://${host}/`, direct);
+      assert.equal(opened.stdout, "hello\n");
+      assert.deepEqual(opened.networkEvents, []);
+      await box.setNetwork([], { network: "none" });
+      assert.match((await box.exec("python3", "-c", FETCH, `http://${host}/`, direct)).stdout, /^failed/);
+      await assert.rejects(box.setNetwork(["a.org"], { network: "wide" }), /network must be/);
+    } finally {
+      await box.stop();
+      server.close();
+    }
+    const plain = new CodeBox();
+    try {
+      await assert.rejects(plain.setNetwork(["example.org"]), (err) => {
+        assert.ok(err instanceof FailedPreconditionError, err.name);
+        assert.match(err.message, /no proxy channel/);
+        return true;
+      });
+    } finally {
+      await plain.stop();
+    }
   });
 });
 

@@ -35,7 +35,7 @@ def _install_call(live: Callable[[], Any], options: dict[str, Any], packages: An
         timeout = _DEFAULT_INSTALL_TIMEOUT
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if options["network"] == "none" and not options["allow_hosts"]:
+    if options["network"] == "none" and not options["allow_hosts"] and not options["secrets"]:
         raise BoxNetworkError(
             "install_package: this box has no network; create it with allow_hosts=[...] or "
             'network="allow" (the package index is then allowed for the install only)',
@@ -83,6 +83,46 @@ class _Network(Twins):
         (default 300).
         """
         return (yield _install_call(self._live, self._options, names, index_url, timeout))
+
+    @twin
+    def set_network(self, allow_hosts: Sequence[str] | None = None, *,
+                    network: str | None = None) -> Steps[str]:
+        """The box's network from now on: ``allow_hosts`` (implies ``network="allow"``), or
+        ``network="open"`` / ``"none"``; returns the box's new network description. New
+        connections are judged by it at once, and open ones to a host it no longer allows are
+        ended. A secret's hosts stay allowed unless ``network="none"`` without hosts.
+
+        Needs the box's proxy channel, which only a box created with a network has: create it
+        with ``network="allow"`` (no hosts: nothing reachable yet) to open it later; any
+        other box raises :class:`BoxNetworkError`.
+
+        ::
+
+            box = CodeBox(network="allow")
+            await box.set_network(["pypi.org", "files.pythonhosted.org"])
+            await box.exec("pip", "install", "six")
+            await box.set_network(network="none")
+        """
+        if isinstance(allow_hosts, (str, bytes)):
+            raise TypeError(f"allow_hosts must be a list of str, got {allow_hosts!r}")
+        hosts = list(allow_hosts or [])
+        for host in hosts:
+            if not isinstance(host, str):
+                raise TypeError(f"each host must be a str, got {type(host).__name__} {host!r}")
+        if network is not None and network not in ("none", "allow", "open"):
+            raise ValueError(f'network must be "none", "allow" or "open", got {network!r}')
+        mode = network or "allow"
+        box = self._live()
+
+        def call() -> str:
+            try:
+                return str(box.set_network(mode, hosts))
+            except BoxError as e:
+                if e.code == "failed_precondition":
+                    raise BoxNetworkError(str(e), e.code) from None
+                raise
+
+        return (yield call)
 
     def egress_log(self) -> list[dict[str, Any]]:
         """Every connection the box opened through its egress proxy so far, oldest first (the

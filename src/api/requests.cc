@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/json_fields.h"
+#include "net/egress_policy.h"
 #include "options/options_json.h"
 
 namespace codebox::api {
@@ -53,6 +54,10 @@ const OptionSchema& RunFields() {
 }
 const OptionSchema& PackagesFields() {
   static const OptionSchema schema = WithFields({}, {"packages", "index_url", "timeout"});
+  return schema;
+}
+const OptionSchema& NetworkFields() {
+  static const OptionSchema schema = WithFields({}, {"network", "allow_hosts"});
   return schema;
 }
 const OptionSchema& AskFields() {
@@ -300,6 +305,28 @@ StatusOr<PackagesRequest> PackagesRequestFromJson(const json& object) {
     }
     out.options.timeout = std::chrono::milliseconds(std::llround(s * 1000));
   }
+  return out;
+}
+
+json NetworkRequestToJson(const NetworkRequest& request) {
+  return {{"network", std::string(net::NetworkModeName(request.network))},
+          {"allow_hosts", request.allow_hosts}};
+}
+
+StatusOr<NetworkRequest> NetworkRequestFromJson(const json& object) {
+  RETURN_IF_ERROR(CheckFields(object, NetworkFields()));
+  const base::JsonFields f = Reader(object, "network request");
+  NetworkRequest out;
+  ASSIGN_OR_RETURN(std::string mode, f.String("network", "allow"));
+  auto parsed = net::ParseNetworkMode(mode);
+  if (!parsed.ok()) return parsed.status().WithContext("network");
+  out.network = *parsed;
+  ASSIGN_OR_RETURN(out.allow_hosts, f.Strings("allow_hosts", std::vector<std::string>{}));
+  // The box options' checks, in their words (each entry, the count, open with hosts).
+  BoxOptions check;
+  check.network = out.network;
+  check.allow_hosts = out.allow_hosts;
+  RETURN_IF_ERROR(check.Validate());
   return out;
 }
 

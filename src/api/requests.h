@@ -87,6 +87,15 @@ struct PackagesRequest {
 nlohmann::json PackagesRequestToJson(const PackagesRequest& request);
 StatusOr<PackagesRequest> PackagesRequestFromJson(const nlohmann::json& object);
 
+// PUT .../network: {"network": "none" | "allow" | "open", "allow_hosts": [...]} (either may be
+// left out: allow and no hosts); checked as the box options are.
+struct NetworkRequest {
+  NetworkMode network = NetworkMode::kAllow;
+  std::vector<std::string> allow_hosts;
+};
+nlohmann::json NetworkRequestToJson(const NetworkRequest& request);
+StatusOr<NetworkRequest> NetworkRequestFromJson(const nlohmann::json& object);
+
 // POST /v1/ask: {"task"}, a string with more than white space.
 struct AskRequest {
   std::string task;

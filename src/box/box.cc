@@ -97,6 +97,10 @@ StatusOr<ExecResult> Box::InstallPackages(const std::vector<std::string>& packag
                                           const InstallOptions& options) {
   return impl_->InstallPackages(packages, options);
 }
+Status Box::SetNetwork(NetworkMode network, const std::vector<std::string>& allow_hosts) {
+  return impl_->SetNetwork(network, allow_hosts);
+}
+
 Status Box::Destroy() { return impl_->Destroy(); }
 
 }  // namespace codebox

@@ -61,6 +61,21 @@ class PolicyState {
     return current_;
   }
 
+  // The box's own policy from now on (SetPolicy); the allowances alive stay.
+  void Replace(net::EgressPolicy base) {
+    std::lock_guard<std::mutex> lock(mu_);
+    base_ = std::move(base);
+    ++generation_;
+    Rebuild();
+  }
+
+  // How many times the base was replaced: a connection judged by an older policy is judged
+  // again.
+  uint64_t generation() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return generation_;
+  }
+
   uint64_t Add(std::vector<net::HostPattern> patterns) {
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t id = next_id_++;
@@ -99,7 +114,8 @@ class PolicyState {
   }
 
   mutable std::mutex mu_;
-  const net::EgressPolicy base_;
+  net::EgressPolicy base_;
+  uint64_t generation_ = 0;
   std::map<uint64_t, std::vector<net::HostPattern>> extra_;
   uint64_t next_id_ = 0;
   std::shared_ptr<const net::EgressPolicy> current_;
@@ -129,6 +145,8 @@ struct Connection {
   std::atomic<bool> relay_allowed{false};
   std::atomic<int> running{2};
   std::atomic<bool> finished{false};
+  // Set when the box's network changed and no longer allows where this connection goes.
+  std::atomic<bool> cut_by_policy{false};
   // Guarded by the service's log_mu_: the box ended its side (so its program may have exited
   // and be reading the log), and the relay's record is in the log.
   bool box_closed = false;
@@ -264,11 +282,23 @@ class EgressServiceImpl final : public EgressService {
     Connection* raw = c.get();
     // The policy as it is now: an allowance that ends later does not cut this connection.
     std::shared_ptr<const net::EgressPolicy> policy = policy_->Current();
+    const uint64_t generation = policy_->generation();
     // A host out of threads cuts this connection (the program sees a reset), not the service.
     try {
-      raw->relay = std::thread([this, raw, policy] {
-        EgressRecord record = net::ServeEgressConnection(raw->relay_end.get(), *policy, limits_,
-                                                         budget_, resolve_, secrets_.get());
+      raw->relay = std::thread([this, raw, policy, generation] {
+        EgressRecord record = net::ServeEgressConnection(
+            raw->relay_end.get(), *policy, limits_, budget_, resolve_, secrets_.get(),
+            [this, raw, generation](const std::string& host, uint16_t port) {
+              return Admit(raw, generation, host, port);
+            });
+        {
+          std::lock_guard<std::mutex> lock(targets_mu_);
+          targets_.erase(raw);
+        }
+        if (raw->cut_by_policy) {
+          record.rule = "not_allowed";
+          record.reason += "; cut: the box's network was changed and no longer allows it";
+        }
         raw->relay_allowed = record.allowed;
         ::shutdown(raw->relay_end.get(), SHUT_RDWR);
         Signal(raw->relay_done.get());
@@ -293,6 +323,30 @@ class EgressServiceImpl final : public EgressService {
       Finish(*raw);
     }
     connections_.push_back(std::move(c));
+  }
+
+  // A connection the policy allowed, about to connect: registered so that SetPolicy can end
+  // it; judged again when the policy changed since it was taken.
+  bool Admit(Connection* c, uint64_t generation, const std::string& host, uint16_t port) {
+    std::lock_guard<std::mutex> lock(targets_mu_);
+    if (policy_->generation() != generation && !policy_->Current()->CheckName(host, port).allowed) {
+      return false;
+    }
+    targets_[c] = {host, port};
+    return true;
+  }
+
+  void SetPolicy(net::EgressPolicy policy) override {
+    policy_->Replace(std::move(policy));
+    std::shared_ptr<const net::EgressPolicy> now = policy_->Current();
+    std::lock_guard<std::mutex> lock(targets_mu_);
+    for (const auto& [c, target] : targets_) {
+      if (now->CheckName(target.first, target.second).allowed) continue;
+      // The relay sees its box end shut and ends; its thread unregisters it under this lock,
+      // so `c` is alive here.
+      c->cut_by_policy = true;
+      ::shutdown(c->relay_end.get(), SHUT_RDWR);
+    }
   }
 
   void Finish(Connection& c) {
@@ -362,6 +416,9 @@ class EgressServiceImpl final : public EgressService {
   // The acceptor thread's own; the destructor touches them only after joining it.
   std::vector<std::unique_ptr<EgressStream>> waiting_;
   std::list<std::unique_ptr<Connection>> connections_;
+  // Where each relaying connection goes (host, port), for SetPolicy to end those it refuses.
+  std::mutex targets_mu_;
+  std::map<Connection*, std::pair<std::string, uint16_t>> targets_;
   std::thread acceptor_;
   mutable std::mutex log_mu_;
   mutable std::condition_variable log_cv_;  // closing_ went to 0

@@ -61,9 +61,16 @@ class EgressService {
   };
   virtual std::unique_ptr<Allowance> AllowForAWhile(std::vector<net::HostPattern> patterns) = 0;
 
+  // The box's policy from now on (Box::SetNetwork): new connections are judged by it (with
+  // the allowances alive now), and open ones to a host it refuses are ended.
+  virtual void SetPolicy(net::EgressPolicy policy) = 0;
+
   // The PEM certificate of the box's CA, when it has secrets; "" otherwise.
   virtual std::string CaCertificatePem() const = 0;
 };
+
+// The policy `options` give: none, open, or the allowlist with every secret's hosts.
+StatusOr<net::EgressPolicy> NetworkPolicyOf(const BoxOptions& options);
 
 // The service of a box with a network policy (EffectiveNetwork(options) != kNone): the
 // allowlist (or open), the per-connection rate and the box's byte budget from `options`.

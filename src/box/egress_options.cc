@@ -27,27 +27,31 @@ StatusOr<std::shared_ptr<const net::SecretEgress>> MakeSecretEgress(
 
 }  // namespace
 
+StatusOr<net::EgressPolicy> NetworkPolicyOf(const BoxOptions& options) {
+  switch (EffectiveNetwork(options)) {
+    case NetworkMode::kNone:
+      return net::EgressPolicy::None();
+    case NetworkMode::kOpen:
+      return net::EgressPolicy::Open();
+    case NetworkMode::kAllow:
+      break;
+  }
+  std::vector<std::string> hosts = options.allow_hosts;  // and every secret's
+  for (const Secret& secret : options.secrets) {
+    hosts.insert(hosts.end(), secret.hosts.begin(), secret.hosts.end());
+  }
+  auto allow = net::EgressPolicy::Allow(hosts);
+  if (!allow.ok()) return allow.status().WithContext("allow_hosts");
+  return std::move(*allow);
+}
+
 StatusOr<std::unique_ptr<EgressService>> StartNetwork(protocol::AgentClient& agent,
                                                       const BoxOptions& options,
                                                       net::Resolver resolve) {
-  net::EgressPolicy policy = net::EgressPolicy::None();
-  switch (EffectiveNetwork(options)) {
-    case NetworkMode::kNone:
-      return FailedPrecondition("the box has no network policy");
-    case NetworkMode::kOpen:
-      policy = net::EgressPolicy::Open();
-      break;
-    case NetworkMode::kAllow: {
-      std::vector<std::string> hosts = options.allow_hosts;  // and every secret's
-      for (const Secret& secret : options.secrets) {
-        hosts.insert(hosts.end(), secret.hosts.begin(), secret.hosts.end());
-      }
-      auto allow = net::EgressPolicy::Allow(hosts);
-      if (!allow.ok()) return allow.status().WithContext("allow_hosts");
-      policy = std::move(*allow);
-      break;
-    }
+  if (EffectiveNetwork(options) == NetworkMode::kNone) {
+    return FailedPrecondition("the box has no network policy");
   }
+  ASSIGN_OR_RETURN(net::EgressPolicy policy, NetworkPolicyOf(options));
   net::EgressLimits limits;
   limits.rate_bytes_per_second = options.network_rate_bytes;
   std::shared_ptr<const net::SecretEgress> secrets;

@@ -330,6 +330,31 @@ class LocalBox final : public Box::Impl {
     return Exec(std::move(plan.argv), exec);
   }
 
+  Status SetNetwork(NetworkMode network, const std::vector<std::string>& allow_hosts) override {
+    RETURN_IF_ERROR(CheckUsable().WithContext("set network"));
+    if (!egress_) {
+      return FailedPrecondition(
+          "set network: this box was created without a network, so it has no proxy channel to "
+          "open; create it with network='allow' (and no hosts: nothing is reachable until "
+          "set_network) to change its network later");
+    }
+    BoxOptions changed = options_;
+    changed.network = network;
+    changed.allow_hosts = allow_hosts;
+    RETURN_IF_ERROR(changed.Validate().WithContext("set network"));
+    // none without hosts closes everything, the secrets' hosts too.
+    const bool closed = network == NetworkMode::kNone && allow_hosts.empty();
+    net::EgressPolicy policy = net::EgressPolicy::None();
+    if (!closed) {
+      ASSIGN_OR_RETURN(policy, box::NetworkPolicyOf(changed));
+    }
+    egress_->SetPolicy(std::move(policy));
+    std::lock_guard<std::mutex> lock(mu_);
+    info_.network = closed ? "none (closed by set_network; the proxy channel stays)"
+                           : box::NetworkDescription(changed);
+    return Status::Ok();
+  }
+
   // python3 starts while the kernel does; then both are awaited.
   Status Prewarm(const PrewarmOptions& options) override {
     RETURN_IF_ERROR(CheckUsable().WithContext("prewarm"));
@@ -589,7 +614,7 @@ class LocalBox final : public Box::Impl {
   const box::ImageRun run_;  // how the image's processes run: workdir, cwd, env, user
   // Set before the box is handed out; destroyed before the agent connection its threads use.
   std::unique_ptr<box::EgressService> egress_;
-  const BoxInfo info_;
+  BoxInfo info_;  // network changes with SetNetwork
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::mutex mu_;
   std::condition_variable cv_;

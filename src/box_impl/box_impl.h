@@ -51,6 +51,7 @@ class Box::Impl {
   }
   virtual StatusOr<ExecResult> InstallPackages(const std::vector<std::string>& packages,
                                                const InstallOptions& options) = 0;
+  virtual Status SetNetwork(NetworkMode network, const std::vector<std::string>& allow_hosts) = 0;
 
   // Box's constructor is private; Impl, a member, may call it.
   static std::unique_ptr<Box> Wrap(std::unique_ptr<Impl> impl);

@@ -460,7 +460,8 @@ std::string ServeIntercepted(int box_fd, int upstream_fd, const std::string& hos
 
 EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
                                    const EgressLimits& limits, EgressBudget& budget,
-                                   const Resolver& resolve, const SecretEgress* secrets) {
+                                   const Resolver& resolve, const SecretEgress* secrets,
+                                   const AdmitTarget& admit) {
   static const SecretEgress kNoSecrets;
   if (secrets == nullptr) secrets = &kNoSecrets;
   EgressRecord record;
@@ -478,6 +479,12 @@ EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
   record.port = request->port;
   Decision name = policy.CheckName(request->host, request->port);
   if (!name.allowed) return Refuse(box_fd, record, 403, name.reason, "not_allowed");
+  if (admit && !admit(request->host, request->port)) {
+    return Refuse(box_fd, record, 403,
+                  request->host + ":" + std::to_string(request->port) +
+                      " is no longer allowed: the box's network was changed",
+                  "not_allowed");
+  }
   const bool secret_host = secrets->injector.IsSecretHost(request->host, request->port);
   if (request->tunnel && secret_host && !rest.empty()) {  // its TLS must start after the 200
     return Refuse(box_fd, record, 400, "bytes came after the CONNECT before the proxy answered",

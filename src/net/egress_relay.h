@@ -74,9 +74,14 @@ struct SecretEgress {
 // wait has a deadline from `limits`. With `secrets`: a plain request's placeholders are
 // replaced (or the request refused), a CONNECT to a secret's host is intercepted, and a
 // placeholder bound anywhere else ends the connection.
+// Told the host and port a connection asks for once the policy allowed them; false refuses it
+// all the same (the box's network changed meanwhile).
+using AdmitTarget = std::function<bool(const std::string& host, uint16_t port)>;
+
 EgressRecord ServeEgressConnection(int box_fd, const EgressPolicy& policy,
                                    const EgressLimits& limits, EgressBudget& budget,
-                                   const Resolver& resolve, const SecretEgress* secrets = nullptr);
+                                   const Resolver& resolve, const SecretEgress* secrets = nullptr,
+                                   const AdmitTarget& admit = {});
 
 // Serves a connection on `fd` (not closed here) that a program made to `target` itself, without
 // a proxy request (Go's HTTP client never sends one for a loopback address: ConfinedNetwork's

@@ -18,6 +18,7 @@
 #include "api/text_event.h"
 #include "base/deadline.h"
 #include "base/json_fields.h"
+#include "base/text.h"
 #include "host_files/host_files.h"
 #include "remote/remote_copy.h"
 #include "remote/server_api.h"
@@ -442,6 +443,18 @@ class RemoteBox final : public Box::Impl {
     return api::ExecResultFromJson(j);
   }
 
+  Status SetNetwork(NetworkMode network, const std::vector<std::string>& allow_hosts) override {
+    RETURN_IF_ERROR(CheckUsable());
+    ASSIGN_OR_RETURN(std::string text,
+                     DumpJson(api::NetworkRequestToJson({network, allow_hosts}), "set network"));
+    ASSIGN_OR_RETURN(json j, api_.CallJson("PUT", base_ + "/network", std::move(text),
+                                           kControlTimeout, "set network of box " + id_));
+    base::JsonFields f(j, "the server's network answer");
+    ASSIGN_OR_RETURN(std::string description, f.String("network"));
+    info_.network = base::TerminalSafe(description, 1000);
+    return Status::Ok();
+  }
+
  private:
   bool IsDestroyed() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -480,7 +493,7 @@ class RemoteBox final : public Box::Impl {
   const BoxOptions options_;
   const std::string id_;
   const std::string base_;  // "/v1/boxes/<id>"
-  const BoxInfo info_;
+  BoxInfo info_;            // network changes with SetNetwork
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::mutex mu_;
   bool destroyed_ = false;

@@ -39,6 +39,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/boxes/{id}/restart", RestartKernel},
     {"POST", "/v1/boxes/{id}/interrupt", InterruptCode},
     {"POST", "/v1/boxes/{id}/packages", InstallPackagesInBox},
+    {"PUT", "/v1/boxes/{id}/network", SetNetworkOfBox},
     {"PUT", "/v1/boxes/{id}/files", PutFile},
     {"GET", "/v1/boxes/{id}/files", GetFile},
     {"DELETE", "/v1/boxes/{id}/files", DeleteFile},
@@ -264,8 +265,10 @@ void Api::Handle(const http::Request& request, http::Exchange& exchange) {
     }
   }
   std::string_view route_name = found ? found->pattern : "unmatched";
-  Call call{*context_, request, recording, found ? id : std::string(), Status::Ok(),
-            CallerOf(*context_, request), found ? pid : 0};
+  Call call{*context_,      request,
+            recording,      found ? id : std::string(),
+            Status::Ok(),   CallerOf(*context_, request),
+            found ? pid : 0};
   // A tenant's share of the requests in flight (only where there are tenants to share among).
   std::shared_ptr<void> in_flight;
   if (found && context_->options.tokens_required && !IsUncounted(found->pattern, request)) {

@@ -21,8 +21,8 @@ namespace codebox::server {
 struct Api::Context {
   ApiOptions options;
   BoxRegistry* registry = nullptr;
-  TenantQuotas quotas;       // from options.grants and options.tenant_limits
-  TenantCounter in_flight;   // requests in flight per tenant
+  TenantQuotas quotas;               // from options.grants and options.tenant_limits
+  TenantCounter in_flight;           // requests in flight per tenant
   std::unique_ptr<McpSessions> mcp;  // /mcp (api_mcp.cc)
   EgressAudit egress;                // which egress records went to hooks.on_egress
   E2bSandboxes e2b;                  // E2B's face (api_e2b.cc): tokens and metadata
@@ -93,6 +93,7 @@ void Ask(Call& call);
 // api_network.cc: POST /v1/boxes/{id}/packages; and the egress records of a box, each once, to
 // hooks.on_egress (`log`: the box's whole log now; `gone`: the box is destroyed after it).
 void InstallPackagesInBox(Call& call);
+void SetNetworkOfBox(Call& call);  // PUT /v1/boxes/{id}/network
 void ReportEgress(Api::Context& context, const std::string& box_id,
                   const std::vector<EgressRecord>& log, bool gone);
 // api_mcp.cc

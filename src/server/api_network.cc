@@ -25,6 +25,18 @@ void InstallPackagesInBox(Call& call) {
   call.RespondJson(200, api::ExecResultToJson(*result));
 }
 
+void SetNetworkOfBox(Call& call) {
+  auto body = ParseObject(call.request.body);
+  if (!body.ok()) return call.RespondError(body.status());
+  auto request = api::NetworkRequestFromJson(*body);
+  if (!request.ok()) return call.RespondError(request.status());
+  auto lease = call.context.registry->Acquire(call.box_id, call.caller);
+  if (!lease.ok()) return call.RespondError(lease.status());
+  Status st = lease->box().SetNetwork(request->network, request->allow_hosts);
+  if (!st.ok()) return call.RespondError(st);
+  call.RespondJson(200, {{"network", lease->box().info().network}});
+}
+
 void ReportEgress(Api::Context& context, const std::string& box_id,
                   const std::vector<EgressRecord>& log, bool gone) {
   const auto& on_egress = context.options.hooks.on_egress;

@@ -8,10 +8,11 @@ import json
 import os
 import secrets
 import tempfile
+import time
 
 import pytest
 
-from boxcode import FETCH
+from boxcode import FETCH, answers, fetch_all
 from conftest import BOX_CA, cli
 
 codebox = pytest.importorskip(
@@ -261,3 +262,52 @@ print(json.dumps([send("http://{other}/hello"), send("http://{web}/hello", {{"X-
     [event] = cell.network_events
     assert event.rule == "internal_address" and "loopback" in event.message, event
     assert quiet.network_events == (), quiet.network_events
+
+
+SLOW_DOWNLOAD = '''
+import sys, time, urllib.request
+got = 0
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=60) as r:
+        open("/tmp/started", "w").close()
+        while chunk := r.read(65536):
+            got += len(chunk)
+            time.sleep(0.02)
+    print("finished", got, flush=True)
+except Exception as e:
+    print("cut after", got, type(e).__name__, flush=True)
+'''
+
+
+def test_set_network_opens_narrows_and_cuts_what_it_no_longer_allows(net):
+    web = net.host["web"]
+    with codebox.SyncCodeBox(local=True, driver="jail", network="allow") as b:
+        before = b.run(fetch_all(net.url("web")))
+        described = b.set_network([web])
+        assert web in described and web in b.info.network, described
+        opened = b.run(fetch_all(net.url("web")))
+        pid = b.spawn("python3", "-c", SLOW_DOWNLOAD, net.url("web", "/bytes/500000000"))
+        deadline = time.monotonic() + 30
+        while b.exec("test", "-e", "/tmp/started").exit_code != 0:
+            assert time.monotonic() < deadline, "the download did not start"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        b.set_network(network="none")
+        ended = b.attach(pid)
+        after = b.run(fetch_all(net.url("web")))
+        log = b.egress_log()
+    assert answers(before)[0]["status"] == 403, before
+    assert answers(opened)[0] == {"status": 200, "body": net.hello("web") + "\n"}, opened
+    assert "cut after" in ended.stdout, ended.stdout
+    assert int(ended.stdout.split("cut after ")[1].split()[0]) < 500000000, ended.stdout
+    assert answers(after)[0]["status"] == 403, after
+    cut = [r for r in log if "network was changed" in r["reason"]]
+    assert len(cut) == 1 and cut[0]["bytes_down"] > 0, log
+
+
+def test_set_network_needs_the_proxy_channel(net):
+    with codebox.SyncCodeBox(local=True, driver="jail") as b:
+        with pytest.raises(codebox.BoxNetworkError, match="no proxy channel"):
+            b.set_network([net.host["web"]])
+        with pytest.raises(ValueError):
+            b.set_network(network="wide")

@@ -222,6 +222,57 @@ TEST_F(ApiNetworkTest, SecretsAreInjectedAndNeverAnswered) {
   EXPECT_NE(responder.heads()[1].find("X-Api-Key: " + value + "\r\n"), std::string::npos);
 }
 
+// PUT /v1/boxes/{id}/network: a box made with the proxy channel (network allow, no hosts)
+// is opened, then closed; a box without the channel, or a bad body, is refused.
+TEST_F(ApiNetworkTest, SetNetworkOpensAndClosesABoxWithTheProxyChannel) {
+  Responder responder;
+  ASSERT_NE(responder.port(), 0);
+  const std::string allowed = "127.0.0.1:" + std::to_string(responder.port());
+  const std::string id = CreateBox(R"({"network": "allow"})");
+  json exec = {{"argv", {"python3", "-c", kFetch, "http://" + allowed + "/"}},
+               {"env", {{"NO_PROXY", ""}, {"no_proxy", ""}}}};
+  auto fetch = [&] {
+    auto r = Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec", exec.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return Json(r)["stdout"].get<std::string>();
+  };
+  EXPECT_EQ(fetch().rfind("failed", 0), 0u);
+  auto open = Call("PUT", "/v1/boxes/" + id + "/network", "/v1/boxes/{id}/network",
+                   json{{"allow_hosts", {allowed}}}.dump());
+  ASSERT_EQ(open.status, 200) << open.body;
+  EXPECT_EQ(Json(open)["network"], "allow: " + allowed);
+  EXPECT_EQ(fetch(), "hello\n");
+  auto close = Call("PUT", "/v1/boxes/" + id + "/network", "/v1/boxes/{id}/network",
+                    R"({"network": "none"})");
+  ASSERT_EQ(close.status, 200) << close.body;
+  EXPECT_EQ(fetch().rfind("failed", 0), 0u);
+  for (const char* bad : {R"({"network": "wide"})", R"({"allow_hosts": ["bad host"]})",
+                          R"({"network": "open", "allow_hosts": ["a.org"]})", R"({"x": 1})",
+                          R"({"allow_hosts": "a.org"})"}) {
+    auto r = Call("PUT", "/v1/boxes/" + id + "/network", "/v1/boxes/{id}/network", bad);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+  }
+  const std::string plain = CreateBox();
+  auto refused = Call("PUT", "/v1/boxes/" + plain + "/network", "/v1/boxes/{id}/network",
+                      json{{"allow_hosts", {allowed}}}.dump());
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  EXPECT_NE(refused.body.find("no proxy channel"), std::string::npos) << refused.body;
+
+  // The C++ API on a server's box: the same, through RemoteBox.
+  BoxOptions options;
+  options.server = "unix:" + dir_ + "/codebox.sock";
+  options.network = NetworkMode::kAllow;
+  auto box = Box::Create(options);
+  ASSERT_TRUE(box.ok()) << box.status().ToString();
+  ASSERT_TRUE((*box)->SetNetwork(NetworkMode::kAllow, {allowed}).ok());
+  EXPECT_EQ((*box)->info().network, "allow: " + allowed);
+  ExecOptions direct;
+  direct.env = {{"NO_PROXY", ""}, {"no_proxy", ""}};
+  auto r = (*box)->Exec({"python3", "-c", kFetch, "http://" + allowed + "/"}, direct);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_data, "hello\n");
+}
+
 TEST_F(ApiNetworkTest, RemoteBoxReadsTheLogAndInstallsOverTheApi) {
   Responder responder;
   ASSERT_NE(responder.port(), 0);
