@@ -7,6 +7,7 @@ Mixed into both box twins, each operation written once (_twins.py); kept apart f
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Sequence
 
 from ._twins import Steps, Twins, twin
@@ -130,3 +131,8 @@ class _Network(Twins):
         Empty for a box without a network. (Not a coroutine, on a CodeBox either: a quick
         read, one request for a box on a server.)"""
         return list(self._live().egress_log())
+
+    def egress_log_lines(self) -> str:
+        """:meth:`egress_log` as JSON lines, one record a line (an audit export; a server's
+        ``GET /v1/boxes/{id}/egress`` answers the same)."""
+        return "".join(json.dumps(r, sort_keys=True) + "\n" for r in self.egress_log())

@@ -40,6 +40,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/boxes/{id}/interrupt", InterruptCode},
     {"POST", "/v1/boxes/{id}/packages", InstallPackagesInBox},
     {"PUT", "/v1/boxes/{id}/network", SetNetworkOfBox},
+    {"GET", "/v1/boxes/{id}/egress", EgressLogLines},
     {"PUT", "/v1/boxes/{id}/files", PutFile},
     {"GET", "/v1/boxes/{id}/files", GetFile},
     {"DELETE", "/v1/boxes/{id}/files", DeleteFile},

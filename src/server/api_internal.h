@@ -94,6 +94,7 @@ void Ask(Call& call);
 // hooks.on_egress (`log`: the box's whole log now; `gone`: the box is destroyed after it).
 void InstallPackagesInBox(Call& call);
 void SetNetworkOfBox(Call& call);  // PUT /v1/boxes/{id}/network
+void EgressLogLines(Call& call);   // GET /v1/boxes/{id}/egress (JSON lines)
 void ReportEgress(Api::Context& context, const std::string& box_id,
                   const std::vector<EgressRecord>& log, bool gone);
 // api_mcp.cc

@@ -3,6 +3,7 @@
 // log and metrics (hooks.on_egress).
 #include <chrono>
 
+#include "api/egress_record.h"
 #include "api/exec_result.h"
 #include "api/requests.h"
 #include "base/json.h"
@@ -35,6 +36,18 @@ void SetNetworkOfBox(Call& call) {
   Status st = lease->box().SetNetwork(request->network, request->allow_hosts);
   if (!st.ok()) return call.RespondError(st);
   call.RespondJson(200, {{"network", lease->box().info().network}});
+}
+
+// The box's egress log as JSON lines, one record a line (an audit export: `> box.jsonl`).
+void EgressLogLines(Call& call) {
+  auto log = call.context.registry->EgressLog(call.box_id, call.caller);
+  if (!log.ok()) return call.RespondError(log.status());
+  http::Response response;
+  response.status = 200;
+  response.content_type = "application/x-ndjson";
+  for (const EgressRecord& r : *log)
+    response.body += base::JsonText(api::EgressRecordToJson(r)) + "\n";
+  (void)call.exchange.Respond(std::move(response));
 }
 
 void ReportEgress(Api::Context& context, const std::string& box_id,

@@ -82,6 +82,8 @@ print(json.dumps([
     send("https://user:" + q + "@{secure}/hello"),
 ]))''')
         log = b.egress_log()
+        lines = b.egress_log_lines()
+    assert [json.loads(line) for line in lines.splitlines()] == log, lines
     answers = last_json(out)
     assert [a.get("status") for a in answers[:3]] == [200, 200, 200], answers
     assert answers[0]["body"] == net.hello("secure", "https") + "\n", answers

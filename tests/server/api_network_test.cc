@@ -193,6 +193,12 @@ TEST_F(ApiNetworkTest, SecretsAreInjectedAndNeverAnswered) {
   ASSERT_EQ(got.status, 200) << got.body;
   EXPECT_EQ(Json(got)["network"], "allow: only the secrets' hosts; secrets: API_KEY for " + host);
   EXPECT_EQ(Json(got)["egress"][0]["secrets"], json::array({"API_KEY"})) << got.body;
+  // The audit export: the same records, one JSON object a line.
+  auto lines = Call("GET", "/v1/boxes/" + id + "/egress", "/v1/boxes/{id}/egress");
+  ASSERT_EQ(lines.status, 200) << lines.body;
+  ASSERT_FALSE(lines.body.empty());
+  EXPECT_EQ(lines.body.back(), '\n');
+  EXPECT_EQ(json::parse(lines.body.substr(0, lines.body.find('\n'))), Json(got)["egress"][0]);
   auto list = Call("GET", "/v1/boxes", "/v1/boxes");
   auto env = Call("POST", "/v1/boxes/" + id + "/exec", "/v1/boxes/{id}/exec",
                   R"({"argv": ["sh", "-c", "env; cat /proc/1/environ"]})");
