@@ -67,8 +67,7 @@ py::list Processes(PyBox& box) {
   for (const ProcessInfo& p : listed) {
     py::list argv;
     for (const std::string& arg : p.argv) {
-      argv.append(py::reinterpret_steal<py::object>(
-          PyUnicode_DecodeUTF8(arg.data(), static_cast<Py_ssize_t>(arg.size()), "replace")));
+      argv.append(Text(arg));
     }
     py::dict d;
     d["pid"] = p.pid;
@@ -153,22 +152,18 @@ py::list EgressLog(PyBox& box) {
     py::gil_scoped_release release;
     records = b.EgressLog();
   }
-  auto text = [](const std::string& s) {
-    return py::reinterpret_steal<py::object>(
-        PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
-  };
   py::list out;
   for (const EgressRecord& r : records) {
     py::dict d;
-    d["host"] = text(r.host);
+    d["host"] = Text(r.host);
     d["port"] = r.port;
     d["allowed"] = r.allowed;
-    d["reason"] = text(r.reason);
-    d["address"] = text(r.address);
+    d["reason"] = Text(r.reason);
+    d["address"] = Text(r.address);
     d["bytes_up"] = r.bytes_up;
     d["bytes_down"] = r.bytes_down;
     py::list names;  // the secrets put into the request, by name
-    for (const std::string& name : r.secrets) names.append(text(name));
+    for (const std::string& name : r.secrets) names.append(Text(name));
     d["secrets"] = names;
     out.append(d);
   }
@@ -233,19 +228,21 @@ void TranslateStatusError(std::exception_ptr p) {
 
 }  // namespace
 
+py::str Text(std::string_view s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
 py::list NetworkEventsToPython(const std::vector<NetworkEvent>& events) {
-  auto text = [](const std::string& s) {
-    return py::reinterpret_steal<py::str>(
-        PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
-  };
   py::list out;
   for (const NetworkEvent& e : events) {
     py::dict d;
-    d["host"] = text(e.host);
+    d["host"] = Text(e.host);
     d["port"] = e.port;
-    d["rule"] = text(e.rule);
-    d["message"] = text(e.message);
-    d["hint"] = text(e.hint);
+    d["rule"] = Text(e.rule);
+    d["message"] = Text(e.message);
+    d["hint"] = Text(e.hint);
     out.append(d);
   }
   return out;

@@ -18,12 +18,6 @@ namespace py = pybind11;
 namespace codebox::python {
 namespace {
 
-// Text from C++ (UTF-8 as far as we know) as a Python str that never fails to decode.
-py::str Text(std::string_view s) {
-  return py::reinterpret_steal<py::str>(
-      PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
-}
-
 class PyInterpreter {
  public:
   // llm: base_url, api_key, model, mode, max_steps, stream, request_timeout, max_retries,
@@ -76,7 +70,9 @@ class PyInterpreter {
       o.on_text = [this](std::string_view text) { Call(on_text_, text); };
     }
     if (!on_code_.is_none()) {
-      o.on_code = [this](int step, const std::string& code) { Call(on_code_, step, std::string_view(code)); };
+      o.on_code = [this](int step, const std::string& code) {
+        Call(on_code_, step, std::string_view(code));
+      };
     }
     if (!on_result_.is_none()) {
       // The step as the transcript's JSON has it; the Python side parses it.

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include "codebox/options.h"
 #include "codebox/status.h"
@@ -21,6 +22,9 @@ struct StatusError {
 };
 
 [[noreturn]] void Throw(const Status& status);
+// Text from C++ or a box (UTF-8 as far as anyone knows) as a str: bytes that are not UTF-8
+// become U+FFFD, so it never fails to decode.
+pybind11::str Text(std::string_view s);
 // ExecResult::network_events and Execution's: a list of dicts, the box's text decoded with
 // replacement.
 pybind11::list NetworkEventsToPython(const std::vector<NetworkEvent>& events);

@@ -19,13 +19,6 @@ namespace py = pybind11;
 namespace codebox::python {
 namespace {
 
-// Box text as str; bytes that are not UTF-8 become U+FFFD (the kernel sends UTF-8).
-py::str Text(const std::string& s) {
-  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
-  if (o == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::str>(o);
-}
-
 py::list TextList(const std::vector<std::string>& pieces) {
   py::list out;
   for (const std::string& p : pieces) out.append(Text(p));
