@@ -2,6 +2,7 @@
 // the environment every exec of such a box gets (src/box/egress.h).
 #include <cstdlib>
 
+#include "base/text.h"
 #include "box/egress.h"
 #include "protocol/messages.h"
 
@@ -81,7 +82,8 @@ Status WriteBoxTrust(protocol::AgentClient& agent, const std::string& ca_pem) {
 namespace {
 
 std::string HintFor(const EgressRecord& r) {
-  const std::string host = r.host.empty() ? "that host" : r.host;
+  // The box asked for it: made terminal-safe, as its record is wherever it is shown.
+  const std::string host = r.host.empty() ? "that host" : base::TerminalSafe(r.host, 300);
   if (r.rule == "not_allowed") {
     return "the box may reach only the hosts it was given; ask for " + host +
            " to be allowed (allow_hosts, --allow-host), or do without it: retrying will not help";
